@@ -1,0 +1,1 @@
+"""Deterministic checks: exact, free, and computed from the transcript alone."""

@@ -1,0 +1,98 @@
+"""What a scenario expects of the agent, as used by the deterministic checks.
+
+These models are the ``expectations`` block of a scenario file (and the input of
+``harness score-transcripts``), so they forbid unknown keys: a misspelt key is an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ArgMode = Literal["exact", "subset", "superset", "ignore"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ArgOverride(_Strict):
+    """How one argument is compared, overriding the call's mode for that key."""
+
+    ignore: bool = False
+    tolerance: float | None = Field(default=None, ge=0, description="absolute numeric tolerance")
+    case_insensitive: bool = False
+    matcher: str | None = Field(
+        default=None,
+        description="'package.module:function' called as f(expected, actual) -> bool",
+    )
+
+
+class ArgMatching(_Strict):
+    """How a call's arguments are compared with the reference call's.
+
+    - ``exact``: the same keys and values (JSON equality);
+    - ``subset``: every reference argument is present with that value (extra actual
+      arguments allowed);
+    - ``superset``: every actual argument is in the reference with that value (the reference
+      may list more);
+    - ``ignore``: names only.
+    """
+
+    mode: ArgMode = "exact"
+    overrides: dict[str, ArgOverride] = Field(default_factory=dict)
+
+
+class ExpectedToolCall(_Strict):
+    """A reference tool call. ``turn`` (0-based user turn) is needed only for per-turn scores."""
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    turn: int | None = Field(default=None, ge=0)
+    match: ArgMatching | None = None
+
+
+class ParameterValidator(_Strict):
+    """Constraints on one parameter's value, for partial-credit parameter accuracy."""
+
+    type: Literal["string", "number", "integer", "boolean", "array", "object"] | None = None
+    pattern: str | None = None
+    one_of: list[Any] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+class ParameterExpectation(_Strict):
+    """Parameter accuracy for every call of ``tool``: required values, forbidden parameters
+    and validators, each worth one point of partial credit."""
+
+    tool: str
+    required: dict[str, Any] = Field(default_factory=dict)
+    forbidden: list[str] = Field(default_factory=list)
+    validators: dict[str, ParameterValidator] = Field(default_factory=dict)
+
+
+class Expectations(_Strict):
+    """Everything the deterministic checks compare against. Each check runs only when its
+    expectation is given."""
+
+    tool_calls: list[ExpectedToolCall] | None = Field(
+        default=None, description="the reference trajectory"
+    )
+    arg_matching: ArgMatching = Field(default_factory=ArgMatching)
+    tool_order: list[str] | None = Field(
+        default=None, description="tool names in the order they should first be called"
+    )
+    single_tool_use: list[str] = Field(
+        default_factory=list, description="tools whose use is checked on their own"
+    )
+    parameters: list[ParameterExpectation] = Field(default_factory=list)
+    forbidden_tools: list[str] = Field(default_factory=list)
+    no_tool_calls: bool = Field(default=False, description="the agent should call no tool")
+    max_tool_calls: int | None = Field(default=None, ge=0)
+    reference_answer: str | None = None
+    required_phrases: list[str] = Field(default_factory=list)
+    latency_budget_s: float | None = Field(default=None, gt=0)
+    final_state: dict[str, Any] | None = None
+    final_state_mode: Literal["equals", "contains"] = "contains"

@@ -1,0 +1,3 @@
+"""The list of command modules; importing each registers its commands on the app."""
+
+from __future__ import annotations

@@ -1,0 +1,75 @@
+"""The errors the harness raises on purpose.
+
+Every error a user can cause (a bad file, a missing key, a model that keeps failing) is a
+:class:`HarnessError` with a message that says what to fix. The CLI prints the message on one
+line and exits non-zero; it never shows a traceback for these.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class HarnessError(Exception):
+    """Base class: a failure the user can act on. ``str(err)`` is the whole message."""
+
+
+class InputError(HarnessError):
+    """Bad input: names the file (or source), the field path and what was expected.
+
+    ``location`` is a line number or record id when the source is a multi-record file.
+    """
+
+    def __init__(
+        self,
+        source: str | Path,
+        field: str | None,
+        expected: str,
+        *,
+        location: str | int | None = None,
+    ) -> None:
+        self.source = str(source)
+        self.field = field
+        self.expected = expected
+        self.location = location
+        where = self.source
+        if location is not None:
+            where += f":{location}"
+        if field:
+            where += f": {field}"
+        super().__init__(f"{where}: {expected}")
+
+
+class ModelError(HarnessError):
+    """A model call failed. ``retryable`` says whether retrying could have helped."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, model: str | None = None) -> None:
+        self.model = model
+        super().__init__(f"{model}: {message}" if model else message)
+
+
+class ModelConfigError(ModelError):
+    """The call cannot succeed as configured: missing or refused key, unknown model, bad
+    request. Raised at once, never retried."""
+
+
+class ModelUnavailableError(ModelError):
+    """The service kept failing (429, 5xx, timeouts, dropped connections) until the bounded
+    retries ran out. The message names the last failure."""
+
+    retryable = True
+
+
+class StructuredOutputError(ModelError):
+    """The model's answer still failed validation against the response schema after the
+    bounded number of re-asks."""
+
+
+class CacheMissError(ModelError):
+    """Replay-only cache mode found no stored response for a call."""
+
+
+class BudgetExceededError(HarnessError):
+    """A run budget (cost or calls) was reached; work already finished is kept."""

@@ -1,0 +1,260 @@
+"""Conversions between the neutral :class:`Message` type and the OpenAI Chat Completions and
+Anthropic Messages wire formats (plain JSON-like dicts, which both SDKs accept and return).
+
+Used for requests, for parsing replies, and for importing existing conversations.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from harness.models.types import Message, ToolCall, ToolSpec
+
+
+def parse_tool_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+    """Return ``(arguments, raw_if_invalid)``. Arguments that are not a JSON object come back
+    as ``({}, raw_text)`` so the call can be recorded and scored as non-matching."""
+    if isinstance(raw, dict):
+        return raw, None
+    if raw is None or raw == "":
+        return {}, None
+    text = raw if isinstance(raw, str) else json.dumps(raw)
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        return {}, text
+    if isinstance(value, dict):
+        return value, None
+    return {}, text
+
+
+def _content_text(content: Any) -> str:
+    """Flatten OpenAI/Anthropic content (a string or a list of parts) to its text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for part in content:
+        if isinstance(part, str):
+            parts.append(part)
+        elif isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text"):
+            parts.append(str(part.get("text", "")))
+    return "".join(parts)
+
+
+def _json_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+# --- OpenAI Chat Completions -------------------------------------------------------------
+
+
+def to_openai_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content})
+        elif m.role == "assistant" and m.tool_calls:
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": m.content or None,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {
+                                "name": c.name,
+                                "arguments": c.raw_arguments
+                                if c.raw_arguments is not None
+                                else json.dumps(c.arguments, ensure_ascii=False),
+                            },
+                        }
+                        for c in m.tool_calls
+                    ],
+                }
+            )
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
+
+
+def openai_tool_calls(raw_calls: Iterable[Any]) -> tuple[ToolCall, ...]:
+    """Parse OpenAI ``tool_calls`` (dicts or SDK objects) into :class:`ToolCall`."""
+    calls: list[ToolCall] = []
+    for i, raw in enumerate(raw_calls):
+        data = raw if isinstance(raw, dict) else raw.model_dump()
+        fn = data.get("function") or {}
+        arguments, invalid = parse_tool_arguments(fn.get("arguments"))
+        calls.append(
+            ToolCall(
+                id=str(data.get("id") or f"call_{i}"),
+                name=str(fn.get("name", "")),
+                arguments=arguments,
+                raw_arguments=invalid,
+            )
+        )
+    return tuple(calls)
+
+
+def from_openai_messages(messages: Iterable[dict[str, Any]]) -> list[Message]:
+    """Convert an OpenAI chat-format message list (tool calls and tool results included).
+
+    Raises ``ValueError`` naming the index of a message whose role is unknown.
+    """
+    out: list[Message] = []
+    names_by_id: dict[str, str] = {}
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if role in ("system", "developer"):
+            out.append(Message(role="system", content=_content_text(m.get("content"))))
+        elif role == "user":
+            out.append(Message(role="user", content=_content_text(m.get("content"))))
+        elif role == "assistant":
+            calls = openai_tool_calls(m.get("tool_calls") or [])
+            if not calls and m.get("function_call"):  # the legacy single-function form
+                fc = m["function_call"]
+                arguments, invalid = parse_tool_arguments(fc.get("arguments"))
+                calls = (ToolCall(id=f"call_{i}", name=fc.get("name", ""), arguments=arguments,
+                                  raw_arguments=invalid),)
+            names_by_id.update({c.id: c.name for c in calls})
+            out.append(
+                Message(role="assistant", content=_content_text(m.get("content")), tool_calls=calls)
+            )
+        elif role in ("tool", "function"):
+            call_id = str(m.get("tool_call_id") or "")
+            out.append(
+                Message(
+                    role="tool",
+                    tool_call_id=call_id,
+                    name=m.get("name") or names_by_id.get(call_id),
+                    content=_content_text(m.get("content")),
+                )
+            )
+        else:
+            raise ValueError(f"message {i}: unknown role {role!r}")
+    return out
+
+
+# --- Anthropic Messages ------------------------------------------------------------------
+
+
+def to_anthropic_messages(messages: Iterable[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+    """Return ``(system, messages)``: Anthropic takes the system prompt apart, puts tool results
+    in user turns as ``tool_result`` blocks, and wants roles to alternate, so consecutive
+    same-role blocks are merged into one message."""
+    system_parts: list[str] = []
+    out: list[dict[str, Any]] = []
+
+    def append(role: str, blocks: list[dict[str, Any]]) -> None:
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for m in messages:
+        if m.role == "system":
+            system_parts.append(m.content)
+        elif m.role == "user":
+            append("user", [{"type": "text", "text": m.content}])
+        elif m.role == "tool":
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": m.tool_call_id or "",
+                "content": m.content,
+            }
+            if m.is_error:
+                block["is_error"] = True
+            append("user", [block])
+        else:
+            blocks: list[dict[str, Any]] = []
+            if m.content:
+                blocks.append({"type": "text", "text": m.content})
+            blocks.extend(
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                for c in m.tool_calls
+            )
+            append("assistant", blocks or [{"type": "text", "text": ""}])
+    return ("\n\n".join(system_parts) if system_parts else None), out
+
+
+def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
+    ]
+
+
+def anthropic_content_to_message(content: Iterable[Any]) -> Message:
+    """Parse the content blocks of an Anthropic assistant reply (dicts or SDK objects)."""
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for raw in content:
+        block = raw if isinstance(raw, dict) else raw.model_dump()
+        if block.get("type") == "text":
+            texts.append(str(block.get("text", "")))
+        elif block.get("type") == "tool_use":
+            arguments, invalid = parse_tool_arguments(block.get("input"))
+            calls.append(
+                ToolCall(id=str(block.get("id", "")), name=str(block.get("name", "")),
+                         arguments=arguments, raw_arguments=invalid)
+            )
+    return Message(role="assistant", content="".join(texts), tool_calls=tuple(calls))
+
+
+def from_anthropic_messages(
+    messages: Iterable[dict[str, Any]], *, system: str | None = None
+) -> list[Message]:
+    """Convert an Anthropic-format message list; ``tool_result`` blocks become ``tool``
+    messages in order. Raises ``ValueError`` naming the index of a message with an unknown
+    role."""
+    out: list[Message] = [Message(role="system", content=system)] if system else []
+    names_by_id: dict[str, str] = {}
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        content = m.get("content")
+        blocks: list[Any] = (
+            [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        )
+        if role == "assistant":
+            msg = anthropic_content_to_message(blocks)
+            names_by_id.update({c.id: c.name for c in msg.tool_calls})
+            out.append(msg)
+        elif role == "user":
+            texts: list[str] = []
+            for block in blocks:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    call_id = str(block.get("tool_use_id", ""))
+                    result = block.get("content")
+                    out.append(
+                        Message(
+                            role="tool",
+                            tool_call_id=call_id,
+                            name=names_by_id.get(call_id),
+                            content=_content_text(result)
+                            if isinstance(result, list)
+                            else _json_text(result if result is not None else ""),
+                            is_error=bool(block.get("is_error", False)),
+                        )
+                    )
+                else:
+                    texts.append(_content_text([block]))
+            if texts:
+                out.append(Message(role="user", content="".join(texts)))
+        elif role == "system":
+            out.append(Message(role="system", content=_content_text(content)))
+        else:
+            raise ValueError(f"message {i}: unknown role {role!r}")
+    return out

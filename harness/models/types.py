@@ -1,0 +1,116 @@
+"""Provider-neutral types for model calls: messages, tools, tool calls, responses, usage.
+
+Every provider converts to and from these; nothing outside ``harness.models`` sees an SDK type.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["agent", "simulator", "judge"]
+"""Who a model call was made for; usage and cost are attributed to it."""
+
+ROLES: tuple[Role, ...] = ("agent", "simulator", "judge")
+
+ToolChoice = Literal["auto", "none", "required"] | str
+"""``auto``/``none``/``required``, or the name of one tool the model must call."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCall(_Frozen):
+    """One tool call requested by a model.
+
+    ``arguments`` is the parsed JSON object. When the model sent arguments that are not a JSON
+    object, ``arguments`` is empty and ``raw_arguments`` keeps the text as sent, so scoring can
+    count the call as non-matching instead of crashing.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    raw_arguments: str | None = None
+
+    @property
+    def arguments_valid(self) -> bool:
+        return self.raw_arguments is None
+
+
+class Message(_Frozen):
+    """One chat message.
+
+    - ``system``/``user``: ``content`` only.
+    - ``assistant``: ``content`` (may be empty) and any ``tool_calls``.
+    - ``tool``: the result of one tool call: ``tool_call_id``, ``name`` (the tool),
+      ``content`` (the result as text, usually JSON) and ``is_error``.
+    """
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+
+
+class ToolSpec(_Frozen):
+    """A tool the model may call: name, description and JSON Schema of its arguments."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+
+class GenerationParams(_Frozen):
+    """Sampling settings. ``None`` means the provider's default."""
+
+    temperature: float | None = None
+    max_tokens: int = 1024
+    top_p: float | None = None
+    seed: int | None = None
+    stop: tuple[str, ...] | None = None
+
+
+class Usage(_Frozen):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ChatResponse(_Frozen):
+    """What a chat call returns: the assistant message plus accounting.
+
+    ``cost_usd`` is ``None`` when the model has no entry in the price table.
+    ``cached`` is true when the answer came from the response cache (no request was made).
+    """
+
+    message: Message
+    finish_reason: str | None = None
+    usage: Usage = Usage()
+    model: str
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+    cached: bool = False
+
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class StructuredResponse(BaseModel, Generic[T]):
+    """What a structured call returns: the validated object plus accounting.
+
+    ``attempts`` counts requests made (1 = valid on the first try; more = re-asked).
+    """
+
+    value: T
+    usage: Usage = Usage()
+    model: str
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+    cached: bool = False
+    attempts: int = 1
