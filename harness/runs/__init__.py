@@ -1,0 +1,1 @@
+"""Runs: the suite runner, its store, and what it writes to a run directory."""

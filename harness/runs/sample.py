@@ -1,0 +1,48 @@
+"""One sample: a scenario run once (one epoch), with its transcript, checks, judgments and the
+score the statistics use. This is what the store keeps and what ``samples.jsonl`` exports."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.models.types import Role
+from harness.transcript import ErrorInfo, Transcript, UsageTotals
+
+SampleStatus = Literal["scored", "errored"]
+
+
+class SampleRecord(BaseModel):
+    """A finished sample.
+
+    ``status`` is ``errored`` when the episode or a judge failed after retries; then ``score``
+    and ``passed`` are ``None`` and ``error`` says why. An errored sample is never a failing
+    score: the run's error policy decides, explicitly, how it counts.
+
+    ``metrics`` holds every check and rubric score normalised to [0, 1] under its name, so each
+    can be summarised with its own interval. ``judge_samples`` holds the per-judge-sample
+    scores of each rubric (for separating judge noise from agent noise).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    scenario_id: str
+    epoch: int
+    status: SampleStatus
+    score: float | None = None
+    passed: bool | None = None
+    metrics: dict[str, float] = Field(default_factory=dict)
+    judge_samples: dict[str, list[float]] = Field(default_factory=dict)
+    error: ErrorInfo | None = None
+    transcript: Transcript
+    checks: list[dict[str, Any]] = Field(default_factory=list)
+    judgments: list[dict[str, Any]] = Field(default_factory=list)
+    usage: dict[Role, UsageTotals] = Field(default_factory=dict)
+    offline: bool = False
+    started_at: float = 0.0
+    finished_at: float = 0.0
+
+    @property
+    def errored(self) -> bool:
+        return self.status == "errored"

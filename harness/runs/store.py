@@ -1,0 +1,202 @@
+"""The run store: one SQLite file per run directory.
+
+It holds the run's configuration and every sample, each written (and committed) as soon as it
+finishes, so a crash loses nothing and ``harness run --resume DIR`` repeats no finished sample.
+Opening a store made by another schema version, or a file that is not a store, is a clear error
+and never overwrites anything.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.errors import HarnessError
+from harness.runs.sample import SampleRecord
+
+STORE_FILENAME = "run.sqlite"
+SCHEMA_VERSION = 1
+_KIND = "agent-eval-harness run"
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE config (id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT NOT NULL);
+CREATE TABLE samples (
+    scenario_id TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('scored', 'errored')),
+    score REAL,
+    passed INTEGER,
+    record TEXT NOT NULL,
+    finished_at REAL NOT NULL,
+    PRIMARY KEY (scenario_id, epoch)
+);
+CREATE TABLE events (
+    at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    detail TEXT NOT NULL
+);
+"""
+
+
+class StoreError(HarnessError):
+    """The run directory cannot be used as a store (wrong version, corrupted, missing)."""
+
+
+class RunStore:
+    """A run directory's SQLite store. Use :meth:`create` for a new run and :meth:`open` to
+    resume or read one."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
+        self.path = path
+        self._db = connection
+
+    # -- opening -----------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, run_dir: Path, config: dict[str, Any]) -> RunStore:
+        """Create a new store in ``run_dir`` (created if needed). Refuses to touch a directory
+        that already holds a store: resume it or choose another ``--out``."""
+        run_dir.mkdir(parents=True, exist_ok=True)
+        path = run_dir / STORE_FILENAME
+        if path.exists():
+            raise StoreError(
+                f"{run_dir} already holds a run ({STORE_FILENAME}); resume it with "
+                f"`harness run --resume {run_dir}` or choose another --out directory"
+            )
+        db = _connect(path)
+        with db:
+            db.executescript(_SCHEMA)
+            db.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [
+                    ("kind", _KIND),
+                    ("schema_version", str(SCHEMA_VERSION)),
+                    ("harness_version", __version__),
+                    ("created_at", str(time.time())),
+                ],
+            )
+            db.execute("INSERT INTO config (id, json) VALUES (1, ?)", (json.dumps(config),))
+        return cls(path, db)
+
+    @classmethod
+    def open(cls, run_dir: Path) -> RunStore:
+        """Open an existing store, checking that it is one and that its schema is ours."""
+        path = run_dir / STORE_FILENAME if run_dir.is_dir() else run_dir
+        if not path.exists():
+            raise StoreError(f"{run_dir}: no run store found (expected {STORE_FILENAME})")
+        # Check read-only first: a file that is not ours must not be changed, not even its
+        # journal mode.
+        try:
+            probe = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                meta = dict(probe.execute("SELECT key, value FROM meta").fetchall())
+            finally:
+                probe.close()
+        except sqlite3.DatabaseError as err:
+            raise StoreError(
+                f"{path}: not a readable run store ({err}); nothing was changed"
+            ) from err
+        if meta.get("kind") != _KIND:
+            raise StoreError(f"{path}: not a harness run store; nothing was changed")
+        version = meta.get("schema_version")
+        if version != str(SCHEMA_VERSION):
+            raise StoreError(
+                f"{path}: store schema version {version} (harness {meta.get('harness_version')}) "
+                f"differs from this harness's version {SCHEMA_VERSION}; use the matching harness "
+                "version to read it; nothing was changed"
+            )
+        db = _connect(path)
+        return cls(path, db)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- contents ----------------------------------------------------------------------
+
+    @property
+    def config(self) -> dict[str, Any]:
+        row = self._db.execute("SELECT json FROM config WHERE id = 1").fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: the run configuration is missing (corrupted store)")
+        config: dict[str, Any] = json.loads(row[0])
+        return config
+
+    @property
+    def meta(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+
+    def write_sample(self, record: SampleRecord) -> None:
+        """Store one finished sample and commit at once. Re-writing a (scenario, epoch) replaces
+        it (used when errored samples are retried)."""
+        with self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO samples "
+                "(scenario_id, epoch, status, score, passed, record, finished_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.scenario_id,
+                    record.epoch,
+                    record.status,
+                    record.score,
+                    None if record.passed is None else int(record.passed),
+                    record.model_dump_json(),
+                    record.finished_at,
+                ),
+            )
+
+    def log_event(self, kind: str, detail: dict[str, Any]) -> None:
+        """Record a run-level event (budget reached, interrupted, adaptive round ...)."""
+        with self._db:
+            self._db.execute(
+                "INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)",
+                (time.time(), kind, json.dumps(detail)),
+            )
+
+    def events(self) -> list[dict[str, Any]]:
+        return [
+            {"at": at, "kind": kind, **json.loads(detail)}
+            for at, kind, detail in self._db.execute(
+                "SELECT at, kind, detail FROM events ORDER BY rowid"
+            )
+        ]
+
+    def finished_keys(self, *, include_errored: bool = True) -> set[tuple[str, int]]:
+        """The (scenario_id, epoch) pairs already stored."""
+        query = "SELECT scenario_id, epoch FROM samples"
+        if not include_errored:
+            query += " WHERE status = 'scored'"
+        return {(s, int(e)) for s, e in self._db.execute(query)}
+
+    def iter_samples(self) -> Iterator[SampleRecord]:
+        """Every stored sample, ordered by scenario and epoch, parsed one at a time."""
+        for (text,) in self._db.execute(
+            "SELECT record FROM samples ORDER BY scenario_id, epoch"
+        ):
+            try:
+                yield SampleRecord.model_validate_json(text)
+            except ValueError as err:
+                raise StoreError(f"{self.path}: a stored sample does not parse ({err})") from err
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False)
+    # WAL + NORMAL: a commit per sample stays cheap and a crash loses at most the sample in
+    # flight, never the file.
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
