@@ -40,6 +40,16 @@ class InputError(HarnessError):
         super().__init__(f"{where}: {expected}")
 
 
+class InputErrors(HarnessError):
+    """Several input problems found in one pass (e.g. every bad scenario file), so the user
+    can fix them all at once. ``errors`` keeps each :class:`InputError`; ``str(err)`` is one
+    line per problem."""
+
+    def __init__(self, errors: list[InputError]) -> None:
+        self.errors = list(errors)
+        super().__init__("\n".join(str(e) for e in self.errors))
+
+
 class ModelError(HarnessError):
     """A model call failed. ``retryable`` says whether retrying could have helped."""
 
