@@ -96,3 +96,9 @@ class Expectations(_Strict):
     latency_budget_s: float | None = Field(default=None, gt=0)
     final_state: dict[str, Any] | None = None
     final_state_mode: Literal["equals", "contains"] = "contains"
+    adk_trajectory_match: Literal["EXACT", "IN_ORDER", "ANY_ORDER"] = Field(
+        default="EXACT", description="ADK's match type for tool_trajectory_avg_score"
+    )
+    response_match_threshold: float = Field(
+        default=0.8, ge=0, le=1, description="response_match_score passes at or above this"
+    )

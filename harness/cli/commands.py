@@ -1,3 +1,5 @@
 """The list of command modules; importing each registers its commands on the app."""
 
 from __future__ import annotations
+
+from harness.cli import score_cmd  # noqa: F401
