@@ -192,12 +192,16 @@ def analyse_failures(
             for f in result.findings:
                 ident = (f.kind, f.tool, f.expected_tool, f.subject, tuple(f.parameters))
                 mine.setdefault(ident, []).append(f)
-            for ident, found in mine.items():
-                if len(found) > len(most.get(ident, [])):
-                    most[ident] = found
+            for key, found in mine.items():
+                if len(found) > len(most.get(key, [])):
+                    most[key] = found
+        # A wrong tool explains the expected tool's absence: don't report it missing too.
+        replaced = {f.expected_tool for found in most.values() for f in found
+                    if f.kind == "wrong_tool"}
         for found in most.values():
             for f in found:
-                add(sample, f)
+                if not (f.kind == "missing_tool" and f.tool in replaced):
+                    add(sample, f)
     for jf in judge_failures:
         sample = (jf.scenario_id, jf.epoch)
         all_samples.add(sample)

@@ -65,8 +65,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import maximum_bipartite_matching
+from scipy.sparse import csr_matrix  # type: ignore[import-untyped]
+from scipy.sparse.csgraph import maximum_bipartite_matching  # type: ignore[import-untyped]
 
 from harness.checks.args import ArgDiff, CompiledMatching
 from harness.checks.result import Finding
@@ -142,18 +142,18 @@ def longest_common_subsequence(
 def exact_match(compat: np.ndarray) -> bool:
     """Same number of calls and each position compatible."""
     n_ref, n_act = compat.shape
-    return n_ref == n_act and all(compat[i, i] for i in range(n_ref))
+    return n_ref == n_act and all(bool(compat[i, i]) for i in range(n_ref))
 
 
 def in_order_match(compat: np.ndarray) -> bool:
     """The reference calls form a subsequence of the actual calls (extras allowed)."""
-    n_ref, n_act = compat.shape
+    n_ref, n_act = (int(n) for n in compat.shape)
     return len(longest_common_subsequence(n_ref, n_act, lambda i, j: bool(compat[i, j]))) == n_ref
 
 
 def any_order_match(compat: np.ndarray) -> bool:
     """Every reference call is matched one-to-one by some actual call (extras allowed)."""
-    return len(maximum_matching(compat)) == compat.shape[0]
+    return len(maximum_matching(compat)) == int(compat.shape[0])
 
 
 @dataclass(frozen=True)
