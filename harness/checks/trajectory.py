@@ -15,8 +15,9 @@ Vertex AI names and meanings, and where we differ:
 - ``trajectory_in_order_match``: 1 when the reference calls appear in the actual calls in
   order (a subsequence, extra calls allowed in between); else 0. As in Vertex AI.
 - ``trajectory_any_order_match``: 1 when every reference call is matched one-to-one by some
-  actual call (extra calls allowed); else 0. Vertex AI and ADK say "contains all"; with
-  repeated reference calls we require as many actual calls as reference calls.
+  actual call (extra calls allowed); else 0. Vertex AI says "contains all"; with repeated
+  reference calls we require as many actual calls as reference calls (as ADK's ANY_ORDER
+  does by removing each actual call it uses; a membership test would not).
 - ``trajectory_precision`` = matched pairs / actual calls, ``trajectory_recall`` = matched
   pairs / reference calls, ``trajectory_f1`` their harmonic mean (not in Vertex AI).
   **Differs from Vertex AI**, whose precision counts actual calls that are *members* of the
