@@ -1,0 +1,189 @@
+"""Labelled-item datasets: the items a judge is run on, with the human labels to compare with.
+
+Two kinds, in JSONL (one object per line) or CSV (see :mod:`harness.calibration.files` for the
+CSV conventions). The kind is recognised from the first record's fields.
+
+**Pointwise** (a judge scores one output)::
+
+    {"item_id": "q1", "text": "the output to judge", "input": "the request (optional)",
+     "context": "reference or source text (optional)", "human": [4, 5, 3],
+     "scale": {"min": 1, "max": 5}}
+
+- ``human``: one score, a list of scores (one per rater; ``null`` for a rater who skipped the
+  item), or ``true``/``false`` pass labels; ``null`` when the item has no label yet.
+- ``scale``: optional on each line; when given it must be the same on every line. A scale can
+  also be passed to the loader (the CLI's ``--scale``), which then wins.
+- ``metadata``: optional object kept with the item.
+
+**Pairwise** (a judge picks the better of two outputs)::
+
+    {"item_id": "p1", "input": "the request", "output_a": "...", "output_b": "...",
+     "gold": "A"}
+
+- ``gold``: ``"A"``, ``"B"`` or ``"tie"``, a list of such preferences (one per rater), or
+  ``null`` when not labelled.
+
+An unknown field, a label off the scale, a preference outside A/B/tie, a duplicate ``item_id``
+or an empty file is an :class:`~harness.errors.InputError` naming the file, line and field.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.calibration.files import parse_record, read_records
+from harness.calibration.scale import (
+    Preference,
+    Ratings,
+    Scale,
+    rating_kinds,
+    rating_values,
+)
+from harness.errors import InputError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PointwiseItem(_Strict):
+    """One output to be scored, with its human ratings."""
+
+    item_id: str = Field(min_length=1)
+    text: str
+    input: str | None = None
+    context: str | None = None
+    human: Ratings = None
+    scale: Scale | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class PairwiseItem(_Strict):
+    """Two outputs for one input, with the human (or gold) preference."""
+
+    item_id: str = Field(min_length=1)
+    input: str
+    output_a: str
+    output_b: str
+    gold: Preference | list[Preference | None] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class PointwiseDataset(BaseModel):
+    """Pointwise items read from ``source``, on ``scale`` (``None``: not declared)."""
+
+    kind: Literal["pointwise"] = "pointwise"
+    source: str
+    scale: Scale | None
+    items: list[PointwiseItem]
+
+
+class PairwiseDataset(BaseModel):
+    """Pairwise items read from ``source``."""
+
+    kind: Literal["pairwise"] = "pairwise"
+    source: str
+    items: list[PairwiseItem]
+
+
+def load_dataset(path: Path, scale: Scale | None = None) -> PointwiseDataset | PairwiseDataset:
+    """Read a labelled-item dataset (JSONL or CSV), pointwise or pairwise by its first record.
+
+    ``scale`` overrides any scale declared in the file. Raises InputError for an empty file, an
+    unknown kind, a record that fails validation, a duplicate ``item_id``, a scale that differs
+    between lines, a label off the scale, or booleans mixed with numbers.
+    """
+    records = read_records(path)
+    first_line, first = records[0]
+    if "output_a" in first or "output_b" in first:
+        items_pw = [parse_record(PairwiseItem, path, line, rec) for line, rec in records]
+        _check_unique(path, records, [item.item_id for item in items_pw])
+        return PairwiseDataset(source=str(path), items=items_pw)
+    if "text" in first:
+        items = [parse_record(PointwiseItem, path, line, rec) for line, rec in records]
+        _check_unique(path, records, [item.item_id for item in items])
+        lines = [line for line, _ in records]
+        declared = resolve_scale(path, lines, [item.scale for item in items], scale)
+        check_ratings(path, lines, [item.item_id for item in items],
+                      [item.human for item in items], "human", declared)
+        return PointwiseDataset(source=str(path), scale=declared, items=items)
+    raise InputError(
+        path,
+        None,
+        "cannot tell the dataset kind: a pointwise item needs 'text', a pairwise item needs "
+        "'output_a' and 'output_b'",
+        location=first_line,
+    )
+
+
+def _check_unique(path: Path, records: list[tuple[int, dict[str, Any]]], ids: list[str]) -> None:
+    seen: dict[str, int] = {}
+    for (line, _), item_id in zip(records, ids, strict=True):
+        if item_id in seen:
+            raise InputError(
+                path, "item_id", f"duplicate item {item_id!r} (first on line {seen[item_id]})",
+                location=line,
+            )
+        seen[item_id] = line
+
+
+def resolve_scale(
+    path: Path, lines: list[int], declared: list[Scale | None], override: Scale | None
+) -> Scale | None:
+    """The one scale of a file: ``override`` if given, else the scale every line that declares
+    one agrees on. Raises InputError naming the first line whose scale differs."""
+    if override is not None:
+        return override
+    found: Scale | None = None
+    for line, scale in zip(lines, declared, strict=True):
+        if scale is None:
+            continue
+        if found is None:
+            found = scale
+        elif scale != found:
+            raise InputError(
+                path, "scale", f"differs from the scale declared earlier ({found.describe()})",
+                location=line,
+            )
+    return found
+
+
+def check_ratings(
+    path: Path,
+    lines: list[int],
+    item_ids: list[str],
+    ratings: list[Ratings],
+    field: str,
+    scale: Scale | None,
+) -> None:
+    """Check every rating is on ``scale`` (when declared) and that booleans are not mixed with
+    numbers in ``field`` across the file. Raises InputError naming line, item and field."""
+    kinds_seen: set[str] = set()
+    for line, item_id, value in zip(lines, item_ids, ratings, strict=True):
+        kinds = rating_kinds(value)
+        kinds_seen |= kinds
+        if len(kinds_seen) > 1:
+            raise InputError(
+                path, field,
+                f"mixes true/false labels with numbers (item {item_id!r}); use one kind",
+                location=line,
+            )
+        if "bool" in kinds:
+            continue
+        for number in rating_values(value):
+            if number is not None and not math.isfinite(number):
+                raise InputError(
+                    path, field, f"expected a finite number, got {number} (item {item_id!r})",
+                    location=line,
+                )
+            if number is not None and scale is not None and not scale.contains(number):
+                raise InputError(
+                    path, field,
+                    f"{number:g} is off the declared scale; expected {scale.describe()} "
+                    f"(item {item_id!r})",
+                    location=line,
+                )

@@ -1,0 +1,286 @@
+"""Judgment records (contract 3 in DESIGN.md): what a judge said about labelled items, next to
+the human labels. ``harness calibrate --judgments FILE`` reads them; running judges on a dataset
+produces the same records (see :func:`pointwise_judgment` and :func:`pairwise_judgments`).
+
+**Pointwise** lines (JSONL; CSV with the conventions of :mod:`harness.calibration.files`)::
+
+    {"item_id": "q1", "human": 4 | [4, 5, 3] | true | null,
+     "judge": 4 | [4, 4, 5] | true | null}
+
+``human`` lists are several raters, ``judge`` lists are several samples of the same judge;
+``null`` is a missing label or a judge that gave no score. Optional fields:
+
+- ``judge_id``: which judge (or prompt) gave the judgment; several judges in one file are
+  analysed separately and compared on their common items. Each (``judge_id``, ``item_id``)
+  appears once, and the human labels of an item must be the same on every line.
+- ``scale``: ``{"min": 1, "max": 5, "step": 1}`` (``step: null`` for a continuous scale); the
+  same on every line that has it (``--scale`` on the CLI wins). Labels off it are errors.
+- ``length`` (a number in any unit, e.g. tokens) or ``output`` (the judged text; its length is
+  counted in words): for the verbosity-bias statistic. Use one of the two throughout a file.
+- ``metadata``: any object, kept and ignored.
+
+**Pairwise** lines::
+
+    {"item_id": "p1", "gold": "A" | "B" | "tie" | ["A", "A", "B"] | null,
+     "verdict": "A" | "B" | "tie" | null, "swapped": false}
+
+``verdict`` always names the original A/B, also when the judge saw the outputs swapped;
+``null`` means the judge gave no verdict. A ``gold`` list holds several raters' preferences (the
+majority is the gold label). Optional: ``judge_id``; ``sample`` (the index of a repeated
+judgment in the same order; when absent, repeats are numbered in file order);
+``length_a``/``length_b`` (lengths of the two outputs, for the length-preference statistic);
+``metadata``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+from harness.calibration.datasets import (
+    PairwiseItem,
+    PointwiseItem,
+    check_ratings,
+    resolve_scale,
+)
+from harness.calibration.files import parse_record, read_records
+from harness.calibration.scale import Preference, Ratings, Scale, rating_kinds
+from harness.errors import InputError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PointwiseJudgment(_Strict):
+    """One item scored by one judge (one or several samples), with its human ratings."""
+
+    item_id: str = Field(min_length=1)
+    human: Ratings
+    judge: Ratings
+    judge_id: str | None = None
+    length: float | None = Field(default=None, ge=0)
+    output: str | None = None
+    scale: Scale | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class PairwiseJudgment(_Strict):
+    """One pairwise verdict in one presentation order, with the gold preference."""
+
+    item_id: str = Field(min_length=1)
+    gold: Preference | list[Preference | None] | None
+    verdict: Preference | None
+    swapped: StrictBool
+    judge_id: str | None = None
+    sample: int | None = Field(default=None, ge=0)
+    length_a: float | None = Field(default=None, ge=0)
+    length_b: float | None = Field(default=None, ge=0)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+LengthSource = Literal["length", "words", "none"]
+
+
+class PointwiseJudgments(BaseModel):
+    """Validated pointwise judgment records from one source.
+
+    ``human_kind``/``judge_kind`` say whether the labels are numbers or booleans (``None`` when
+    every label is missing); ``length_source`` says where lengths come from.
+    """
+
+    kind: Literal["pointwise"] = "pointwise"
+    source: str
+    scale: Scale | None = None
+    human_kind: Literal["number", "bool"] | None = None
+    judge_kind: Literal["number", "bool"] | None = None
+    length_source: LengthSource = "none"
+    records: list[PointwiseJudgment]
+
+
+class PairwiseJudgments(BaseModel):
+    """Validated pairwise judgment records from one source; every record has its ``sample``
+    index filled in."""
+
+    kind: Literal["pairwise"] = "pairwise"
+    source: str
+    records: list[PairwiseJudgment]
+
+
+JudgmentSet = PointwiseJudgments | PairwiseJudgments
+
+
+def load_judgments(path: Path, scale: Scale | None = None) -> JudgmentSet:
+    """Read contract-3 judgment records (JSONL or CSV), pointwise or pairwise by the first
+    record's fields. ``scale`` overrides a scale declared in the file.
+
+    Raises InputError for an empty file, an unknown kind, a record that fails validation
+    (naming line, item and field), duplicates, human labels or gold that differ between lines
+    of the same item, labels off the scale, or mixed length units.
+    """
+    records = read_records(path)
+    first_line, first = records[0]
+    if "verdict" in first:
+        parsed = [parse_record(PairwiseJudgment, path, ln, rec) for ln, rec in records]
+        return build_pairwise(parsed, str(path), [ln for ln, _ in records])
+    if "judge" in first:
+        parsed_pw = [parse_record(PointwiseJudgment, path, ln, rec) for ln, rec in records]
+        return build_pointwise(parsed_pw, str(path), [ln for ln, _ in records], scale)
+    raise InputError(
+        path,
+        None,
+        "cannot tell the judgment kind: a pointwise line has 'human' and 'judge', a pairwise "
+        "line has 'gold', 'verdict' and 'swapped'",
+        location=first_line,
+    )
+
+
+def build_pointwise(
+    records: Sequence[PointwiseJudgment],
+    source: str,
+    lines: Sequence[int] | None = None,
+    scale: Scale | None = None,
+) -> PointwiseJudgments:
+    """Check pointwise records as a set (uniqueness, one scale, labels on it, consistent human
+    labels and length units) and wrap them. ``lines`` are the records' line numbers (default:
+    their positions, 1-based). Raises InputError naming the offending line."""
+    path = Path(source)
+    numbers = list(lines) if lines is not None else list(range(1, len(records) + 1))
+    if not records:
+        raise InputError(path, None, "no judgment records")
+    declared = resolve_scale(path, numbers, [r.scale for r in records], scale)
+    ids = [r.item_id for r in records]
+    check_ratings(path, numbers, ids, [r.human for r in records], "human", declared)
+    check_ratings(path, numbers, ids, [r.judge for r in records], "judge", declared)
+    seen: dict[tuple[str | None, str], int] = {}
+    human_of: dict[str, tuple[Ratings, int]] = {}
+    for line, record in zip(numbers, records, strict=True):
+        key = (record.judge_id, record.item_id)
+        if key in seen:
+            raise InputError(
+                path, "item_id",
+                f"item {record.item_id!r} appears twice for judge {record.judge_id!r} (first on "
+                f"line {seen[key]}); put several judge samples in one 'judge' list",
+                location=line,
+            )
+        seen[key] = line
+        earlier = human_of.setdefault(record.item_id, (record.human, line))
+        if earlier[0] != record.human:
+            raise InputError(
+                path, "human",
+                f"item {record.item_id!r} has other human labels on line {earlier[1]}; one item "
+                "has one set of human labels for every judge",
+                location=line,
+            )
+    with_length = [line for line, r in zip(numbers, records, strict=True) if r.length is not None]
+    only_text = [
+        line for line, r in zip(numbers, records, strict=True)
+        if r.length is None and r.output is not None
+    ]
+    if with_length and only_text:
+        raise InputError(
+            path, "length",
+            f"missing while line {with_length[0]} gives one; lengths from 'length' and from "
+            "'output' (words) would mix units: use one throughout",
+            location=only_text[0],
+        )
+    source_kind: LengthSource = "length" if with_length else ("words" if only_text else "none")
+    return PointwiseJudgments(
+        source=source,
+        scale=declared,
+        human_kind=_kind([r.human for r in records]),
+        judge_kind=_kind([r.judge for r in records]),
+        length_source=source_kind,
+        records=list(records),
+    )
+
+
+def _kind(values: Sequence[Ratings]) -> Literal["number", "bool"] | None:
+    kinds: set[str] = set()
+    for value in values:
+        kinds |= rating_kinds(value)
+    if "bool" in kinds:
+        return "bool"
+    return "number" if kinds else None
+
+
+def build_pairwise(
+    records: Sequence[PairwiseJudgment], source: str, lines: Sequence[int] | None = None
+) -> PairwiseJudgments:
+    """Check pairwise records as a set and number repeated samples: the k-th record of the same
+    (judge, item, order) without an explicit ``sample`` gets sample k. Raises InputError for a
+    duplicate (judge, item, order, sample) or gold labels that differ between lines of an item.
+    """
+    path = Path(source)
+    numbers = list(lines) if lines is not None else list(range(1, len(records) + 1))
+    if not records:
+        raise InputError(path, None, "no judgment records")
+    next_sample: dict[tuple[str | None, str, bool], int] = {}
+    seen: dict[tuple[str | None, str, bool, int], int] = {}
+    gold_of: dict[str, tuple[Any, int]] = {}
+    numbered: list[PairwiseJudgment] = []
+    for line, record in zip(numbers, records, strict=True):
+        order_key = (record.judge_id, record.item_id, record.swapped)
+        sample = record.sample if record.sample is not None else next_sample.get(order_key, 0)
+        next_sample[order_key] = max(next_sample.get(order_key, 0), sample + 1)
+        key = (*order_key, sample)
+        if key in seen:
+            raise InputError(
+                path, "sample",
+                f"item {record.item_id!r} already has sample {sample} in this order "
+                f"(swapped={record.swapped}) for judge {record.judge_id!r} on line {seen[key]}",
+                location=line,
+            )
+        seen[key] = line
+        earlier = gold_of.setdefault(record.item_id, (record.gold, line))
+        if earlier[0] != record.gold:
+            raise InputError(
+                path, "gold",
+                f"item {record.item_id!r} has another gold label on line {earlier[1]}",
+                location=line,
+            )
+        numbered.append(record.model_copy(update={"sample": sample}))
+    return PairwiseJudgments(source=source, records=numbered)
+
+
+def pointwise_judgment(
+    item: PointwiseItem, judge_scores: Sequence[float | bool | None], judge_id: str | None = None
+) -> PointwiseJudgment:
+    """The judgment record for a dataset item scored by a judge (one score per sample; ``None``
+    for a sample whose call failed). The item's text goes in ``output`` for the length
+    statistic."""
+    return PointwiseJudgment(
+        item_id=item.item_id,
+        human=item.human,
+        judge=list(judge_scores),
+        judge_id=judge_id,
+        output=item.text,
+        scale=item.scale,
+    )
+
+
+def pairwise_judgments(
+    item: PairwiseItem,
+    verdicts: Mapping[bool, Sequence[Preference | None]],
+    judge_id: str | None = None,
+) -> list[PairwiseJudgment]:
+    """The judgment records for a pairwise dataset item: ``verdicts[swapped]`` lists one verdict
+    per sample in that order, each naming the original A/B (``None`` when the judge gave none).
+    Output lengths are counted in words."""
+    return [
+        PairwiseJudgment(
+            item_id=item.item_id,
+            gold=item.gold,
+            verdict=verdict,
+            swapped=swapped,
+            judge_id=judge_id,
+            sample=sample,
+            length_a=float(len(item.output_a.split())),
+            length_b=float(len(item.output_b.split())),
+        )
+        for swapped, per_sample in verdicts.items()
+        for sample, verdict in enumerate(per_sample)
+    ]

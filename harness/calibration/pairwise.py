@@ -1,0 +1,285 @@
+"""Pairwise calibration of one judge: its verdicts against the gold preferences, in both
+presentation orders.
+
+A *unit* is one sample of one item: its verdict with the outputs in the original order
+(``swapped: false``) and its verdict with them swapped. The bootstrap resamples items, each
+with all its units.
+
+Policies (also written into the report):
+
+- **Missing verdicts** (``verdict: null``, the judge gave none): by default they count as wrong
+  and as inconsistent with the other order, exactly as LLMBar's statistics count them;
+  ``missing_verdict="exclude"`` leaves that unit-order out of the statistics that need it.
+  Either way they are counted (``n_missing_verdicts``). ``order_kappa``, ``first_position_rate``
+  and ``tie_rate`` use only verdicts that exist.
+- **Gold.** A list of rater preferences gives the majority; no unique majority, or no gold at
+  all, leaves the item out of the accuracies (counted) but not out of the consistency
+  statistics, which do not need gold.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from harness.calibration import agreement
+from harness.calibration.bootstrap import ItemBootstrap, UndefinedStatistic, undefined_estimate
+from harness.calibration.judgments import PairwiseJudgment
+from harness.calibration.reliability import KrippendorffAlpha
+from harness.calibration.report import (
+    AnalysisOptions,
+    Estimate,
+    LengthPreference,
+    PairwiseJudgeReport,
+    PairwiseSelfConsistency,
+)
+from harness.calibration.scale import PREFERENCES, Preference
+
+CODES: dict[str, int] = {p: i for i, p in enumerate(PREFERENCES)}  # A=0, B=1, tie=2
+MISSING = -1  # the judge gave no verdict / the item has no gold label
+NOT_RUN = -2  # this order was not judged for this unit
+NO_MAJORITY = -3  # raters split with no unique majority
+A, B, TIE = CODES["A"], CODES["B"], CODES["tie"]
+
+
+def gold_code(gold: Preference | list[Preference | None] | None) -> int:
+    """The gold preference's code: the label itself, or the unique majority of a list of rater
+    preferences; MISSING when absent, NO_MAJORITY when the raters split evenly."""
+    if gold is None:
+        return MISSING
+    if isinstance(gold, str):
+        return CODES[gold]
+    votes = Counter(g for g in gold if g is not None)
+    if not votes:
+        return MISSING
+    ranked = votes.most_common()
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+        return NO_MAJORITY
+    return CODES[ranked[0][0]]
+
+
+class PairwiseUnits:
+    """One judge's pairwise records as arrays over items and units."""
+
+    def __init__(self, records: Sequence[PairwiseJudgment]) -> None:
+        self.item_ids: list[str] = []
+        position: dict[str, int] = {}
+        gold: list[int] = []
+        lengths: list[tuple[float, float] | None] = []
+        cells: dict[tuple[int, int], list[int]] = {}
+        for record in records:
+            if record.item_id not in position:
+                position[record.item_id] = len(self.item_ids)
+                self.item_ids.append(record.item_id)
+                gold.append(gold_code(record.gold))
+                lengths.append(None)
+            item = position[record.item_id]
+            if record.length_a is not None and record.length_b is not None:
+                lengths[item] = (record.length_a, record.length_b)
+            unit = cells.setdefault((item, record.sample or 0), [NOT_RUN, NOT_RUN])
+            unit[int(record.swapped)] = MISSING if record.verdict is None else CODES[record.verdict]
+        keys = sorted(cells)
+        self.n_items = len(self.item_ids)
+        self.n_records = len(records)
+        self.n_missing_verdicts = sum(1 for r in records if r.verdict is None)
+        self.gold = np.array(gold, dtype=int)
+        self.unit_item = np.array([item for item, _ in keys], dtype=int)
+        self.first = np.array([cells[key][0] for key in keys], dtype=int)
+        self.second = np.array([cells[key][1] for key in keys], dtype=int)
+        self.unit_gold = self.gold[self.unit_item] if keys else np.zeros(0, dtype=int)
+        self.lengths = lengths
+
+    def weights(self, idx: np.ndarray) -> np.ndarray:
+        """Unit weights for an item resample."""
+        return np.bincount(idx, minlength=self.n_items)[self.unit_item].astype(float)
+
+
+def _share(name: str, hits: np.ndarray, eligible: np.ndarray, w: np.ndarray) -> float:
+    total = float((w * eligible).sum())
+    if total == 0:
+        raise UndefinedStatistic(name)
+    return float((w * (hits & eligible)).sum()) / total
+
+
+Statistics = dict[str, tuple[Callable[[np.ndarray], float], str | None]]
+
+
+def pairwise_statistics(units: PairwiseUnits, missing_verdict: str) -> Statistics:
+    """The pairwise statistics of ``units`` as functions of an item resample, with the detail
+    text each is reported with. Keys are the report's field names."""
+    exclude = missing_verdict == "exclude"
+    gold_known = units.unit_gold >= 0
+    first, second = units.first, units.second
+
+    def in_order(verdicts: np.ndarray, label: str) -> Callable[[np.ndarray], float]:
+        eligible = (verdicts != NOT_RUN) & gold_known
+        if exclude:
+            eligible &= verdicts != MISSING
+        hits = verdicts == units.unit_gold
+        reason = f"accuracy ({label} order): no unit judged in this order with a gold label"
+        return lambda idx: _share(reason, hits, eligible, units.weights(idx))
+
+    both_run = (first != NOT_RUN) & (second != NOT_RUN)
+    both_ok = both_run & (first != MISSING) & (second != MISSING)
+    first_acc, second_acc = in_order(first, "original"), in_order(second, "swapped")
+    orders = [acc for acc, verdicts in ((first_acc, first), (second_acc, second))
+              if ((verdicts != NOT_RUN) & gold_known).any()]
+
+    def accuracy(idx: np.ndarray) -> float:
+        if not orders:
+            raise UndefinedStatistic("accuracy: no unit has a verdict and a gold label")
+        return float(np.mean([acc(idx) for acc in orders]))
+
+    pair_eligible = both_ok if exclude else both_run
+    both_hits = (first == units.unit_gold) & (second == units.unit_gold)
+    consistent = (first == second) & (first != MISSING)
+    no_pairs = "no unit was judged in both orders"
+
+    def order_kappa(idx: np.ndarray) -> float:
+        w = units.weights(idx) * both_ok
+        if w.sum() == 0:
+            raise UndefinedStatistic(f"order_kappa: {no_pairs} with both verdicts given")
+        matrix = np.zeros((3, 3))
+        keep = w > 0
+        np.add.at(matrix, (first[keep], second[keep]), w[keep])
+        return agreement.kappa_from_confusion(matrix)
+
+    # the output shown first is A in the original order and B when swapped
+    decisive = np.concatenate([np.isin(first, (A, B)), np.isin(second, (A, B))])
+    picked_first = np.concatenate([first == A, second == B])
+    given = np.concatenate([first >= 0, second >= 0])
+    ties = np.concatenate([first == TIE, second == TIE])
+
+    def doubled(idx: np.ndarray) -> np.ndarray:
+        w = units.weights(idx)
+        return np.concatenate([w, w])
+
+    return {
+        "accuracy": (accuracy, "mean of the accuracies in the two orders" if len(orders) == 2
+                     else "only one order was judged: its accuracy"),
+        "accuracy_original_order": (first_acc, None),
+        "accuracy_swapped_order": (second_acc, None),
+        "accuracy_both_orders": (
+            lambda idx: _share(f"accuracy_both_orders: {no_pairs} with a gold label", both_hits,
+                               pair_eligible & gold_known, units.weights(idx)),
+            "correct in both orders",
+        ),
+        "position_consistency": (
+            lambda idx: _share(f"position_consistency: {no_pairs}", consistent, pair_eligible,
+                               units.weights(idx)),
+            "same verdict in both orders",
+        ),
+        "order_kappa": (order_kappa, "Cohen's kappa, original-order vs swapped verdicts (given "
+                        "verdicts only)"),
+        "first_position_rate": (
+            lambda idx: _share("first_position_rate: no decisive (A/B) verdict", picked_first,
+                               decisive, doubled(idx)),
+            "share of A/B verdicts naming the output shown first",
+        ),
+        "tie_rate": (
+            lambda idx: _share("tie_rate: no verdict given", ties, given, doubled(idx)),
+            "share of given verdicts that are tie",
+        ),
+    }
+
+
+def analyse_pairwise_judge(
+    records: Sequence[PairwiseJudgment], judge_id: str | None, options: AnalysisOptions
+) -> PairwiseJudgeReport:
+    """Every pairwise statistic for one judge's records."""
+    units = PairwiseUnits(records)
+    boot = ItemBootstrap(units.n_items, options.n_resamples, options.confidence, options.seed)
+    estimates: dict[str, Estimate] = {
+        name: boot.estimate(fn, detail=detail)
+        for name, (fn, detail) in pairwise_statistics(units, options.missing_verdict).items()
+    }
+    both_run = (units.first != NOT_RUN) & (units.second != NOT_RUN)
+    return PairwiseJudgeReport(
+        judge_id=judge_id,
+        n_records=units.n_records,
+        n_items=units.n_items,
+        n_units=len(units.unit_item),
+        n_units_both_orders=int(both_run.sum()),
+        n_missing_verdicts=units.n_missing_verdicts,
+        n_missing_gold=int((units.gold == MISSING).sum()),
+        n_gold_without_majority=int((units.gold == NO_MAJORITY).sum()),
+        **estimates,
+        self_consistency=_self_consistency(records, units, options),
+        length_preference=_length_preference(units, boot),
+    )
+
+
+def _self_consistency(
+    records: Sequence[PairwiseJudgment], units: PairwiseUnits, options: AnalysisOptions
+) -> PairwiseSelfConsistency | None:
+    position = {item: i for i, item in enumerate(units.item_ids)}
+    cells: dict[tuple[int, bool], list[float]] = {}
+    for record in records:
+        if record.verdict is not None:
+            cells.setdefault((position[record.item_id], record.swapped), []).append(
+                float(CODES[record.verdict])
+            )
+    repeated = {key: v for key, v in cells.items() if len(v) >= 2}
+    if not repeated:
+        return None
+    keys = sorted(repeated)
+    width = max(len(v) for v in repeated.values())
+    matrix = np.full((len(keys), width), np.nan)
+    for row, key in enumerate(keys):
+        matrix[row, : len(repeated[key])] = repeated[key]
+    cell_item = np.array([item for item, _ in keys])
+    disagree = np.array([len(set(repeated[key])) > 1 for key in keys])
+    alpha = KrippendorffAlpha(matrix, "nominal", "self-consistency alpha")
+    boot = ItemBootstrap(units.n_items, options.n_resamples, options.confidence, options.seed)
+
+    def weights(idx: np.ndarray) -> np.ndarray:
+        return np.bincount(idx, minlength=units.n_items)[cell_item].astype(float)
+
+    return PairwiseSelfConsistency(
+        n_item_orders=len(keys),
+        krippendorff_alpha_nominal=boot.estimate(
+            lambda idx: alpha(weights(idx)), detail="samples of one item and order as coders"
+        ),
+        share_disagree=boot.estimate(
+            lambda idx: _share("share_disagree: no repeated item", disagree,
+                               np.ones_like(disagree), weights(idx)),
+            "item-orders whose samples do not all agree",
+        ),
+    )
+
+
+def _length_preference(units: PairwiseUnits, boot: ItemBootstrap) -> LengthPreference | None:
+    if all(length is None for length in units.lengths):
+        return None
+    longer = np.array(
+        [MISSING if ln is None or ln[0] == ln[1] else (A if ln[0] > ln[1] else B)
+         for ln in units.lengths],
+        dtype=int,
+    )
+    unit_longer = longer[units.unit_item]
+    differs = unit_longer >= 0
+    verdicts = np.concatenate([units.first, units.second])
+    decisive = np.concatenate([differs, differs]) & np.isin(verdicts, (A, B))
+    picks_longer = verdicts == np.concatenate([unit_longer, unit_longer])
+    gold_decisive = (longer >= 0) & np.isin(units.gold, (A, B))
+
+    def judge(idx: np.ndarray) -> float:
+        w = units.weights(idx)
+        return _share("length preference: no decisive verdict on items of different lengths",
+                      picks_longer, decisive, np.concatenate([w, w]))
+
+    def gold(idx: np.ndarray) -> float:
+        return _share("length preference: no decisive gold label on items of different lengths",
+                      units.gold == longer, gold_decisive,
+                      np.bincount(idx, minlength=units.n_items).astype(float))
+
+    if not decisive.any():
+        reason = "length preference: no decisive verdict on items of different lengths"
+        return LengthPreference(judge_longer_rate=undefined_estimate(units.n_items, reason),
+                                gold_longer_rate=boot.estimate(gold))
+    return LengthPreference(
+        judge_longer_rate=boot.estimate(judge, detail="A/B verdicts picking the longer output"),
+        gold_longer_rate=boot.estimate(gold, detail="gold labels picking the longer output"),
+    )
