@@ -176,7 +176,8 @@ def analyse_pointwise_judge(
 
     def kappa(weights: agreement.KappaWeights) -> Estimate:
         name = "cohen_kappa" if weights == "unweighted" else f"cohen_kappa_{weights}"
-        detail = f"{weights} weights; human and judge means rounded half up to the scale"
+        detail = ("" if weights == "unweighted" else f"{weights} weights; ") + (
+            "consensus rounded to the scale")
         if no_categories:
             return undefined_estimate(items.n, f"{name}: {no_categories}", detail)
         return boot.estimate(
@@ -186,12 +187,12 @@ def analyse_pointwise_judge(
     def alpha(alpha_level: AlphaLevel) -> Estimate:
         name = f"krippendorff_alpha ({alpha_level})"
         if alpha_level == "interval":
-            detail = "human mean and judge mean as two coders"
+            detail = "two coders: human mean, judge mean"
             if no_common:
                 return undefined_estimate(items.n, f"{name}: {no_common}", detail)
             stat = KrippendorffAlpha(np.column_stack([h, j]), "interval", name)
         else:
-            detail = "human and judge means rounded half up to the scale, as two coders"
+            detail = "two coders: consensus rounded to the scale"
             if no_categories:
                 return undefined_estimate(items.n, f"{name}: {no_categories}", detail)
             stat = KrippendorffAlpha(np.column_stack([h_code, j_code]), alpha_level, name)

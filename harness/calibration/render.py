@@ -1,0 +1,180 @@
+"""Terminal rendering of a :class:`CalibrationReport` with rich: one table per judge, then
+the human baseline, comparisons, policies and notes. Model text never reaches the terminal
+(only ids and numbers), and ids are escaped so they cannot inject rich markup."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from harness.calibration.report import (
+    CalibrationReport,
+    Estimate,
+    PairwiseJudgeReport,
+    PointwiseJudgeReport,
+)
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _stats_table(title: str, level: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("statistic")
+    table.add_column("value", justify="right")
+    table.add_column(f"{level} interval", justify="right")
+    table.add_column("n", justify="right")
+    table.add_column("note", overflow="fold")
+    return table
+
+
+def _row(table: Table, name: str, estimate: Estimate | None) -> None:
+    if estimate is None:
+        return
+    if estimate.value is None:
+        table.add_row(name, "undefined", "", str(estimate.n), escape(estimate.undefined or ""))
+        return
+    interval = (
+        "—" if estimate.ci_low is None
+        else f"[{estimate.ci_low:.3f}, {estimate.ci_high:.3f}]"
+    )
+    note = estimate.detail or ""
+    if estimate.resamples_undefined:
+        note += f" ({estimate.resamples_undefined} resamples undefined)"
+    table.add_row(name, _num(estimate.value), interval, str(estimate.n), escape(note.strip()))
+
+
+def _judge_name(judge_id: str | None) -> str:
+    return escape(judge_id) if judge_id is not None else "judge"
+
+
+def _pointwise(judge: PointwiseJudgeReport, level: str, console: Console) -> None:
+    counts = (
+        f"{judge.n_items} items scored; missing: {judge.n_missing_human} human label, "
+        f"{judge.n_missing_judge} judge score, {judge.n_missing_both} both"
+    )
+    table = _stats_table(f"{_judge_name(judge.judge_id)} vs people ({counts})", level)
+    for name in ("spearman", "kendall_tau_b", "pearson", "cohen_kappa_unweighted",
+                 "cohen_kappa_linear", "cohen_kappa_quadratic", "krippendorff_alpha_nominal",
+                 "krippendorff_alpha_ordinal", "krippendorff_alpha_interval", "mean_bias", "mae"):
+        _row(table, name, getattr(judge, name))
+    ba = judge.bland_altman
+    _row(table, "bland_altman lower", ba.lower)
+    _row(table, "bland_altman upper", ba.upper)
+    if judge.pass_fail:
+        pf = judge.pass_fail
+        for name in ("accuracy", "cohen_kappa", "coverage", "false_failure_rate", "alignment"):
+            _row(table, f"pass/fail {name}", getattr(pf, name))
+    if judge.thresholds:
+        _row(table, f"best threshold (max {judge.thresholds.criterion})",
+             judge.thresholds.best_threshold)
+    if judge.self_consistency:
+        sc = judge.self_consistency
+        _row(table, "self-consistency alpha", sc.krippendorff_alpha)
+        _row(table, "samples disagree (share)", sc.share_items_disagree)
+    if judge.verbosity:
+        _row(table, "verbosity (residual~length)", judge.verbosity.spearman)
+    if judge.beside_humans:
+        bh = judge.beside_humans
+        _row(table, "alpha, humans only", bh.alpha_humans)
+        _row(table, "alpha, judge added", bh.alpha_with_judge)
+        _row(table, "human vs rest spearman", bh.human_vs_rest_spearman)
+        _row(table, "judge vs rest spearman", bh.judge_vs_rest_spearman)
+    console.print(table)
+    if judge.confusion_matrix:
+        cm = judge.confusion_matrix
+        matrix = Table(title="confusion (rows: people, columns: judge)", title_justify="left")
+        matrix.add_column("")
+        for category in cm.categories:
+            matrix.add_column(f"{category:g}" if isinstance(category, float) else category,
+                              justify="right")
+        for category, row in zip(cm.categories, cm.counts, strict=True):
+            label = f"{category:g}" if isinstance(category, float) else category
+            matrix.add_row(label, *(str(c) for c in row))
+        console.print(matrix)
+    if judge.thresholds and judge.thresholds.curve:
+        curve = Table(title=f"threshold trade-off (people: {escape(judge.thresholds.human_rule)})",
+                      title_justify="left")
+        for col in ("threshold", "judge pass rate", "coverage", "false failures", "accuracy",
+                    "kappa", "alignment"):
+            curve.add_column(col, justify="right")
+        for p in judge.thresholds.curve:
+            curve.add_row(f"{p.threshold:g}", _num(p.judge_pass_rate), _num(p.coverage),
+                          _num(p.false_failure_rate), _num(p.accuracy), _num(p.cohen_kappa),
+                          _num(p.alignment))
+        console.print(curve)
+    if judge.ppi:
+        _ppi(judge, level, console)
+
+
+def _ppi(judge: PointwiseJudgeReport, level: str, console: Console) -> None:
+    assert judge.ppi is not None
+    if judge.ppi.undefined:
+        console.print(f"PPI: undefined — {escape(judge.ppi.undefined)}")
+        return
+    table = Table(title="prediction-powered inference (PPI++)", title_justify="left")
+    for col in ("target", "PPI estimate", f"{level} interval", "human-only", f"{level} interval",
+                "λ", "worth (human labels)"):
+        table.add_column(col, justify="right")
+    for result in (judge.ppi.mean_score, judge.ppi.pass_rate):
+        if result is None:
+            continue
+        table.add_row(
+            result.target, _num(result.estimate), f"[{result.ci_low:.3f}, {result.ci_high:.3f}]",
+            _num(result.classical_estimate),
+            f"[{result.classical_ci_low:.3f}, {result.classical_ci_high:.3f}]",
+            _num(result.lam), _num(result.effective_human_labels, 1),
+        )
+    console.print(table)
+
+
+def _pairwise(judge: PairwiseJudgeReport, level: str, console: Console) -> None:
+    counts = (
+        f"{judge.n_items} items, {judge.n_units_both_orders} judged in both orders, "
+        f"{judge.n_missing_verdicts} missing verdicts"
+    )
+    table = _stats_table(f"{_judge_name(judge.judge_id)} vs gold ({counts})", level)
+    for name in ("accuracy", "accuracy_original_order", "accuracy_swapped_order",
+                 "accuracy_both_orders", "position_consistency", "order_kappa",
+                 "first_position_rate", "tie_rate"):
+        _row(table, name, getattr(judge, name))
+    if judge.self_consistency:
+        _row(table, "self-consistency alpha", judge.self_consistency.krippendorff_alpha_nominal)
+        _row(table, "samples disagree (share)", judge.self_consistency.share_disagree)
+    if judge.length_preference:
+        _row(table, "judge picks longer", judge.length_preference.judge_longer_rate)
+        _row(table, "gold picks longer", judge.length_preference.gold_longer_rate)
+    console.print(table)
+
+
+def render_report(report: CalibrationReport, console: Console) -> None:
+    """Print the report as rich tables."""
+    level = f"{report.options.confidence:.0%}"
+    scale = f", scale {report.scale.describe()}" if report.scale else ""
+    console.print(f"[bold]Judge calibration[/] ({report.kind}, {escape(report.source)}{scale})")
+    for judge in report.judges:
+        if isinstance(judge, PointwiseJudgeReport):
+            _pointwise(judge, level, console)
+        else:
+            _pairwise(judge, level, console)
+    if report.human_baseline:
+        hb = report.human_baseline
+        table = _stats_table(
+            f"people vs people ({hb.n_items} items, {hb.raters_per_item[0]}–"
+            f"{hb.raters_per_item[1]} raters)", level)
+        _row(table, "krippendorff_alpha_nominal", hb.krippendorff_alpha_nominal)
+        _row(table, "krippendorff_alpha_ordinal", hb.krippendorff_alpha_ordinal)
+        _row(table, "krippendorff_alpha_interval", hb.krippendorff_alpha_interval)
+        _row(table, "fleiss_kappa", hb.fleiss_kappa)
+        console.print(table)
+    if report.comparisons:
+        table = _stats_table("judge comparisons (a − b, paired)", level)
+        for c in report.comparisons:
+            _row(table, f"{escape(c.judge_a)} − {escape(c.judge_b)}: {c.statistic}", c.difference)
+        console.print(table)
+    for policy in report.policies:
+        console.print(f"[dim]policy:[/] {escape(policy)}")
+    for note in report.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
