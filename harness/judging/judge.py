@@ -1,0 +1,189 @@
+"""Running rubric judges: one judge call per transcript (per agent turn for ``agent_turn``
+rubrics) turned into per-criterion verdicts, and the ``n`` samples x panel of judges that
+make one aggregated judgment.
+
+Every call goes through :meth:`ChatModel.structured` with ``role="judge"`` and the rubric's
+response model, so instructor validates each criterion and re-asks on failure. A reply still
+invalid after the re-asks, or any other model error, becomes a
+:class:`~harness.judging.verdicts.JudgeError` for that sample, never a score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.errors import ModelError
+from harness.judging.aggregate import (
+    AggregatedJudgment,
+    AggregationMethod,
+    aggregate_panel,
+    aggregate_samples,
+)
+from harness.judging.offline import judge_hints
+from harness.judging.prompts import (
+    PROMPT_VERSION,
+    JudgeContext,
+    agent_turns,
+    build_judge_prompt,
+    template_hash,
+)
+from harness.judging.rubric import Rubric
+from harness.judging.scoring import mean_or_none, score_rubric
+from harness.judging.verdicts import (
+    CriterionVerdict,
+    JudgeError,
+    JudgeOutcome,
+    Judgment,
+    raw_verdicts,
+    response_model_for,
+    verdict_from_raw,
+)
+from harness.models.base import ChatModel
+from harness.models.types import GenerationParams, StructuredResponse
+from harness.transcript import Transcript, UsageTotals
+
+
+class JudgeSettings(BaseModel):
+    """How judges are run: ``samples`` per transcript and judge, at ``temperature`` (``None``
+    = the provider's default; at 0 repeated samples add little), aggregated by ``method``;
+    ``max_reasks`` re-asks for an invalid reply before it is a judge error."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    samples: int = Field(default=1, ge=1, le=100)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int = Field(default=2048, ge=1)
+    max_reasks: int = Field(default=2, ge=0, le=10)
+    method: AggregationMethod = "mean"
+
+    def params(self) -> GenerationParams:
+        return GenerationParams(temperature=self.temperature, max_tokens=self.max_tokens)
+
+
+async def _ask(
+    model: ChatModel, rubric: Rubric, transcript: Transcript, context: JudgeContext | None,
+    *, turn: int | None, sample_index: int, params: GenerationParams, max_reasks: int,
+) -> tuple[StructuredResponse[Any], list[CriterionVerdict]]:
+    prompt = build_judge_prompt(rubric, transcript, context, turn=turn)
+    response = await model.structured(
+        prompt.messages,
+        response_model_for(rubric),
+        role="judge",
+        params=params,
+        sample_index=sample_index,
+        max_reasks=max_reasks,
+        hints=judge_hints(rubric, transcript, prompt.material, turn=turn),
+    )
+    raw = raw_verdicts(rubric, response.value)
+    verdicts = [verdict_from_raw(rubric, crit, raw[crit.id], prompt.material, turn=turn)
+                for crit in rubric.criteria]
+    return response, verdicts
+
+
+async def judge_once(
+    model: ChatModel,
+    rubric: Rubric,
+    transcript: Transcript,
+    context: JudgeContext | None = None,
+    *,
+    sample_index: int = 0,
+    params: GenerationParams | None = None,
+    max_reasks: int = 2,
+) -> JudgeOutcome:
+    """One judge sample: the judgment of ``transcript`` under ``rubric`` by ``model``.
+
+    Returns a :class:`Judgment` (per-criterion verdicts, the rubric score and pass verdict,
+    the judge model, rubric id/version and prompt hash) or a :class:`JudgeError` when a call
+    failed after retries or stayed invalid after ``max_reasks`` re-asks. Errors that are not
+    model errors (e.g. a spent budget) propagate.
+    """
+    params = params or GenerationParams()
+    base: dict[str, Any] = dict(
+        rubric_id=rubric.id, rubric_version=rubric.version, target=rubric.target,
+        judge_model=str(model.spec), prompt_version=PROMPT_VERSION,
+        prompt_hash=template_hash(rubric.target), sample_index=sample_index,
+        offline=model.spec.is_offline,
+    )
+    turns: list[int | None] = (
+        list(agent_turns(transcript)) if rubric.target == "agent_turn" else [None]
+    )
+    if not turns:
+        return Judgment(
+            **base, verdicts=[], criterion_scores={c.id: None for c in rubric.criteria},
+            score=None, passed=None, unscored_reason="not scored: the agent took no turn",
+        )
+    results = await asyncio.gather(
+        *(_ask(model, rubric, transcript, context, turn=turn, sample_index=sample_index,
+               params=params, max_reasks=max_reasks) for turn in turns),
+        return_exceptions=True,
+    )
+    usage, attempts, verdicts = UsageTotals(), 0, []
+    failure: tuple[int | None, ModelError] | None = None
+    for turn, result in zip(turns, results, strict=True):
+        if isinstance(result, ModelError):
+            failure = failure or (turn, result)
+            continue
+        if isinstance(result, BaseException):
+            raise result
+        response, turn_verdicts = result
+        usage.add(response)
+        attempts += response.attempts
+        verdicts.extend(turn_verdicts)
+    if failure is not None:
+        turn, err = failure
+        where = f" (judging agent turn {turn})" if turn is not None else ""
+        return JudgeError(**base, usage=usage, attempts=attempts,
+                          error_type=type(err).__name__, message=f"{err}{where}")
+    criterion_scores = {
+        crit.id: mean_or_none([v.normalised for v in verdicts if v.criterion_id == crit.id])
+        for crit in rubric.criteria
+    }
+    result_score = score_rubric(rubric, criterion_scores)
+    return Judgment(
+        **base, usage=usage, attempts=attempts, verdicts=verdicts,
+        criterion_scores=criterion_scores, score=result_score.score,
+        passed=result_score.passed, failed_criteria=result_score.failed_criteria,
+        unscored_reason=result_score.unscored_reason,
+    )
+
+
+async def judge_transcript(
+    models: ChatModel | Sequence[ChatModel],
+    rubric: Rubric,
+    transcript: Transcript,
+    context: JudgeContext | None = None,
+    *,
+    settings: JudgeSettings | None = None,
+) -> AggregatedJudgment:
+    """Judge ``transcript`` under ``rubric`` with ``settings.samples`` samples from each of
+    ``models`` (sample indexes 0..n-1, all concurrently under the model layer's bounds).
+
+    One model gives its ``samples`` aggregate; several give a ``panel`` aggregate over each
+    judge's aggregate. Failed samples are counted apart; when all failed the result has
+    ``status == "judge_error"``. Raises ``ValueError`` when no model is given.
+    """
+    settings = settings or JudgeSettings()
+    judges = [models] if isinstance(models, ChatModel) else list(models)
+    if not judges:
+        raise ValueError("at least one judge model is needed")
+    params = settings.params()
+    outcomes = await asyncio.gather(
+        *(judge_once(model, rubric, transcript, context, sample_index=i, params=params,
+                     max_reasks=settings.max_reasks)
+          for model in judges for i in range(settings.samples))
+    )
+    n = settings.samples
+    members = [aggregate_samples(rubric, outcomes[k * n:(k + 1) * n], settings.method)
+               for k in range(len(judges))]
+    if len(members) == 1:
+        return members[0]
+    return aggregate_panel(rubric, members, settings.method)
+
+
+def metric_name(rubric_id: str) -> str:
+    """The metric name a rubric score is stored and summarised under."""
+    return f"rubric:{rubric_id}"

@@ -1,0 +1,96 @@
+"""The offline judge: well-formed verdicts for every built-in rubric, deterministic per
+(input, sample index), moving with the transcript, and marked offline."""
+
+from __future__ import annotations
+
+import pytest
+from judging_fakes import BehaviourModel, weather_transcript
+
+from harness.errors import ModelConfigError
+from harness.judging.judge import JudgeSettings, judge_once, judge_transcript
+from harness.judging.offline import MockJudge
+from harness.judging.rubric import load_rubrics
+from harness.judging.verdicts import Judgment, response_model_for
+from harness.models.types import GenerationParams
+from harness.transcript import transcript_from_openai
+
+RUBRICS = load_rubrics()
+
+
+def mock(name: str = "judge") -> BehaviourModel:
+    return BehaviourModel(MockJudge(name), name)
+
+
+@pytest.mark.parametrize("rubric_id", sorted(RUBRICS))
+async def test_every_builtin_rubric_gets_a_valid_offline_judgment(rubric_id: str) -> None:
+    outcome = await judge_once(mock(), RUBRICS[rubric_id], weather_transcript())
+    assert isinstance(outcome, Judgment) and outcome.offline
+    assert {v.criterion_id for v in outcome.verdicts} == {
+        c.id for c in RUBRICS[rubric_id].criteria}
+    assert all("Offline mock judge" in v.reasoning for v in outcome.verdicts)
+    assert outcome.score is not None
+    # its evidence is quoted from the material, so nothing is flagged
+    assert all(not v.unverified_evidence for v in outcome.verdicts)
+
+
+async def test_deterministic_per_sample_and_varying_across_samples() -> None:
+    rubric = RUBRICS["final_response_quality"]
+    first = [await judge_once(mock(), rubric, weather_transcript(), sample_index=i)
+             for i in range(12)]
+    again = [await judge_once(mock(), rubric, weather_transcript(), sample_index=i)
+             for i in range(12)]
+    assert [o.criterion_scores for o in first] == [o.criterion_scores for o in again]
+    assert len({tuple(o.criterion_scores.values()) for o in first}) > 1
+
+
+async def test_temperature_zero_gives_identical_samples() -> None:
+    rubric = RUBRICS["final_response_quality"]
+    result = await judge_transcript(mock(), rubric, weather_transcript(),
+                                    settings=JudgeSettings(samples=5, temperature=0))
+    assert result.disagreement.criteria_disagreeing == 0
+
+
+async def test_scores_drop_for_an_empty_answer_and_a_tool_error() -> None:
+    rubric = RUBRICS["final_response_quality"]
+    settings = JudgeSettings(samples=1, temperature=0)
+    good = await judge_transcript(mock(), rubric, weather_transcript(), settings=settings)
+    error = await judge_transcript(mock(), rubric, weather_transcript(tool_error=True),
+                                   settings=settings)
+    empty = await judge_transcript(mock(), rubric, weather_transcript(final=""),
+                                   settings=settings)
+    assert good.score is not None and error.score is not None and empty.score is not None
+    assert good.score > error.score > empty.score
+    assert good.passed and not empty.passed
+
+
+async def test_strict_and_lenient_variants_shift_scores() -> None:
+    rubric = RUBRICS["task_completion"]
+    settings = JudgeSettings(temperature=0)
+    t = weather_transcript(tool_error=True)
+    scores = [(await judge_transcript(mock(n), rubric, t, settings=settings)).score
+              for n in ("judge-strict", "judge", "judge-lenient")]
+    assert scores == sorted(scores) and scores[0] < scores[2]  # type: ignore[operator]
+
+
+async def test_na_where_allowed_when_no_tool_was_called() -> None:
+    transcript = transcript_from_openai("chat", [
+        {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}])
+    outcome = await judge_once(mock(), RUBRICS["tool_use_quality"], transcript)
+    assert isinstance(outcome, Judgment)
+    assert outcome.criterion_scores["argument_correctness"] is None
+    assert outcome.criterion_scores["tool_selection"] is not None
+
+
+async def test_it_refuses_chat_and_requests_without_judge_hints() -> None:
+    judge = MockJudge()
+    with pytest.raises(ModelConfigError, match="only answers judge requests"):
+        await judge.chat([], tools=(), tool_choice="auto", params=GenerationParams(),
+                         sample_index=0, hints={})
+    with pytest.raises(ModelConfigError, match="hints are missing"):
+        await judge.structured([], response_model_for(RUBRICS["safety"]),
+                               params=GenerationParams(), sample_index=0, hints={})
+
+
+def test_unknown_variant_is_a_clear_error() -> None:
+    with pytest.raises(ModelConfigError, match="mock:judge-first"):
+        MockJudge("judge-grumpy")
