@@ -1,0 +1,54 @@
+"""JSON Schema of the scenario file format, for editors (e.g. yaml-language-server's
+``# yaml-language-server: $schema=...`` comment) and other tools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from harness.scenarios.schema import Scenario
+
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def scenario_file_schema() -> dict[str, Any]:
+    """The JSON Schema of a scenario file: one scenario (a mapping) or a list of them."""
+    schema = TypeAdapter(Scenario | list[Scenario]).json_schema()
+    return {
+        "$schema": JSON_SCHEMA_DIALECT,
+        "title": "harness scenario file",
+        "description": "One scenario, or a list of scenarios, for the agent evaluation harness.",
+        **schema,
+    }
+
+
+def schema_documents() -> dict[str, str]:
+    """File name -> the exact text written for it (stable: sorted keys, trailing newline)."""
+    builders = {"scenario.schema.json": scenario_file_schema}
+    return {
+        name: json.dumps(build(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        for name, build in builders.items()
+    }
+
+
+def write_schemas(out_dir: Path) -> list[Path]:
+    """Write every schema file into ``out_dir`` (created if needed); return the paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in schema_documents().items():
+        target = out_dir / name
+        target.write_text(text, encoding="utf-8")
+        written.append(target)
+    return written
+
+
+def stale_schemas(out_dir: Path) -> list[Path]:
+    """Schema files in ``out_dir`` that are missing or differ from what the code generates."""
+    return [
+        out_dir / name
+        for name, text in schema_documents().items()
+        if not (out_dir / name).is_file() or (out_dir / name).read_text(encoding="utf-8") != text
+    ]

@@ -1,0 +1,402 @@
+"""Reading scenario files: YAML to validated :class:`Scenario` objects, with every problem in
+every file reported at once as ``file:line: field.path: what was expected``.
+
+A file holds one scenario (a mapping) or a list of scenarios. YAML is read with two changes
+from PyYAML's YAML 1.1 defaults, because both silently turn text into something else: only
+``true``/``false`` are booleans (``status: ON`` stays the string ``"ON"``), and dates stay
+strings (tool results must be JSON). Duplicate keys are errors rather than last-one-wins.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+import typing
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from harness.errors import InputError, InputErrors
+from harness.scenarios.schema import Scenario
+from harness.scenarios.validation import FieldPath, Problem, format_path, scenario_problems
+
+SCENARIO_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
+
+
+class _ScenarioLoader(yaml.SafeLoader):
+    """SafeLoader without YAML 1.1's yes/no/on/off booleans and without timestamps."""
+
+
+_ScenarioLoader.yaml_implicit_resolvers = {
+    first: [
+        (tag, regexp)
+        for tag, regexp in resolvers
+        if tag not in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp")
+    ]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_ScenarioLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
+
+
+@dataclass
+class ValidationReport:
+    """What validating some paths found: the scenarios that loaded, the files read, and every
+    problem (empty when all is well)."""
+
+    scenarios: list[Scenario] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def raise_if_errors(self) -> None:
+        """Raise :class:`InputError` for one problem, :class:`InputErrors` for several."""
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            raise InputErrors(self.errors)
+
+
+def load_scenarios(
+    paths: Iterable[str | Path], *, known_rubrics: Collection[str] | None = None
+) -> list[Scenario]:
+    """Load every scenario in ``paths`` (files, or directories searched recursively for
+    ``*.yaml``/``*.yml``), in path order, then file order.
+
+    ``known_rubrics``, when given, is the set of rubric ids scenarios may list. Raises
+    :class:`InputError` for one problem or :class:`InputErrors` listing every problem in every
+    file; nothing is returned unless all files are valid and ids are unique.
+    """
+    report = validate_paths(paths, known_rubrics=known_rubrics)
+    report.raise_if_errors()
+    return report.scenarios
+
+
+def validate_paths(
+    paths: Iterable[str | Path],
+    *,
+    known_rubrics: Collection[str] | None = None,
+    check_imports: bool = True,
+) -> ValidationReport:
+    """Check every scenario file under ``paths`` and collect all problems (never raises for
+    bad content). Scenario ids must be unique across all the files."""
+    report = ValidationReport()
+    files, errors = discover_files(paths)
+    report.files, report.errors = files, errors
+    first_seen: dict[str, str] = {}
+    for path in files:
+        scenarios, problems = read_scenario_file(
+            path, known_rubrics=known_rubrics, check_imports=check_imports
+        )
+        report.errors.extend(problems)
+        for scenario, where, line in scenarios:
+            if scenario.id in first_seen:
+                report.errors.append(
+                    InputError(
+                        path,
+                        format_path((*where, "id")),
+                        f"duplicate scenario id {scenario.id!r} (first in "
+                        f"{first_seen[scenario.id]}); ids must be unique across the suite",
+                        location=line,
+                    )
+                )
+                continue
+            first_seen[scenario.id] = f"{path}:{line}" if line else str(path)
+            report.scenarios.append(scenario)
+    return report
+
+
+def discover_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[InputError]]:
+    """Expand directories (recursively, ``*.yaml``/``*.yml``, sorted) and check that every path
+    exists. A file named explicitly is read whatever its suffix."""
+    files: list[Path] = []
+    errors: list[InputError] = []
+    given = list(paths)
+    if not given:
+        errors.append(InputError("<arguments>", None, "no scenario paths given"))
+    for raw in given:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(
+                p for p in path.rglob("*") if p.suffix in SCENARIO_SUFFIXES and p.is_file()
+            )
+            if not found:
+                errors.append(
+                    InputError(path, None, "no scenario files (*.yaml, *.yml) in this directory")
+                )
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            errors.append(InputError(path, None, "no such file or directory"))
+    unique = list(dict.fromkeys(files))
+    return unique, errors
+
+
+def read_scenario_file(
+    path: Path,
+    *,
+    known_rubrics: Collection[str] | None = None,
+    check_imports: bool = True,
+) -> tuple[list[tuple[Scenario, FieldPath, int | None]], list[InputError]]:
+    """Parse and check one file. Returns ``(scenarios, errors)``; each scenario comes with its
+    field-path prefix (``()`` or ``(index,)`` in a list file) and its line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return [], [InputError(path, None, "not UTF-8 text")]
+    except OSError as err:
+        return [], [InputError(path, None, f"cannot be read: {err.strerror or err}")]
+    try:
+        node, data = _parse_yaml(text)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = mark.line + 1 if mark is not None else None
+        return [], [InputError(path, None, f"not valid YAML: {err.problem or err}", location=line)]
+    except yaml.YAMLError as err:
+        return [], [InputError(path, None, f"not valid YAML: {err}")]
+
+    lines = _LineFinder(node)
+    errors = [
+        InputError(path, format_path(p), f"duplicate key {p[-1]!r}", location=line)
+        for p, line in _duplicate_keys(node)
+    ]
+    if data is None:
+        return [], [
+            *errors,
+            InputError(
+                path, None, "empty file; expected a scenario (a mapping) or a list of scenarios"
+            ),
+        ]
+    if isinstance(data, list):
+        items = [((i,), item) for i, item in enumerate(data)]
+        if not items:
+            errors.append(InputError(path, None, "an empty list; expected at least one scenario"))
+    elif isinstance(data, dict):
+        items = [((), data)]
+    else:
+        return [], [
+            *errors,
+            InputError(
+                path,
+                None,
+                "expected a scenario (a mapping) or a list "
+                f"of scenarios, got {type(data).__name__}",
+            ),
+        ]
+
+    loaded: list[tuple[Scenario, FieldPath, int | None]] = []
+    for prefix, item in items:
+        problems, scenario = _check_item(
+            item, path, known_rubrics=known_rubrics, check_imports=check_imports
+        )
+        errors.extend(
+            InputError(
+                path,
+                format_path((*prefix, *p.path)) or None,
+                p.expected,
+                location=lines.line((*prefix, *p.path)),
+            )
+            for p in problems
+        )
+        if scenario is not None and not problems:
+            loaded.append((scenario, prefix, lines.line(prefix)))
+    if errors:
+        # A file with any problem contributes no scenarios, so a run never uses half a file.
+        return [], errors
+    return loaded, []
+
+
+def parse_scenario(
+    data: Mapping[str, Any],
+    *,
+    source: str | Path = "<scenario>",
+    base_dir: Path | None = None,
+    known_rubrics: Collection[str] | None = None,
+    check_imports: bool = True,
+) -> Scenario:
+    """Validate one scenario given as a mapping (for the Python API). ``base_dir`` is where its
+    Python paths are resolved first. Raises :class:`InputError`/:class:`InputErrors` naming
+    ``source`` and the field paths."""
+    problems, scenario = _check_item(
+        data, None, base_dir=base_dir, known_rubrics=known_rubrics, check_imports=check_imports
+    )
+    errors = [InputError(source, format_path(p.path) or None, p.expected) for p in problems]
+    ValidationReport(errors=errors).raise_if_errors()
+    assert scenario is not None
+    return scenario
+
+
+def _check_item(
+    item: Any,
+    path: Path | None,
+    *,
+    base_dir: Path | None = None,
+    known_rubrics: Collection[str] | None,
+    check_imports: bool,
+) -> tuple[list[Problem], Scenario | None]:
+    if not isinstance(item, dict):
+        return [Problem((), f"expected a scenario (a mapping), got {type(item).__name__}")], None
+    try:
+        scenario = Scenario.model_validate(item)
+    except ValidationError as err:
+        return [_problem_from_pydantic(e) for e in err.errors()], None
+    scenario.with_source(path.resolve() if path is not None else None)
+    problems = scenario_problems(
+        scenario,
+        base_dir=base_dir if base_dir is not None else scenario.base_dir,
+        known_rubrics=known_rubrics,
+        check_imports=check_imports,
+    )
+    return problems, scenario
+
+
+# --- pydantic errors as one-line messages --------------------------------------------------
+
+
+def _problem_from_pydantic(error: Any) -> Problem:
+    loc: FieldPath = tuple(error["loc"])
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        allowed = _allowed_keys(loc[:-1])
+        text = f"unknown key {key!r}"
+        if allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            if close:
+                text += f"; did you mean {close[0]!r}?"
+            text += f" (expected one of: {', '.join(allowed)})"
+        return Problem(loc, text)
+    if kind == "missing":
+        return Problem(loc, "required field is missing")
+    message = str(error["msg"])
+    if kind == "value_error":
+        return Problem(loc, message.removeprefix("Value error, "))
+    return Problem(loc, f"{message} (got {_short(error.get('input'))})")
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _allowed_keys(loc: FieldPath) -> list[str] | None:
+    """The field names of the model at ``loc`` in the scenario schema (for 'did you mean')."""
+    annotation: Any = Scenario
+    for part in loc:
+        annotation = _step(annotation, part)
+        if annotation is None:
+            return None
+    model = _model_in(annotation)
+    return list(model.model_fields) if model is not None else None
+
+
+def _step(annotation: Any, part: str | int) -> Any:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        for option in typing.get_args(annotation):
+            found = _step(option, part)
+            if found is not None:
+                return found
+        return None
+    if origin is list:
+        return typing.get_args(annotation)[0] if isinstance(part, int) else None
+    if origin is dict:
+        return typing.get_args(annotation)[1] if isinstance(part, str) else None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel) and isinstance(part, str):
+        info = annotation.model_fields.get(part)
+        return info.annotation if info is not None else None
+    return None
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for option in typing.get_args(annotation):
+        model = _model_in(option)
+        if model is not None:
+            return model
+    return None
+
+
+# --- YAML nodes: lines and duplicate keys --------------------------------------------------
+
+
+def _parse_yaml(text: str) -> tuple[yaml.Node | None, Any]:
+    loader = _ScenarioLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+    return node, data
+
+
+class _LineFinder:
+    """Maps a field path to the 1-based line of the deepest YAML node it reaches (for a
+    mapping entry, the line of its key)."""
+
+    def __init__(self, root: yaml.Node | None) -> None:
+        self.root = root
+
+    def line(self, path: FieldPath) -> int | None:
+        if self.root is None:
+            return None
+        node, mark = self.root, self.root.start_mark
+        for part in path:
+            found = _child(node, part)
+            if found is None:
+                break
+            key, node = found
+            mark = (key or node).start_mark
+        return mark.line + 1
+
+
+def _child(node: yaml.Node, part: str | int) -> tuple[yaml.Node | None, yaml.Node] | None:
+    """``(key node or None, value node)`` of one step down the tree."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == str(part):
+                return key, value
+    elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        return None, node.value[part]
+    return None
+
+
+def _duplicate_keys(
+    node: yaml.Node | None, path: FieldPath = (), seen_nodes: set[int] | None = None
+) -> list[tuple[FieldPath, int]]:
+    """Every mapping key written twice in the same mapping, with its path and line."""
+    if node is None:
+        return []
+    seen_nodes = set() if seen_nodes is None else seen_nodes
+    if id(node) in seen_nodes:  # an alias: already checked where the anchor is
+        return []
+    seen_nodes.add(id(node))
+    found: list[tuple[FieldPath, int]] = []
+    if isinstance(node, yaml.MappingNode):
+        keys: set[str] = set()
+        for key, value in node.value:
+            name = key.value if isinstance(key, yaml.ScalarNode) else None
+            if name is not None and name != "<<":
+                if name in keys:
+                    found.append(((*path, name), key.start_mark.line + 1))
+                keys.add(name)
+            found.extend(
+                _duplicate_keys(value, (*path, name if name is not None else "?"), seen_nodes)
+            )
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            found.extend(_duplicate_keys(item, (*path, i), seen_nodes))
+    return found

@@ -1,0 +1,386 @@
+"""The scenario file format as pydantic models. Unknown keys are errors (``extra="forbid"``).
+
+A scenario file holds one scenario (a mapping) or several (a list of mappings); within a file,
+YAML anchors and aliases share blocks such as tools between scenarios. Checks that need more
+than one field (tool names referenced elsewhere, rubric ids, imports) live in
+:mod:`harness.scenarios.validation`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from harness.checks.spec import Expectations
+from harness.errors import ModelConfigError
+from harness.models.base import ModelSpec
+from harness.models.types import GenerationParams, ToolSpec
+from harness.scenarios.expressions import matcher_problems, parse_template
+from harness.scenarios.imports import check_path_syntax
+
+SequenceEnd = Literal["repeat_last", "cycle", "error"]
+ArgsMatchMode = Literal["subset", "exact"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _check_model_name(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            ModelSpec.parse(value)
+        except ModelConfigError as err:
+            raise ValueError(str(err)) from None
+    return value
+
+
+# --- mocked tools --------------------------------------------------------------------------
+
+_ANSWER_MODES = ("returns", "error", "sequence", "handler")
+
+
+class _AnswerFields(_Strict):
+    """The ways a mocked tool can answer one call; exactly one is used."""
+
+    returns: Any = Field(
+        default=None,
+        description="the result (any JSON value); strings may use ${args.X} / ${state.PATH}",
+    )
+    error: str | None = Field(
+        default=None, description="an injected error: the agent receives it as a tool error"
+    )
+    sequence: list[Answer] | None = Field(
+        default=None, description="answers given in turn on successive calls", min_length=1
+    )
+    after_sequence: SequenceEnd = Field(
+        default="repeat_last",
+        description="when the sequence is used up: repeat its last answer, start again, or "
+        "answer with an error",
+    )
+    handler: str | None = Field(
+        default=None,
+        description="'package.module:function' called as f(state, args) -> result, for logic "
+        "YAML cannot express; raise harness.tools.ToolError to answer with an error",
+    )
+    set_state: dict[str, Any] = Field(
+        default_factory=dict,
+        description="state paths to set after answering with 'returns' (templates allowed)",
+    )
+    append_state: dict[str, Any] = Field(
+        default_factory=dict,
+        description="state paths of lists to append to after answering with 'returns'",
+    )
+
+    def answer_modes(self) -> list[str]:
+        """The answer modes this block uses (``returns`` counts when written, even as null)."""
+        return [m for m in _ANSWER_MODES if m in self.model_fields_set]
+
+    @field_validator("handler")
+    @classmethod
+    def _handler_path(cls, value: str | None) -> str | None:
+        return None if value is None else check_path_syntax(value)
+
+    @field_validator("set_state", "append_state", "error")
+    @classmethod
+    def _templates_parse(cls, value: Any) -> Any:
+        for text in [value] if isinstance(value, str) else list(value or {}):
+            parse_template(text)
+        return value
+
+    def _check_answer(self, *, required: bool) -> None:
+        modes = self.answer_modes()
+        if len(modes) > 1:
+            raise ValueError(
+                f"use only one of {', '.join(_ANSWER_MODES)} (found {', '.join(modes)})"
+            )
+        if required and not modes:
+            raise ValueError(f"expected one of {', '.join(_ANSWER_MODES)}")
+        if "after_sequence" in self.model_fields_set and modes != ["sequence"]:
+            raise ValueError("after_sequence applies only with a sequence")
+        if (self.set_state or self.append_state) and modes != ["returns"]:
+            raise ValueError(
+                "set_state/append_state apply only with 'returns' (a handler changes the state "
+                "itself; sequence items carry their own)"
+            )
+
+
+class Answer(_AnswerFields):
+    """One way of answering: a value, an error, a sequence or a Python handler."""
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> Answer:
+        self._check_answer(required=True)
+        return self
+
+
+class Rule(_AnswerFields):
+    """An answer used when the call's arguments (and optionally the state) match. Rules are
+    tried in order; the first match answers."""
+
+    when: dict[str, Any] = Field(
+        default_factory=dict,
+        description="argument matchers: values, or operators $regex $in $exists $gt $gte $lt "
+        "$lte $not",
+    )
+    match: ArgsMatchMode = Field(
+        default="subset",
+        description="subset: the listed arguments match (others are ignored); exact: the call "
+        "has exactly these arguments",
+    )
+    when_state: dict[str, Any] = Field(
+        default_factory=dict,
+        description="state path (templates allowed, e.g. orders.${args.order_id}.status) -> "
+        "matcher",
+    )
+
+    @field_validator("when", "when_state")
+    @classmethod
+    def _matchers_valid(cls, value: dict[str, Any]) -> dict[str, Any]:
+        problems = matcher_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
+    @field_validator("when_state")
+    @classmethod
+    def _state_paths_parse(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for path in value:
+            parse_template(path)
+        return value
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> Rule:
+        self._check_answer(required=True)
+        return self
+
+
+class ToolDef(_AnswerFields):
+    """A mocked tool: what the agent sees (name, description, JSON Schema of the arguments) and
+    how it answers: inline (returns / error / sequence / handler) or by ``rules`` with a
+    ``default``."""
+
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        description="the tool name the agent calls (letters, digits, _ and -; at most 64)",
+    )
+    description: str = ""
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema of the arguments (an object schema)",
+    )
+    rules: list[Rule] = Field(default_factory=list, description="first match answers")
+    default: Answer | None = Field(
+        default=None, description="the answer when no rule matches (required with rules)"
+    )
+
+    @field_validator("parameters")
+    @classmethod
+    def _valid_json_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        validator_class = jsonschema.validators.validator_for(
+            value, jsonschema.Draft202012Validator
+        )
+        try:
+            validator_class.check_schema(value)
+        except jsonschema.SchemaError as err:
+            where = "/".join(str(p) for p in err.absolute_path) or "top level"
+            raise ValueError(f"not a valid JSON Schema (at {where}): {err.message}") from None
+        if value.get("type") != "object":
+            raise ValueError("the arguments schema must have type: object")
+        return value
+
+    @model_validator(mode="after")
+    def _answers(self) -> ToolDef:
+        if self.rules:
+            if self.answer_modes():
+                raise ValueError(
+                    "a tool with rules answers through them; put the fallback under 'default'"
+                )
+            if self.default is None:
+                raise ValueError(
+                    "a tool with rules needs a 'default' answer for calls no rule matches"
+                )
+            self._check_answer(required=False)
+        else:
+            if self.default is not None:
+                raise ValueError("'default' applies only with rules")
+            self._check_answer(required=True)
+        return self
+
+    @property
+    def argument_names(self) -> set[str] | None:
+        """The declared argument names, or None when the schema lists no properties."""
+        properties = self.parameters.get("properties")
+        return set(properties) if isinstance(properties, dict) and properties else None
+
+    def spec(self) -> ToolSpec:
+        """What the agent's model is shown."""
+        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+
+
+# --- the user, the agent, limits -----------------------------------------------------------
+
+
+class UserSpec(_Strict):
+    """The simulated user. Either a simulator plays them (persona, goal, facts, an optional
+    opening message and plan) or their turns are fully scripted."""
+
+    persona: str = Field(default="", description="who they are and how they talk")
+    goal: str = Field(min_length=1, description="what they want from the conversation")
+    known_facts: dict[str, Any] = Field(
+        default_factory=dict, description="facts they know and reveal only when asked"
+    )
+    unknown_facts: list[str] = Field(
+        default_factory=list, description="things they do not know (they say so if asked)"
+    )
+    opening_message: str | None = Field(
+        default=None, min_length=1, description="their first message, sent verbatim"
+    )
+    plan: str | None = Field(
+        default=None, description="how the conversation should go (one step per line)"
+    )
+    script: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="fully scripted user turns, replayed exactly (no simulator model)",
+    )
+    sees_tool_calls: bool = Field(
+        default=False, description="show the simulator the agent's tool calls and results"
+    )
+    model: str | None = Field(default=None, description="default simulator model (provider:model)")
+    params: GenerationParams | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _model_name(cls, value: str | None) -> str | None:
+        return _check_model_name(value)
+
+    @field_validator("script")
+    @classmethod
+    def _turns_not_empty(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            for i, text in enumerate(value):
+                if not text.strip():
+                    raise ValueError(f"scripted turn {i} is empty")
+        return value
+
+    @model_validator(mode="after")
+    def _script_or_simulated(self) -> UserSpec:
+        if self.script is not None:
+            clash = [k for k in ("opening_message", "plan", "model") if getattr(self, k)]
+            if clash:
+                raise ValueError(
+                    f"a scripted user has no {' / '.join(clash)} (the script's first turn is "
+                    "the opening message)"
+                )
+        return self
+
+    @property
+    def scripted(self) -> bool:
+        return self.script is not None
+
+
+class AgentSpec(_Strict):
+    """The agent under test: a model with a system prompt and the tools it sees, or a Python
+    callable ``f(messages, toolbox)`` (sync or async) returning its reply."""
+
+    model: str | None = Field(
+        default=None, description="provider:model, e.g. anthropic:claude-sonnet-4-5"
+    )
+    callable: str | None = Field(
+        default=None,
+        description="'package.module:function' resolved from the scenario file's directory, "
+        "then sys.path",
+    )
+    system_prompt: str = ""
+    tools: list[str] | None = Field(
+        default=None, description="names of the scenario's tools the agent sees (default: all)"
+    )
+    params: GenerationParams | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _model_name(cls, value: str | None) -> str | None:
+        return _check_model_name(value)
+
+    @field_validator("callable")
+    @classmethod
+    def _callable_path(cls, value: str | None) -> str | None:
+        return None if value is None else check_path_syntax(value)
+
+    @model_validator(mode="after")
+    def _model_or_callable(self) -> AgentSpec:
+        if (self.model is None) == (self.callable is None):
+            raise ValueError(
+                "give exactly one of 'model' (a model agent) or 'callable' (a Python agent)"
+            )
+        if self.callable is not None and self.params is not None:
+            raise ValueError("'params' applies only to a model agent")
+        return self
+
+
+class Limits(_Strict):
+    """Hard stops for one episode."""
+
+    max_user_turns: int = Field(default=10, ge=1, description="user messages at most")
+    max_agent_steps: int = Field(
+        default=10, ge=1, description="agent model calls per user turn at most"
+    )
+    max_tool_calls: int = Field(default=50, ge=0, description="tool calls per episode at most")
+
+
+class Scenario(_Strict):
+    """One scenario: a simulated user, the agent under test, its mocked tools and state, limits,
+    expectations for the checks, and the rubrics judges apply."""
+
+    id: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$",
+        description="unique across the suite (letters, digits, _ . : -)",
+    )
+    description: str = ""
+    tags: list[str] = Field(default_factory=list)
+    user: UserSpec
+    agent: AgentSpec
+    tools: list[ToolDef] = Field(default_factory=list)
+    state: dict[str, Any] | None = Field(
+        default=None, description="a small JSON state the tools read and change"
+    )
+    limits: Limits = Field(default_factory=Limits)
+    expectations: Expectations = Field(default_factory=Expectations)
+    rubrics: list[str] = Field(default_factory=list, description="rubric ids judges apply")
+
+    _source: Path | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> Path | None:
+        """The file the scenario was loaded from (None when built in code)."""
+        return self._source
+
+    @property
+    def base_dir(self) -> Path | None:
+        """Where ``package.module:function`` paths are resolved first."""
+        return self._source.parent if self._source is not None else None
+
+    def with_source(self, path: Path | None) -> Scenario:
+        """Set the source file (for resolving Python paths); returns ``self``."""
+        self._source = path
+        return self
+
+    def tool(self, name: str) -> ToolDef | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+    def agent_tools(self) -> list[ToolDef]:
+        """The tools the agent sees, in the order ``agent.tools`` lists them (default: all)."""
+        if self.agent.tools is None:
+            return list(self.tools)
+        by_name = {t.name: t for t in self.tools}
+        return [by_name[n] for n in self.agent.tools if n in by_name]
+
+
+_AnswerFields.model_rebuild()
+Answer.model_rebuild()
+Rule.model_rebuild()
+ToolDef.model_rebuild()
