@@ -88,9 +88,14 @@ def _analyse_pointwise(data: PointwiseJudgments, options: AnalysisOptions) -> Ca
     if any(j.thresholds is not None for j in judges):
         notes.append("the best threshold's figures are in-sample and so optimistic; check the "
                      "threshold on held-out items before gating on it")
-    missing = sum(j.n_missing_human + j.n_missing_judge + j.n_missing_both for j in judges)
-    if missing:
-        notes.append(f"{missing} item(s) lack a human label or a judge score (see the counts)")
+    lacking = {
+        r.item_id for r in data.records
+        if all(v is None for v in rating_values(r.human))
+        or all(v is None for v in rating_values(r.judge))
+    }
+    if lacking:
+        notes.append(f"{len(lacking)} item(s) lack a human label or a judge score (see each "
+                     "judge's n_missing_* counts)")
     return CalibrationReport(
         kind="pointwise",
         source=data.source,

@@ -50,8 +50,7 @@ def _baseline(
     if codes is None:
         fleiss = undefined_estimate(n, f"fleiss_kappa: {no_categories}")
     else:
-        stat = FleissKappa(category_table(codes[multi], n_categories))
-        fleiss = boot.estimate(lambda idx: stat(np.bincount(idx, minlength=n)))
+        fleiss = _fleiss(codes[multi], counts[multi], n_categories, options)
     alphas = {level: alpha(level) for level in levels}
     return HumanBaseline(
         n_items=n,
@@ -61,6 +60,24 @@ def _baseline(
         krippendorff_alpha_interval=alphas.get("interval"),
         fleiss_kappa=fleiss,
     )
+
+
+def _fleiss(
+    codes: np.ndarray, counts: np.ndarray, n_categories: int, options: AnalysisOptions
+) -> Estimate:
+    """Fleiss' kappa needs the same number of raters on every item: it is computed on the items
+    with the most common count (ties: the larger count), and the detail says how many were
+    left out."""
+    values, freq = np.unique(counts, return_counts=True)
+    modal = int(values[freq == freq.max()].max())
+    keep = counts == modal
+    n = int(keep.sum())
+    detail = f"{n} items with {modal} raters"
+    if n < len(counts):
+        detail += f"; {len(counts) - n} item(s) with another number of ratings left out"
+    stat = FleissKappa(category_table(codes[keep], n_categories))
+    boot = ItemBootstrap(n, options.n_resamples, options.confidence, options.seed)
+    return boot.estimate(lambda idx: stat(np.bincount(idx, minlength=n)), detail=detail)
 
 
 def pointwise_baseline(data: PointwiseJudgments, options: AnalysisOptions) -> HumanBaseline | None:
