@@ -1,0 +1,231 @@
+"""The agent under test, answering one user turn: a model in a tool loop, or a Python callable.
+
+Both produce the same shape of transcript: assistant messages with tool calls, a tool message
+per result, then the assistant's reply; every call is recorded by the :class:`Toolbox`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InputError, ModelConfigError, ModelError
+from harness.models.base import ChatModel
+from harness.models.types import ChatResponse, GenerationParams, Message, ToolCall
+from harness.scenarios.imports import ImportPathError, resolve_callable
+from harness.scenarios.schema import Scenario
+from harness.tools.toolbox import Toolbox
+from harness.transcript import ErrorInfo, StopReason
+
+
+@dataclass
+class AgentTurn:
+    """What the agent did for one user turn.
+
+    ``messages`` are the new messages (assistant and tool), ``responses`` the model responses
+    with their step index (for accounting), ``steps`` the (step, latency, label) of non-model
+    steps. ``stop_reason`` is set when the episode must end here: ``agent_error``,
+    ``agent_step_limit`` or ``tool_call_limit``.
+    """
+
+    messages: list[Message] = field(default_factory=list)
+    responses: list[tuple[int, ChatResponse]] = field(default_factory=list)
+    callable_steps: list[tuple[int, float]] = field(default_factory=list)
+    stop_reason: StopReason | None = None
+    stop_detail: str | None = None
+    error: ErrorInfo | None = None
+
+
+class Agent(ABC):
+    """Answers one user turn given the conversation so far (which ends with the user's
+    message) and the episode's toolbox. Never raises for failures of the agent under test:
+    they come back as ``stop_reason="agent_error"``."""
+
+    label: str
+
+    @abstractmethod
+    async def respond(
+        self, conversation: list[Message], toolbox: Toolbox, *, turn: int
+    ) -> AgentTurn: ...
+
+
+def tool_message(call: ToolCall, content: str, *, is_error: bool) -> Message:
+    return Message(
+        role="tool", tool_call_id=call.id, name=call.name, content=content, is_error=is_error
+    )
+
+
+class ModelAgent(Agent):
+    """A model with a system prompt and the toolbox's tools, in a tool loop: model -> tool
+    calls -> mock results -> model ..., until it answers without calling a tool. Bounded by
+    ``max_steps`` model calls per turn; the toolbox bounds tool calls per episode."""
+
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        system_prompt: str = "",
+        params: GenerationParams | None = None,
+        max_steps: int = 10,
+        sample_index: int = 0,
+        hints: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.model = model
+        self.system_prompt = system_prompt
+        self.params = params
+        self.max_steps = max_steps
+        self.sample_index = sample_index
+        self.hints = dict(hints or {})
+        self.label = str(model.spec)
+
+    async def respond(
+        self, conversation: list[Message], toolbox: Toolbox, *, turn: int
+    ) -> AgentTurn:
+        out = AgentTurn()
+        system = [Message(role="system", content=self.system_prompt)] if self.system_prompt else []
+        tools = toolbox.specs
+        for step in range(self.max_steps):
+            try:
+                response = await self.model.chat(
+                    [*system, *conversation, *out.messages],
+                    role="agent",
+                    tools=tools,
+                    params=self.params,
+                    sample_index=self.sample_index,
+                    hints={**self.hints, "turn": turn},
+                )
+            except ModelError as err:
+                out.stop_reason = "agent_error"
+                out.error = ErrorInfo(kind=type(err).__name__, message=str(err), role="agent")
+                return out
+            out.responses.append((step, response))
+            message = response.message
+            out.messages.append(message)
+            if not message.tool_calls:
+                return out
+            for call in message.tool_calls:
+                result = toolbox.execute(call, turn=turn, step=step)
+                out.messages.append(tool_message(call, result.content, is_error=result.is_error))
+            if toolbox.limit_reached:
+                out.stop_reason = "tool_call_limit"
+                out.stop_detail = f"more than {toolbox.max_calls} tool calls"
+                return out
+        out.stop_reason = "agent_step_limit"
+        out.stop_detail = (
+            f"still calling tools after {self.max_steps} steps in turn {turn} "
+            "(limits.max_agent_steps)"
+        )
+        return out
+
+
+class CallableAgent(Agent):
+    """A Python agent ``f(messages, toolbox) -> str | Message``, sync or async. It receives the
+    conversation so far (user, assistant and tool messages) and calls mocked
+    tools through ``toolbox.call(name, **args)``. Sync functions run in a worker thread so they
+    cannot stall other episodes. Any exception it raises is an ``agent_error``."""
+
+    def __init__(
+        self, function: Callable[..., Any], *, label: str, system_prompt: str = ""
+    ) -> None:
+        self.function = function
+        self.label = label
+        self.system_prompt = system_prompt
+
+    @classmethod
+    def from_path(
+        cls, path: str, *, base_dir: Path | None = None, system_prompt: str = ""
+    ) -> CallableAgent:
+        """Import ``package.module:function`` (see :mod:`harness.scenarios.imports`). Raises
+        :class:`~harness.errors.InputError` when it does not import."""
+        try:
+            function = resolve_callable(path, base_dir=base_dir, positional_args=2)
+        except ImportPathError as err:
+            raise InputError(base_dir or "<scenario>", "agent.callable", str(err)) from None
+        return cls(function, label=f"python:{path}", system_prompt=system_prompt)
+
+    async def respond(
+        self, conversation: list[Message], toolbox: Toolbox, *, turn: int
+    ) -> AgentTurn:
+        out = AgentTurn()
+        first_record = len(toolbox.records)
+        toolbox.turn, toolbox.step = turn, 0
+        started = time.perf_counter()
+        try:
+            system = (
+                [Message(role="system", content=self.system_prompt)] if self.system_prompt else []
+            )
+            reply = await self._call([*system, *conversation], toolbox)
+            text = _reply_text(reply)
+        except Exception as err:  # the agent under test failed: recorded, the run goes on
+            out.stop_reason = "agent_error"
+            out.error = ErrorInfo(kind=type(err).__name__, message=str(err), role="agent")
+            text = None
+        out.callable_steps.append((0, time.perf_counter() - started))
+        # Its tool calls become assistant/tool message pairs, like a model agent's.
+        for record in toolbox.records[first_record:]:
+            call = ToolCall(id=record.call_id, name=record.name, arguments=record.arguments)
+            result = toolbox.result_of(record)
+            out.messages.append(Message(role="assistant", tool_calls=(call,)))
+            out.messages.append(tool_message(call, result.content, is_error=result.is_error))
+        if text is not None:
+            out.messages.append(Message(role="assistant", content=text))
+        if out.stop_reason is None and toolbox.limit_reached:
+            out.stop_reason = "tool_call_limit"
+            out.stop_detail = f"more than {toolbox.max_calls} tool calls"
+        return out
+
+    async def _call(self, conversation: list[Message], toolbox: Toolbox) -> Any:
+        if _is_async(self.function):
+            return await self.function(conversation, toolbox)
+        result = await asyncio.to_thread(self.function, conversation, toolbox)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+def _is_async(function: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        getattr(function, "__call__", None)  # noqa: B004  (an object with async __call__)
+    )
+
+
+def _reply_text(reply: Any) -> str:
+    if isinstance(reply, str):
+        return reply
+    if isinstance(reply, Message) and reply.role == "assistant" and not reply.tool_calls:
+        return reply.content
+    raise TypeError(
+        "a Python agent must return its reply as a str (or an assistant Message without tool "
+        f"calls; call tools through the toolbox), got {type(reply).__name__}"
+    )
+
+
+def agent_for(
+    scenario: Scenario, model: ChatModel | None, *, sample_index: int, hints: Mapping[str, Any]
+) -> Agent:
+    """The agent a scenario describes: its Python callable, or ``model`` in a tool loop.
+    Raises :class:`~harness.errors.ModelConfigError` when a model agent gets no model."""
+    spec = scenario.agent
+    if spec.callable is not None:
+        return CallableAgent.from_path(
+            spec.callable, base_dir=scenario.base_dir, system_prompt=spec.system_prompt
+        )
+    if model is None:
+        raise ModelConfigError(
+            f"scenario {scenario.id!r} has a model agent ({spec.model}) but no agent model was "
+            "given"
+        )
+    return ModelAgent(
+        model,
+        system_prompt=spec.system_prompt,
+        params=spec.params,
+        max_steps=scenario.limits.max_agent_steps,
+        sample_index=sample_index,
+        hints=hints,
+    )

@@ -1,0 +1,293 @@
+"""Offline behaviours for ``mock:agent`` and ``mock:simulator``, so the whole pipeline runs
+with no API key. They read the scenario from the ``hints`` the episode engine passes and are
+deterministic functions of their inputs and ``sample_index``. Their numbers say nothing about
+any real model; transcripts from them are marked offline.
+
+- ``mock:agent`` follows the scenario's reference tool calls turn by turn (one call per step;
+  calls without a ``turn`` belong to turn 0), then answers with the reference answer when no
+  later turn has work left, else with the last tool result. When it has nothing to call yet but
+  a later turn does, it asks for the details by that call's argument names.
+- ``mock:agent-flaky`` does the same but, seeded by (scenario, sample_index), sometimes skips a
+  reference call or garbles one argument, and then answers from the tool results instead of the
+  reference answer, so offline runs show real variance between epochs.
+- ``mock:simulator`` sends the opening message (else the goal), then the "quoted sentence" of
+  each plan line that has one, answers the agent's questions about known facts, and ends with
+  ``goal_met`` when it has nothing left to say.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.errors import ModelConfigError
+from harness.models.base import MockBehaviour
+from harness.models.types import GenerationParams, Message, T, ToolCall, ToolChoice, ToolSpec
+
+FLAKY_SKIP_RATE = 0.2
+FLAKY_GARBLE_RATE = 0.15
+
+
+def _variant(name: str, base: str, known: Sequence[str]) -> str:
+    """``"agent-flaky"`` -> ``"flaky"``; ``"agent"`` -> ``""``. Raises ModelConfigError for a
+    variant this behaviour does not have."""
+    if name == base:
+        return ""
+    prefix = f"{base}-"
+    variant = name[len(prefix) :] if name.startswith(prefix) else name
+    if variant not in known:
+        names = ", ".join([f"mock:{base}", *(f"mock:{base}-{v}" for v in known)])
+        raise ModelConfigError(f"unknown offline model 'mock:{name}'; expected one of {names}")
+    return variant
+
+
+def _require(hints: Mapping[str, Any], keys: Sequence[str], who: str) -> None:
+    missing = [k for k in keys if k not in hints]
+    if missing:
+        raise ModelConfigError(
+            f"{who} needs the scenario hints the episode engine passes (missing: "
+            f"{', '.join(missing)}); it only works inside an episode"
+        )
+
+
+def _seeded(*parts: object) -> random.Random:
+    """A generator seeded from the parts (stable across processes, unlike hash())."""
+    digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def _words(name: str) -> list[str]:
+    """``"order_id"`` / ``"orderId"`` -> ``["order", "id"]``."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ")
+    return [w.lower() for w in spaced.split() if w]
+
+
+# --- the agent -----------------------------------------------------------------------------
+
+
+class MockAgent(MockBehaviour):
+    """The offline agent (``mock:agent``, ``mock:agent-flaky``)."""
+
+    VARIANTS = ("flaky",)
+
+    def __init__(self, name: str = "agent") -> None:
+        self.name = name
+        self.flaky = _variant(name, "agent", self.VARIANTS) == "flaky"
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec],
+        tool_choice: ToolChoice,
+        params: GenerationParams,
+        sample_index: int,
+        hints: Mapping[str, Any],
+    ) -> Message:
+        _require(hints, ("scenario_id", "expectations", "turn"), f"mock:{self.name}")
+        expectations = hints["expectations"] or {}
+        scenario_id, turn = str(hints["scenario_id"]), int(hints["turn"])
+        reference = [c for c in expectations.get("tool_calls") or [] if isinstance(c, dict)]
+        planned, perturbed = self._plan(reference, scenario_id, sample_index, turn)
+        this_turn = _since_last_user(messages)
+        made = sum(len(m.tool_calls) for m in this_turn if m.role == "assistant")
+        if made < len(planned) and tools and tool_choice != "none":
+            name, args = planned[made]
+            return Message(
+                role="assistant",
+                tool_calls=(ToolCall(id=f"call_{turn}_{made}", name=name, arguments=args),),
+            )
+        return Message(
+            role="assistant",
+            content=self._reply(expectations, reference, turn, this_turn, perturbed),
+        )
+
+    def _plan(
+        self, reference: list[dict[str, Any]], scenario_id: str, sample_index: int, turn: int
+    ) -> tuple[list[tuple[str, dict[str, Any]]], bool]:
+        """This turn's calls (name, args) and whether the flaky variant changed any."""
+        planned: list[tuple[str, dict[str, Any]]] = []
+        perturbed = False
+        for k, call in enumerate(reference):
+            if (call.get("turn") or 0) != turn:
+                continue
+            name, args = str(call.get("name", "")), dict(call.get("args") or {})
+            if self.flaky:
+                roll = _seeded(scenario_id, sample_index, turn, k).random()
+                if roll < FLAKY_SKIP_RATE:
+                    perturbed = True
+                    continue
+                if roll < FLAKY_SKIP_RATE + FLAKY_GARBLE_RATE and args:
+                    args = _garble(args)
+                    perturbed = True
+            planned.append((name, args))
+        return planned, perturbed
+
+    def _reply(
+        self,
+        expectations: Mapping[str, Any],
+        reference: list[dict[str, Any]],
+        turn: int,
+        this_turn: list[Message],
+        perturbed: bool,
+    ) -> str:
+        later = [c for c in reference if (c.get("turn") or 0) > turn]
+        results = [m for m in this_turn if m.role == "tool"]
+        if later and not results:
+            # The reference does the work in a later turn: ask for what that call needs.
+            needed = [" ".join(_words(a)) for a in (later[0].get("args") or {})]
+            if needed:
+                return f"I can help with that. Could you tell me your {_join(needed)}?"
+            return "I can help with that. Could you tell me a bit more?"
+        answer = expectations.get("reference_answer")
+        if answer and not later and not perturbed:
+            return str(answer)
+        if results and results[-1].is_error:
+            return f"Sorry, that did not work: {_error_text(results[-1].content)}"
+        if results:
+            return f"Here is what I found: {results[-1].content}"
+        return str(answer) if answer else "Happy to help. Is there anything else you need?"
+
+    async def structured(
+        self,
+        messages: Sequence[Message],
+        response_model: type[T],
+        *,
+        params: GenerationParams,
+        sample_index: int,
+        hints: Mapping[str, Any],
+    ) -> T:
+        raise ModelConfigError(
+            f"mock:{self.name} plays the agent under test and gives no structured answers; "
+            "use mock:simulator or mock:judge"
+        )
+
+
+def _since_last_user(messages: Sequence[Message]) -> list[Message]:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "user":
+            return list(messages[i + 1 :])
+    return list(messages)
+
+
+def _garble(args: dict[str, Any]) -> dict[str, Any]:
+    """Change one argument (the first in sorted order) to a plausible wrong value."""
+    key = sorted(args)[0]
+    value = args[key]
+    if isinstance(value, bool):
+        wrong: Any = not value
+    elif isinstance(value, int | float):
+        wrong = value + 1
+    elif isinstance(value, str) and len(value) > 1:
+        wrong = value[:-1]
+    else:
+        wrong = f"{value}?"
+    return {**args, key: wrong}
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" and {items[-1]}"
+
+
+def _error_text(content: str) -> str:
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return content
+    return str(data.get("error", content)) if isinstance(data, dict) else content
+
+
+# --- the simulator -------------------------------------------------------------------------
+
+
+class MockSimulator(MockBehaviour):
+    """The offline simulated user (``mock:simulator``)."""
+
+    VARIANTS: tuple[str, ...] = ()
+
+    def __init__(self, name: str = "simulator") -> None:
+        self.name = name
+        _variant(name, "simulator", self.VARIANTS)
+
+    async def structured(
+        self,
+        messages: Sequence[Message],
+        response_model: type[T],
+        *,
+        params: GenerationParams,
+        sample_index: int,
+        hints: Mapping[str, Any],
+    ) -> T:
+        _require(hints, ("user", "conversation"), f"mock:{self.name}")
+        move = next_user_move(hints["user"], hints["conversation"])
+        return response_model.model_validate(move)
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec],
+        tool_choice: ToolChoice,
+        params: GenerationParams,
+        sample_index: int,
+        hints: Mapping[str, Any],
+    ) -> Message:
+        raise ModelConfigError(
+            f"mock:{self.name} answers only structured requests (the simulator's next move)"
+        )
+
+
+def plan_steps(user: Mapping[str, Any]) -> list[str]:
+    """What the offline user says, in order: the opening message (else the goal), then the
+    quoted sentence of each plan line that has one (``Then ask: "Will it rain?"``). Plan lines
+    without a quotation are instructions only a real simulator can follow; they are skipped."""
+    opening = str(user.get("opening_message") or user.get("goal") or "").strip()
+    steps = [opening or "Hello."]
+    for line in str(user.get("plan") or "").splitlines():
+        quoted = re.search(r'"([^"]+)"', line)
+        if quoted and quoted.group(1).strip():
+            steps.append(quoted.group(1).strip())
+    return steps
+
+
+def next_user_move(
+    user: Mapping[str, Any], conversation: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The offline user's next move as a ``SimulatorTurn``-shaped dict: reveal a known fact the
+    agent just asked about, else say the next unsaid plan step, else end with ``goal_met``."""
+    said = [str(m.get("content", "")) for m in conversation if m.get("role") == "user"]
+    last_agent = next(
+        (str(m.get("content", "")) for m in reversed(conversation) if m.get("role") == "assistant"),
+        "",
+    )
+    asked = _asked_fact(last_agent, user.get("known_facts") or {}, said)
+    if asked is not None:
+        key, value = asked
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return {"message": f"My {' '.join(_words(key))} is {text}.", "done": False}
+    for step in plan_steps(user):
+        if step not in said:
+            return {"message": step, "done": False}
+    return {"message": "Thanks, that's all I needed.", "done": True, "stop_reason": "goal_met"}
+
+
+def _asked_fact(
+    agent_text: str, facts: Mapping[str, Any], said: Sequence[str]
+) -> tuple[str, Any] | None:
+    """The first known fact the agent's question names (all words of its key appear) and the
+    user has not given yet."""
+    if "?" not in agent_text:
+        return None
+    words = set(re.findall(r"[a-z0-9]+", agent_text.lower()))
+    for key, value in facts.items():
+        key_words = _words(str(key))
+        given = any(
+            (value if isinstance(value, str) else json.dumps(value)) in line for line in said
+        )
+        if key_words and set(key_words) <= words and not given:
+            return str(key), value
+    return None
