@@ -109,7 +109,7 @@ def load_dataset(path: Path, scale: Scale | None = None) -> PointwiseDataset | P
         lines = [line for line, _ in records]
         declared = resolve_scale(path, lines, [item.scale for item in items], scale)
         check_ratings(path, lines, [item.item_id for item in items],
-                      [item.human for item in items], "human", declared)
+                      {"human": [item.human for item in items]}, declared)
         return PointwiseDataset(source=str(path), scale=declared, items=items)
     raise InputError(
         path,
@@ -156,34 +156,36 @@ def check_ratings(
     path: Path,
     lines: list[int],
     item_ids: list[str],
-    ratings: list[Ratings],
-    field: str,
+    fields: dict[str, list[Ratings]],
     scale: Scale | None,
 ) -> None:
-    """Check every rating is on ``scale`` (when declared) and that booleans are not mixed with
-    numbers in ``field`` across the file. Raises InputError naming line, item and field."""
-    kinds_seen: set[str] = set()
-    for line, item_id, value in zip(lines, item_ids, ratings, strict=True):
-        kinds = rating_kinds(value)
-        kinds_seen |= kinds
-        if len(kinds_seen) > 1:
-            raise InputError(
-                path, field,
-                f"mixes true/false labels with numbers (item {item_id!r}); use one kind",
-                location=line,
-            )
-        if "bool" in kinds:
-            continue
-        for number in rating_values(value):
-            if number is not None and not math.isfinite(number):
-                raise InputError(
-                    path, field, f"expected a finite number, got {number} (item {item_id!r})",
-                    location=line,
-                )
-            if number is not None and scale is not None and not scale.contains(number):
+    """Check, line by line, that every rating in ``fields`` (field name → one value per line)
+    is a finite number on ``scale`` (when declared), and that no field mixes booleans with
+    numbers across the file. Raises InputError naming the first bad line, its item and field."""
+    kinds_seen: dict[str, set[str]] = {name: set() for name in fields}
+    for row, (line, item_id) in enumerate(zip(lines, item_ids, strict=True)):
+        for field, values in fields.items():
+            value = values[row]
+            kinds = rating_kinds(value)
+            kinds_seen[field] |= kinds
+            if len(kinds_seen[field]) > 1:
                 raise InputError(
                     path, field,
-                    f"{number:g} is off the declared scale; expected {scale.describe()} "
-                    f"(item {item_id!r})",
+                    f"mixes true/false labels with numbers (item {item_id!r}); use one kind",
                     location=line,
                 )
+            if "bool" in kinds:
+                continue
+            for number in rating_values(value):
+                if number is not None and not math.isfinite(number):
+                    raise InputError(
+                        path, field, f"expected a finite number, got {number} (item {item_id!r})",
+                        location=line,
+                    )
+                if number is not None and scale is not None and not scale.contains(number):
+                    raise InputError(
+                        path, field,
+                        f"{number:g} is off the declared scale; expected {scale.describe()} "
+                        f"(item {item_id!r})",
+                        location=line,
+                    )

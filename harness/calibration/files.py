@@ -138,9 +138,8 @@ def validation_error(
     first = errors[0]
     loc = [str(part) for part in first["loc"]]
     message = first["msg"]
-    same_field = [e for e in errors if e["loc"][:1] == first["loc"][:1]]
-    if len(same_field) > 1 and loc and loc[0] in _FIELD_HINTS:
-        # a union failed on every member: name the field and what it accepts, not each member
+    if loc and loc[0] in _FIELD_HINTS and first["type"] != "missing":
+        # say what the field accepts rather than which member of its union failed how
         loc = loc[:1]
         message = f"expected {_FIELD_HINTS[loc[0]]}, got {first['input']!r}"
     elif first["type"] == "extra_forbidden":

@@ -153,8 +153,9 @@ def build_pointwise(
         raise InputError(path, None, "no judgment records")
     declared = resolve_scale(path, numbers, [r.scale for r in records], scale)
     ids = [r.item_id for r in records]
-    check_ratings(path, numbers, ids, [r.human for r in records], "human", declared)
-    check_ratings(path, numbers, ids, [r.judge for r in records], "judge", declared)
+    check_ratings(path, numbers, ids,
+                  {"human": [r.human for r in records], "judge": [r.judge for r in records]},
+                  declared)
     seen: dict[tuple[str | None, str], int] = {}
     human_of: dict[str, tuple[Ratings, int]] = {}
     for line, record in zip(numbers, records, strict=True):

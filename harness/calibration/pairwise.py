@@ -245,7 +245,7 @@ def _self_consistency(
         share_disagree=boot.estimate(
             lambda idx: _share("share_disagree: no repeated item", disagree,
                                np.ones_like(disagree), weights(idx)),
-            "item-orders whose samples do not all agree",
+            detail="item-orders whose samples do not all agree",
         ),
     )
 
