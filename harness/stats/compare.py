@@ -1,0 +1,293 @@
+"""Paired comparison of two runs on the same scenarios.
+
+The unit is the scenario: the difference of each scenario's mean score between the runs
+(candidate minus baseline; higher scores are better). Pairing removes the scenario
+difficulty both runs share, which is why a paired comparison detects smaller differences
+than comparing two independent intervals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+from scipy import stats as sps
+
+from harness.stats.estimate import Estimate, InsufficientDataError, mean_of_cluster_means
+from harness.stats.sampling import default_passed
+
+PairedTest = Literal["t", "permutation"]
+
+# Below this many discordant pairs the chi-square approximation to McNemar's test is poor;
+# the exact binomial test is used instead (the common rule of thumb).
+MCNEMAR_EXACT_BELOW = 25
+
+
+class McNemarResult(BaseModel):
+    """McNemar's test on paired pass/fail outcomes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n_pairs: int
+    both_passed: int
+    both_failed: int
+    only_baseline_passed: int
+    only_candidate_passed: int
+    statistic: float
+    p_value: float
+    method: str
+
+
+def mcnemar_test(
+    baseline_passed: Sequence[bool],
+    candidate_passed: Sequence[bool],
+    *,
+    exact: bool | None = None,
+) -> McNemarResult:
+    """McNemar's test that the two runs pass equally often, from paired pass flags.
+
+    ``exact=None`` chooses the exact binomial test when there are fewer than 25 discordant
+    pairs and the chi-square test with continuity correction otherwise. The statistic is the
+    smaller discordant count for the exact test and the chi-square value otherwise.
+
+    Raises ``ValueError`` on sequences of different lengths or no pairs.
+    """
+    if len(baseline_passed) != len(candidate_passed):
+        raise ValueError("baseline and candidate need the same number of paired outcomes")
+    if not baseline_passed:
+        raise InsufficientDataError("McNemar's test needs at least one pair")
+    a = np.asarray(baseline_passed, dtype=bool)
+    b = np.asarray(candidate_passed, dtype=bool)
+    only_base = int(np.sum(a & ~b))
+    only_cand = int(np.sum(~a & b))
+    discordant = only_base + only_cand
+    use_exact = discordant < MCNEMAR_EXACT_BELOW if exact is None else exact
+    if discordant == 0:
+        statistic, p_value = (0.0, 1.0)
+        method = "McNemar: no discordant pairs, p = 1"
+    elif use_exact:
+        statistic = float(min(only_base, only_cand))
+        p_value = float(sps.binomtest(min(only_base, only_cand), discordant, 0.5).pvalue)
+        method = "McNemar exact (two-sided binomial test on the discordant pairs)"
+    else:
+        statistic = (abs(only_base - only_cand) - 1.0) ** 2 / discordant
+        p_value = float(sps.chi2.sf(statistic, 1))
+        method = "McNemar chi-square with continuity correction, 1 df"
+    return McNemarResult(
+        n_pairs=int(a.size),
+        both_passed=int(np.sum(a & b)),
+        both_failed=int(np.sum(~a & ~b)),
+        only_baseline_passed=only_base,
+        only_candidate_passed=only_cand,
+        statistic=statistic,
+        p_value=min(1.0, p_value),
+        method=method,
+    )
+
+
+class TestResult(BaseModel):
+    """A hypothesis test of "no difference" with how it was done."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    __test__ = False  # not a pytest test class
+
+    statistic: float | None
+    p_value: float
+    method: str
+    df: int | None = None
+    n_resamples: int | None = None
+    seed: int | None = None
+
+
+class ScenarioDifference(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scenario_id: str
+    baseline_mean: float
+    candidate_mean: float
+    difference: float
+    baseline_epochs: int
+    candidate_epochs: int
+
+
+class PairedComparison(BaseModel):
+    """Candidate run against baseline run on their common scenarios.
+
+    ``difference`` is candidate minus baseline (mean of per-scenario differences, clustered
+    interval). ``significant_regression`` is true when the chosen test rejects "no
+    difference" at ``alpha`` (two-sided) and the candidate is worse; ``significant_improvement``
+    the same for better. Scenarios present in only one run are listed and not compared.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n_scenarios: int
+    only_in_baseline: list[str]
+    only_in_candidate: list[str]
+    baseline_mean: float
+    candidate_mean: float
+    difference: Estimate
+    t_test: TestResult
+    permutation_test: TestResult
+    mcnemar: McNemarResult | None
+    correlation: float | None
+    alpha: float
+    verdict_test: PairedTest
+    significant_regression: bool
+    significant_improvement: bool
+    scenarios: list[ScenarioDifference]
+    notes: list[str]
+
+
+def _permutation(d: np.ndarray, n_resamples: int, seed: int) -> TestResult:
+    # Under "no difference" each scenario's difference is equally likely to have either sign:
+    # a sign-flip test. With few scenarios scipy enumerates all 2^C flips (exact).
+    res = sps.permutation_test(
+        (d,), lambda x, axis: np.mean(x, axis=axis), permutation_type="samples",
+        n_resamples=n_resamples, alternative="two-sided", vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    exact = 2 ** d.size <= n_resamples
+    return TestResult(
+        statistic=float(res.statistic), p_value=float(res.pvalue),
+        method="paired permutation test (sign flips of per-scenario differences, "
+        f"scipy.stats.permutation_test, {'exact' if exact else 'randomised'})",
+        n_resamples=None if exact else n_resamples, seed=None if exact else seed,
+    )
+
+
+def _flags(
+    scores: Mapping[str, Sequence[float]],
+    passed: Mapping[str, Sequence[bool]] | None,
+    sid: str,
+    run: str,
+) -> list[bool]:
+    if passed is None:
+        return [default_passed(float(s)) for s in scores[sid]]
+    if sid not in passed or len(passed[sid]) != len(scores[sid]):
+        raise ValueError(f"{run} pass flags for scenario {sid!r} do not match its scores")
+    return [bool(p) for p in passed[sid]]
+
+
+def compare_runs(
+    baseline: Mapping[str, Sequence[float]],
+    candidate: Mapping[str, Sequence[float]],
+    baseline_passed: Mapping[str, Sequence[bool]] | None = None,
+    candidate_passed: Mapping[str, Sequence[bool]] | None = None,
+    *,
+    alpha: float = 0.05,
+    test: PairedTest = "t",
+    seed: int = 0,
+    permutation_resamples: int = 9999,
+) -> PairedComparison:
+    """Compare two runs scenario by scenario (scenario id -> per-epoch scores).
+
+    Computes the mean difference with a clustered t interval at ``1 - alpha``, the paired t
+    test (``scipy.stats.ttest_rel`` on scenario means), a seeded permutation test, McNemar's
+    test on pass flags paired by epoch position within each scenario (the i-th epoch of each
+    run, up to the shorter run), and the Pearson correlation of the scenario means.
+    ``test`` picks which test decides the verdict. Pass flags default to score >= 1 - 1e-6.
+
+    Raises :class:`InsufficientDataError` with fewer than 2 common scenarios, ``ValueError``
+    on ``alpha`` outside (0, 1) or a scenario with no epochs.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be strictly between 0 and 1, got {alpha!r}")
+    common = [sid for sid in baseline if sid in candidate]
+    only_base = [sid for sid in baseline if sid not in candidate]
+    only_cand = [sid for sid in candidate if sid not in baseline]
+    if len(common) < 2:
+        raise InsufficientDataError(
+            f"a paired comparison needs at least 2 scenarios in both runs, got {len(common)}"
+            + (f" (only in baseline: {len(only_base)}, only in candidate: {len(only_cand)})"
+               if only_base or only_cand else "")
+        )
+    rows = []
+    for sid in common:
+        xa, xb = baseline[sid], candidate[sid]
+        if not xa or not xb:
+            raise ValueError(f"scenario {sid!r} has no epochs in one of the runs")
+        ma, mb = float(np.mean(xa)), float(np.mean(xb))
+        rows.append(ScenarioDifference(
+            scenario_id=sid, baseline_mean=ma, candidate_mean=mb, difference=mb - ma,
+            baseline_epochs=len(xa), candidate_epochs=len(xb),
+        ))
+    ma_arr = np.array([r.baseline_mean for r in rows])
+    mb_arr = np.array([r.candidate_mean for r in rows])
+    d = mb_arr - ma_arr
+    n_samples = sum(r.baseline_epochs + r.candidate_epochs for r in rows)
+    difference = mean_of_cluster_means(
+        d, confidence=1.0 - alpha, n=n_samples,
+        method="mean of per-scenario differences (candidate - baseline); SE clustered by "
+        "scenario = sd(differences)/sqrt(C); t interval on C-1 df",
+    )
+    notes: list[str] = []
+    if only_base or only_cand:
+        notes.append(
+            f"{len(only_base)} scenario(s) only in baseline and {len(only_cand)} only in "
+            "candidate: not compared"
+        )
+
+    if np.ptp(d) == 0.0:
+        # ttest_rel is undefined with zero spread; the difference is the same everywhere.
+        p_t = 1.0 if d[0] == 0.0 else 0.0
+        t_test = TestResult(
+            statistic=None, p_value=p_t, df=len(d) - 1,
+            method="paired t test undefined (all differences equal); p set to "
+            + ("1 (no difference)" if p_t == 1.0 else "0 (identical non-zero difference)"),
+        )
+        notes.append("every scenario has the same difference: tests are degenerate")
+    else:
+        t_res = sps.ttest_rel(mb_arr, ma_arr)
+        t_test = TestResult(
+            statistic=float(t_res.statistic), p_value=float(t_res.pvalue), df=len(d) - 1,
+            method="paired t test on scenario means (scipy.stats.ttest_rel), two-sided",
+        )
+    permutation = _permutation(d, permutation_resamples, seed)
+
+    base_flags: list[bool] = []
+    cand_flags: list[bool] = []
+    for sid in common:
+        pa = _flags(baseline, baseline_passed, sid, "baseline")
+        pb = _flags(candidate, candidate_passed, sid, "candidate")
+        n = min(len(pa), len(pb))
+        base_flags += pa[:n]
+        cand_flags += pb[:n]
+    mcnemar = mcnemar_test(base_flags, cand_flags)
+    if max(r.baseline_epochs for r in rows) > 1 or max(r.candidate_epochs for r in rows) > 1:
+        notes.append(
+            "McNemar pairs samples by epoch position and treats pairs as independent; with "
+            "several epochs per scenario its p-value ignores clustering, so the verdict uses "
+            "the scenario-level test"
+        )
+
+    correlation = None
+    if np.ptp(ma_arr) > 0 and np.ptp(mb_arr) > 0:
+        correlation = float(sps.pearsonr(ma_arr, mb_arr).statistic)
+    else:
+        notes.append("correlation undefined: one run has the same mean on every scenario")
+
+    p_verdict = t_test.p_value if test == "t" else permutation.p_value
+    mean_d = float(d.mean())
+    significant = p_verdict < alpha and not math.isnan(p_verdict)
+    return PairedComparison(
+        n_scenarios=len(common),
+        only_in_baseline=only_base,
+        only_in_candidate=only_cand,
+        baseline_mean=float(ma_arr.mean()),
+        candidate_mean=float(mb_arr.mean()),
+        difference=difference,
+        t_test=t_test,
+        permutation_test=permutation,
+        mcnemar=mcnemar,
+        correlation=correlation,
+        alpha=alpha,
+        verdict_test=test,
+        significant_regression=significant and mean_d < 0,
+        significant_improvement=significant and mean_d > 0,
+        scenarios=rows,
+        notes=notes,
+    )

@@ -1,0 +1,83 @@
+"""The JSON summary of a suite (contract 2's output), shared by ``harness stats`` and
+anything else that writes suite figures (e.g. a run's ``summary.json``).
+
+The first keys are the contract: ``n_scenarios``, ``n_samples``, ``mean``, ``stderr``,
+``ci_low``, ``ci_high``, ``pass_hat_k`` and ``pass_at_k`` (k as a string -> number, k = 1 ..
+the smallest epoch count). The rest are richer figures, each saying how it was computed.
+Non-finite numbers never appear: they are ``null``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from harness.stats.power import PowerAnalysis, minimum_detectable_difference
+from harness.stats.suite import SuiteStats
+
+
+def design_power(
+    suite: SuiteStats, *, alpha: float = 0.05, power: float = 0.8, correlation: float = 0.0
+) -> PowerAnalysis | None:
+    """Minimum detectable difference of a paired comparison with this suite's design (its
+    scenarios, the harmonic mean of its epoch counts, its variance components). ``None``
+    when the variance components could not be estimated. ``correlation`` 0 is cautious:
+    two models usually find the same scenarios hard, which helps a paired comparison."""
+    if suite.variance is None:
+        return None
+    harmonic_epochs = len(suite.scenarios) / sum(1.0 / s.n_epochs for s in suite.scenarios)
+    return minimum_detectable_difference(
+        n_scenarios=suite.n_scenarios, epochs=harmonic_epochs,
+        between_variance=suite.variance.between, within_variance=suite.variance.within,
+        alpha=alpha, power=power, paired=True, correlation=correlation,
+    )
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def stats_summary(
+    suite: SuiteStats, *, source: str | None = None, power: PowerAnalysis | None = None
+) -> dict[str, Any]:
+    """The JSON-ready summary of ``suite`` (see the module docstring for its keys).
+    ``power`` adds a design power section (see :func:`design_power`)."""
+    dumped = suite.model_dump(mode="json")
+    out: dict[str, Any] = {
+        "n_scenarios": suite.n_scenarios,
+        "n_samples": suite.n_samples,
+        "mean": suite.mean.value,
+        "stderr": suite.mean.stderr,
+        "ci_low": suite.mean.ci_low,
+        "ci_high": suite.mean.ci_high,
+        "pass_hat_k": {str(k): e.value for k, e in suite.pass_hat_k.items()},
+        "pass_at_k": {str(k): e.value for k, e in suite.pass_at_k.items()},
+        "confidence": suite.confidence,
+        "df": suite.mean.df,
+        "method": suite.mean.method,
+        "epochs": {
+            "min": suite.min_epochs,
+            "max": suite.max_epochs,
+            "equal": suite.min_epochs == suite.max_epochs,
+        },
+        "bootstrap": dumped["bootstrap"],
+        "pass_rate": dumped["pass_rate"],
+        "pass_at_k_detail": dumped["pass_at_k"],
+        "pass_hat_k_detail": dumped["pass_hat_k"],
+        "variance_components": dumped["variance"],
+        "judge_variance_components": dumped["judge_variance"],
+        "power": None if power is None else power.model_dump(mode="json"),
+        "flaky_scenarios": suite.flaky_scenarios,
+        "scenarios": dumped["scenarios"],
+        "notes": suite.notes,
+    }
+    if source is not None:
+        out["source"] = source
+    result: dict[str, Any] = _finite(out)
+    return result

@@ -1,0 +1,196 @@
+"""Adaptive sampling planner: pilot, freezing, Neyman proportions, budgets, and a simulated
+suite where adaptive sampling reaches the target width with fewer samples than fixed
+epochs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.stats import (
+    AdaptiveConfig,
+    InsufficientDataError,
+    adaptive_savings,
+    fixed_epochs_for_width,
+    interval_width,
+    plan_next_round,
+)
+
+
+def _draw(rng: np.random.Generator, p: float, k: int) -> list[float]:
+    return [float(v) for v in (rng.random(k) < p)]
+
+
+def _mixed_suite() -> dict[str, float]:
+    # 16 settled scenarios, 8 nearly settled, 16 flaky: a realistic agent suite.
+    probs = [0.0] * 8 + [1.0] * 8 + [0.05] * 4 + [0.95] * 4
+    probs += list(np.linspace(0.3, 0.7, 16))
+    return {f"s{i}": float(p) for i, p in enumerate(probs)}
+
+
+def _run_adaptive(
+    probs: dict[str, float], config: AdaptiveConfig, rng: np.random.Generator
+) -> tuple[dict[str, list[float]], str]:
+    scores: dict[str, list[float]] = {s: [] for s in probs}
+    for _ in range(200):
+        decision = plan_next_round(scores, config=config)
+        if decision.stop:
+            return scores, decision.reason
+        for sid, extra in decision.allocations.items():
+            scores[sid] += _draw(rng, probs[sid], extra)
+    raise AssertionError("planner did not stop")
+
+
+def _run_fixed(
+    probs: dict[str, float], target: float, rng: np.random.Generator, start: int
+) -> int:
+    scores = {s: _draw(rng, p, start) for s, p in probs.items()}
+    while interval_width(scores, basis="fixed_scenarios") > target:
+        for s, p in probs.items():
+            scores[s] += _draw(rng, p, 1)
+    return sum(len(x) for x in scores.values())
+
+
+def test_adaptive_reaches_width_with_fewer_samples_than_fixed_epochs() -> None:
+    probs = _mixed_suite()
+    target = 0.06
+    config = AdaptiveConfig(target_width=target, width_basis="fixed_scenarios",
+                            pilot_epochs=3)
+    adaptive_used, fixed_used, estimated = [], [], []
+    for seed in range(5):
+        scores, reason = _run_adaptive(probs, config, np.random.default_rng(seed))
+        assert reason == "target_reached"
+        assert interval_width(scores, basis="fixed_scenarios") <= target
+        adaptive_used.append(sum(len(x) for x in scores.values()))
+        fixed_used.append(_run_fixed(probs, target, np.random.default_rng(100 + seed), 3))
+        pilot = {s: x[:3] for s, x in scores.items()}
+        est = fixed_epochs_for_width(pilot, target_width=target, basis="fixed_scenarios")
+        assert est.achievable and est.samples is not None
+        estimated.append(est.samples)
+    assert all(a < f for a, f in zip(adaptive_used, fixed_used, strict=True)), (
+        adaptive_used, fixed_used)
+    # The saving is large here: over a third of the samples.
+    assert np.mean(adaptive_used) < 0.67 * np.mean(fixed_used)
+    saving = adaptive_savings(adaptive_used[0], fixed_epochs_for_width(
+        {s: [1.0, 0.0, 1.0] if 0 < p < 1 else [p] * 3 for s, p in probs.items()},
+        target_width=target, basis="fixed_scenarios"))
+    assert saving.saved_samples is not None
+    assert saving.saved_samples == saving.fixed_samples - adaptive_used[0]
+
+
+def test_clustered_basis_stops_at_the_target() -> None:
+    rng = np.random.default_rng(1)
+    probs = {f"s{i}": float(p) for i, p in enumerate(rng.uniform(0.4, 0.6, 30))}
+    config = AdaptiveConfig(target_width=0.2, width_basis="clustered")
+    scores, reason = _run_adaptive(probs, config, rng)
+    assert reason == "target_reached"
+    assert interval_width(scores, basis="clustered") <= 0.2
+
+
+def test_target_below_between_scenario_floor_asks_for_scenarios() -> None:
+    # Half the scenarios always fail, half are coin flips: the scenario means differ a lot.
+    scores = {f"a{i}": [0.0] * 3 for i in range(10)}
+    scores |= {f"b{i}": [1.0, 0.0, 1.0] if i % 2 else [0.0, 1.0, 0.0] for i in range(10)}
+    decision = plan_next_round(scores, config=AdaptiveConfig(target_width=0.05))
+    assert decision.stop and decision.reason == "needs_more_scenarios"
+    assert decision.floor_width is not None and decision.floor_width >= 0.05
+    assert decision.current_width is not None and decision.current_width > 0.05
+
+
+def test_pilot_first_and_budget() -> None:
+    config = AdaptiveConfig(target_width=0.1, pilot_epochs=3, max_samples=7)
+    d = plan_next_round({"a": [1.0], "b": [], "c": [0.0, 1.0]}, config=config)
+    assert d.reason == "pilot" and not d.stop
+    # 3 used, budget 7: 4 left for the 5 missing pilot epochs, given in order.
+    assert d.allocations == {"a": 2, "b": 2}
+    # 7 used, budget 7: the last missing pilot epochs cannot be run.
+    spent = plan_next_round({"a": [1.0] * 3, "b": [0.0, 1.0], "c": [0.0, 1.0]}, config=config)
+    assert spent.stop and spent.reason == "budget_exhausted" and spent.allocations == {}
+    done = plan_next_round({"a": [1.0] * 3, "b": [0.0, 1.0, 1.0], "c": [0.0, 1.0, 0.0]},
+                           config=AdaptiveConfig(target_width=0.01, max_samples=9))
+    assert done.stop and done.reason == "budget_exhausted"
+
+
+def test_coinciding_means_do_not_stop_the_run() -> None:
+    # Every scenario mean is 2/3, so the observed clustered width is 0; the model width
+    # (within-scenario noise) is not, and the run goes on.
+    scores = {f"s{i}": [1.0, 0.0, 1.0] for i in range(10)}
+    d = plan_next_round(scores, config=AdaptiveConfig(target_width=0.1))
+    assert d.current_width is not None and d.current_width < 1e-12
+    assert d.model_width is not None and d.model_width > 0.1
+    assert not d.stop and d.allocations
+
+
+def test_round_never_exceeds_budget_or_round_cap() -> None:
+    scores = {f"s{i}": [1.0, 0.0, 1.0] for i in range(10)}
+    d = plan_next_round(scores, config=AdaptiveConfig(target_width=0.01, max_samples=45))
+    assert sum(d.allocations.values()) == 15
+    d = plan_next_round(scores, config=AdaptiveConfig(target_width=0.01, max_round_size=4))
+    assert sum(d.allocations.values()) == 4
+
+
+def test_unanimous_scenarios_get_nothing() -> None:
+    scores = {"pass": [1.0] * 3, "fail": [0.0] * 3, "flaky": [1.0, 0.0, 1.0],
+              "flaky2": [0.0, 1.0, 0.0]}
+    d = plan_next_round(scores, config=AdaptiveConfig(target_width=0.05,
+                                                      width_basis="fixed_scenarios"))
+    assert d.frozen == ["fail", "pass"]
+    assert set(d.allocations) == {"flaky", "flaky2"}
+    # Without freezing, the shrunk variance gives them some epochs (they are not starved).
+    d = plan_next_round(scores, config=AdaptiveConfig(
+        target_width=0.05, width_basis="fixed_scenarios", freeze_unanimous=False))
+    assert d.allocations.get("pass", 0) > 0
+    # Continuous scores that never pass but vary are not frozen.
+    d = plan_next_round({"a": [0.2, 0.6, 0.4], "b": [0.5, 0.5, 0.5]},
+                        config=AdaptiveConfig(target_width=0.01,
+                                              width_basis="fixed_scenarios"))
+    assert d.frozen == ["b"] and "a" in d.allocations
+
+
+def test_allocation_is_neyman() -> None:
+    # Known sds 0.1, 0.2, 0.4 (no shrinkage): final epochs should be proportional to sd.
+    rng = np.random.default_rng(0)
+    sds = {"a": 0.1, "b": 0.2, "c": 0.4}
+    scores = {}
+    for sid, sd in sds.items():
+        x = rng.normal(0, 1, 2)
+        x = (x - x.mean()) / x.std(ddof=1) * sd  # exactly this sd
+        scores[sid] = list(0.5 + x)
+    config = AdaptiveConfig(target_width=0.01, width_basis="fixed_scenarios", prior_df=0,
+                            pilot_epochs=2, max_round_size=1400)
+    d = plan_next_round(scores, config=config)
+    final = np.array([2 + d.allocations.get(s, 0) for s in sds])
+    assert sum(d.allocations.values()) == 1400
+    assert final / final.sum() == pytest.approx(np.array([1, 2, 4]) / 7, abs=0.002)
+    assert d.sd_estimates["c"] == pytest.approx(0.4)
+
+
+def test_max_epochs_per_scenario() -> None:
+    scores = {"a": [1.0, 0.0, 1.0], "b": [0.0, 1.0, 0.0]}
+    d = plan_next_round(scores, config=AdaptiveConfig(
+        target_width=0.001, width_basis="fixed_scenarios", max_epochs_per_scenario=5))
+    assert d.allocations == {"a": 2, "b": 2}
+    d = plan_next_round({"a": [1.0, 0.0] * 3, "b": [0.0, 1.0] * 3}, config=AdaptiveConfig(
+        target_width=0.001, width_basis="fixed_scenarios", max_epochs_per_scenario=5))
+    assert d.stop and d.reason == "nothing_to_sample"
+
+
+def test_fixed_design_estimate() -> None:
+    scores = {f"s{i}": [1.0, 0.0, 1.0, 0.0] for i in range(10)}
+    est = fixed_epochs_for_width(scores, target_width=0.1, basis="fixed_scenarios",
+                                 prior_df=0)
+    # var 1/3 each: width(K) = 2 * 1.96 * sqrt(10 * (1/3) / K) / 10 <= 0.1 -> K = 52.
+    assert est.epochs_per_scenario == 52 and est.samples == 520
+    assert est.projected_width is not None and est.projected_width <= 0.1
+    between = {f"a{i}": [0.0, 0.0] for i in range(5)} | {f"b{i}": [1.0, 1.0] for i in range(5)}
+    assert not fixed_epochs_for_width(between, target_width=0.1).achievable
+
+
+def test_bad_input() -> None:
+    with pytest.raises(InsufficientDataError):
+        plan_next_round({"a": [1.0]}, config=AdaptiveConfig(target_width=0.1))
+    with pytest.raises(ValueError):
+        AdaptiveConfig(target_width=0)
+    with pytest.raises(ValueError, match="line up"):
+        plan_next_round({"a": [1.0], "b": [0.0]}, {"a": [True]},
+                        config=AdaptiveConfig(target_width=0.1))

@@ -1,0 +1,150 @@
+"""Paired comparison against scipy (paired t), statsmodels (McNemar) and brute-force sign
+flips (permutation test)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+
+from harness.stats import InsufficientDataError, compare_runs, mcnemar_test
+
+
+def _runs(seed: int, n: int = 12, shift: float = 0.0, epochs: int = 3):
+    rng = np.random.default_rng(seed)
+    p = rng.beta(1.2, 1.2, n)
+    base = {f"s{i}": [float(rng.random() < p[i]) for _ in range(epochs)] for i in range(n)}
+    q = np.clip(p + shift, 0, 1)
+    cand = {f"s{i}": [float(rng.random() < q[i]) for _ in range(epochs)] for i in range(n)}
+    return base, cand
+
+
+def test_difference_and_t_test_match_scipy() -> None:
+    base, cand = _runs(0)
+    res = compare_runs(base, cand)
+    ma = np.array([np.mean(base[s]) for s in base])
+    mb = np.array([np.mean(cand[s]) for s in base])
+    ref = sps.ttest_rel(mb, ma)
+    assert res.t_test.statistic == pytest.approx(ref.statistic)
+    assert res.t_test.p_value == pytest.approx(ref.pvalue)
+    d = mb - ma
+    assert res.difference.value == pytest.approx(d.mean())
+    assert res.difference.stderr == pytest.approx(d.std(ddof=1) / math.sqrt(len(d)))
+    low, high = sps.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=d.std(ddof=1) / 12**0.5)
+    assert (res.difference.ci_low, res.difference.ci_high) == pytest.approx((low, high))
+    assert res.correlation == pytest.approx(np.corrcoef(ma, mb)[0, 1])
+    assert [r.scenario_id for r in res.scenarios] == list(base)
+
+
+def test_permutation_test_matches_enumerated_sign_flips() -> None:
+    base, cand = _runs(1, n=10, shift=0.2)
+    res = compare_runs(base, cand, seed=3)
+    d = np.array([np.mean(cand[s]) - np.mean(base[s]) for s in base])
+    observed = abs(d.mean())
+    flips = np.array(list(itertools.product([1, -1], repeat=len(d))))
+    null = np.abs((flips * d).mean(axis=1))
+    expected = np.mean(null >= observed - 1e-12)
+    assert res.permutation_test.p_value == pytest.approx(expected)
+    assert "exact" in res.permutation_test.method
+
+
+def test_randomised_permutation_is_seeded() -> None:
+    base, cand = _runs(2, n=20, shift=0.1)
+    a = compare_runs(base, cand, seed=5, permutation_resamples=2000)
+    b = compare_runs(base, cand, seed=5, permutation_resamples=2000)
+    assert a.permutation_test == b.permutation_test
+    assert a.permutation_test.seed == 5 and "randomised" in a.permutation_test.method
+
+
+@pytest.mark.parametrize(
+    "table", [[[10, 3], [7, 20]], [[5, 0], [4, 1]], [[30, 40], [12, 18]], [[8, 2], [2, 8]]]
+)
+def test_mcnemar_matches_statsmodels(table: list[list[int]]) -> None:
+    (both, only_base), (only_cand, neither) = table
+    base = [True] * (both + only_base) + [False] * (only_cand + neither)
+    cand = [True] * both + [False] * only_base + [True] * only_cand + [False] * neither
+    got = mcnemar_test(base, cand)
+    discordant = only_base + only_cand
+    ref = sm_mcnemar(np.array(table), exact=discordant < 25, correction=True)
+    assert got.p_value == pytest.approx(ref.pvalue)
+    assert got.statistic == pytest.approx(ref.statistic)
+    assert got.only_baseline_passed == only_base and got.only_candidate_passed == only_cand
+    assert ("exact" in got.method) == (discordant < 25)
+    forced = mcnemar_test(base, cand, exact=True)
+    assert forced.p_value == pytest.approx(sm_mcnemar(np.array(table), exact=True).pvalue)
+
+
+def test_mcnemar_edge_cases() -> None:
+    assert mcnemar_test([True, False], [True, False]).p_value == 1.0
+    with pytest.raises(ValueError):
+        mcnemar_test([True], [True, False])
+    with pytest.raises(InsufficientDataError):
+        mcnemar_test([], [])
+
+
+def test_mcnemar_in_comparison_pairs_epochs_by_position() -> None:
+    base = {"a": [1.0, 1.0, 0.0], "b": [0.0, 0.0], "c": [1.0]}
+    cand = {"a": [0.0, 1.0], "b": [1.0, 1.0, 1.0], "c": [1.0]}
+    res = compare_runs(base, cand)
+    assert res.mcnemar is not None
+    # a: (1,0),(1,1); b: (0,1),(0,1); c: (1,1) -> only_base 1, only_cand 2.
+    assert res.mcnemar.n_pairs == 5
+    assert (res.mcnemar.only_baseline_passed, res.mcnemar.only_candidate_passed) == (1, 2)
+    assert any("McNemar pairs samples by epoch position" in n for n in res.notes)
+
+
+def test_scenarios_in_one_run_are_reported_not_dropped_silently() -> None:
+    base, cand = _runs(3, n=6)
+    base["only_base"] = [1.0]
+    cand["only_cand"] = [0.0]
+    res = compare_runs(base, cand)
+    assert res.n_scenarios == 6
+    assert res.only_in_baseline == ["only_base"] and res.only_in_candidate == ["only_cand"]
+    assert any("only in baseline" in n for n in res.notes)
+
+
+def test_regression_verdict() -> None:
+    base, cand = _runs(4, n=40, shift=-0.35, epochs=4)
+    worse = compare_runs(base, cand)
+    assert worse.difference.value < 0
+    assert worse.significant_regression and not worse.significant_improvement
+    assert worse.difference.ci_high is not None and worse.difference.ci_high < 0
+    better = compare_runs(cand, base)
+    assert better.significant_improvement and not better.significant_regression
+    same = compare_runs(base, base)
+    assert not same.significant_regression and same.t_test.p_value == 1.0
+    perm = compare_runs(base, cand, test="permutation")
+    assert perm.verdict_test == "permutation" and perm.significant_regression
+
+
+def test_verdict_follows_alpha() -> None:
+    base, cand = _runs(7, n=15, shift=-0.1)
+    res = compare_runs(base, cand, alpha=0.05)
+    p = res.t_test.p_value
+    assert 0.05 < p < 1 and res.difference.value < 0
+    assert not res.significant_regression
+    assert compare_runs(base, cand, alpha=min(0.99, p * 1.01)).significant_regression
+    assert not compare_runs(base, cand, alpha=p * 0.99).significant_regression
+
+
+def test_constant_difference_and_constant_run() -> None:
+    base = {"a": [0.0], "b": [0.5], "c": [1.0]}
+    cand = {"a": [0.0], "b": [0.5], "c": [1.0]}
+    res = compare_runs(base, cand)
+    assert res.t_test.statistic is None and res.t_test.p_value == 1.0
+    flat = compare_runs({"a": [1.0], "b": [1.0]}, {"a": [0.0], "b": [1.0]})
+    assert flat.correlation is None
+
+
+def test_bad_input() -> None:
+    with pytest.raises(InsufficientDataError, match="at least 2 scenarios"):
+        compare_runs({"a": [1.0]}, {"a": [0.0], "b": [1.0]})
+    with pytest.raises(ValueError, match="alpha"):
+        compare_runs({"a": [1.0], "b": [0.0]}, {"a": [0.0], "b": [1.0]}, alpha=0)
+    with pytest.raises(ValueError, match="pass flags"):
+        compare_runs({"a": [1.0], "b": [0.0]}, {"a": [0.0], "b": [1.0]},
+                     baseline_passed={"a": [True]})

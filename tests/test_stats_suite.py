@@ -1,0 +1,170 @@
+"""Suite statistics: clustered SE and t interval against statsmodels, bootstrap
+reproducibility and an independent cluster-resampling implementation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+from scipy import stats as sps
+
+from harness.stats import (
+    InsufficientDataError,
+    cluster_bootstrap_interval,
+    clustered_stderr,
+    pass_at_k,
+    suite_stats,
+    t_interval,
+)
+
+
+def _random_suite(
+    rng: np.random.Generator, n_scenarios: int, epochs: list[int] | int
+) -> dict[str, list[float]]:
+    counts = epochs if isinstance(epochs, list) else [epochs] * n_scenarios
+    out = {}
+    for c in range(n_scenarios):
+        p = rng.beta(0.7, 0.7)
+        out[f"s{c}"] = [float(rng.random() < p) for _ in range(counts[c])]
+    return out
+
+
+def _flatten(scores: dict[str, list[float]]) -> tuple[np.ndarray, np.ndarray]:
+    y = np.array([x for xs in scores.values() for x in xs])
+    g = np.array([i for i, xs in enumerate(scores.values()) for _ in xs])
+    return y, g
+
+
+def test_equal_epochs_clustered_se_is_sd_of_means_over_sqrt_c() -> None:
+    scores = _random_suite(np.random.default_rng(1), 12, 4)
+    means = np.array([np.mean(x) for x in scores.values()])
+    suite = suite_stats(scores, bootstrap_resamples=0)
+    expected = means.std(ddof=1) / math.sqrt(12)
+    assert suite.mean.stderr == pytest.approx(expected, rel=1e-12)
+    y, g = _flatten(scores)
+    # Miller's sandwich formula on the raw samples (unit weights) gives the same number.
+    assert clustered_stderr(y, g) == pytest.approx(expected, rel=1e-12)
+    assert suite.mean.value == pytest.approx(y.mean())
+
+
+def test_unequal_epochs_match_statsmodels_cluster_robust() -> None:
+    rng = np.random.default_rng(7)
+    scores = _random_suite(rng, 9, [1, 2, 5, 3, 8, 2, 4, 6, 1])
+    y, g = _flatten(scores)
+    x = np.ones((y.size, 1))
+    # Unit weights: the pooled mean. statsmodels' CRV1 factor is G/(G-1) * (N-1)/(N-K) and
+    # K = 1 here, so it is exactly the C/(C-1) factor.
+    ols = sm.OLS(y, x).fit(cov_type="cluster", cov_kwds={"groups": g}, use_t=True)
+    assert clustered_stderr(y, g) == pytest.approx(ols.bse[0], rel=1e-10)
+    # Weights 1/n_c: the mean of scenario means, the suite estimand.
+    n_c = np.bincount(g)
+    wls = sm.WLS(y, x, weights=1.0 / n_c[g]).fit(
+        cov_type="cluster", cov_kwds={"groups": g}, use_t=True
+    )
+    suite = suite_stats(scores, bootstrap_resamples=0)
+    assert suite.mean.value == pytest.approx(wls.params[0], rel=1e-12)
+    assert suite.mean.stderr == pytest.approx(wls.bse[0], rel=1e-10)
+    assert clustered_stderr(y, g, 1.0 / n_c[g]) == pytest.approx(wls.bse[0], rel=1e-10)
+    # Same t interval on C-1 degrees of freedom.
+    assert wls.df_resid_inference == 8 and suite.mean.df == 8
+    low, high = wls.conf_int(alpha=0.05)[0]
+    assert (suite.mean.ci_low, suite.mean.ci_high) == pytest.approx((low, high), rel=1e-10)
+    assert suite.min_epochs == 1 and suite.max_epochs == 8
+    assert any("unequal epoch counts" in n for n in suite.notes)
+
+
+def test_t_interval_against_scipy() -> None:
+    low, high = t_interval(0.5, 0.1, 4, 0.9)
+    ref = sps.t.interval(0.9, 4, loc=0.5, scale=0.1)
+    assert (low, high) == pytest.approx(ref)
+    with pytest.raises(ValueError):
+        t_interval(0.5, 0.1, 0)
+
+
+def test_clustered_stderr_needs_two_clusters() -> None:
+    with pytest.raises(InsufficientDataError):
+        clustered_stderr([1.0, 0.0], ["a", "a"])
+    with pytest.raises(ValueError):
+        clustered_stderr([1.0, 0.0], ["a"])
+
+
+def test_pass_at_k_averaged_over_scenarios_up_to_smallest_epoch_count() -> None:
+    scores = {"a": [1.0, 0.0, 1.0], "b": [0.0, 0.0, 0.0, 1.0], "c": [1.0, 1.0, 1.0]}
+    suite = suite_stats(scores, bootstrap_resamples=0)
+    assert sorted(suite.pass_at_k) == [1, 2, 3]
+    per = [pass_at_k(3, 2, 2), pass_at_k(4, 1, 2), pass_at_k(3, 3, 2)]
+    assert suite.pass_at_k[2].value == pytest.approx(np.mean(per))
+    assert suite.pass_at_k[2].stderr == pytest.approx(np.std(per, ddof=1) / math.sqrt(3))
+    assert suite.pass_hat_k[3].value == pytest.approx((0 + 0 + 1) / 3)
+    # Probabilities: the interval is clipped to [0, 1].
+    for est in [*suite.pass_at_k.values(), *suite.pass_hat_k.values()]:
+        assert 0.0 <= est.ci_low <= est.value <= est.ci_high <= 1.0
+    assert suite.flaky_scenarios == ["a", "b"]
+
+
+def test_explicit_pass_flags_drive_pass_rate_not_mean() -> None:
+    scores = {"a": [0.8, 0.9], "b": [0.2, 0.3]}
+    suite = suite_stats(scores, {"a": [True, True], "b": [False, True]}, bootstrap_resamples=0)
+    assert suite.pass_rate.value == pytest.approx(0.75)
+    assert suite.mean.value == pytest.approx(0.55)
+
+
+def test_one_scenario_has_no_interval_but_says_why() -> None:
+    suite = suite_stats({"only": [1.0, 0.0, 1.0]})
+    assert suite.mean.value == pytest.approx(2 / 3)
+    assert suite.mean.stderr is None and suite.mean.ci_low is None
+    assert suite.bootstrap is None and suite.variance is None
+    assert any("one scenario" in n for n in suite.notes)
+
+
+def test_bad_inputs_raise() -> None:
+    with pytest.raises(InsufficientDataError):
+        suite_stats({})
+    with pytest.raises(ValueError):
+        suite_stats({"a": [1.0]}, confidence=1.5)
+    with pytest.raises(ValueError):
+        suite_stats({"a": [1.0]}, {"b": [True]})
+
+
+def test_bootstrap_is_seeded_and_reproducible() -> None:
+    means = np.random.default_rng(3).random(15)
+    a = cluster_bootstrap_interval(means, seed=11, n_resamples=2000)
+    b = cluster_bootstrap_interval(means, seed=11, n_resamples=2000)
+    c = cluster_bootstrap_interval(means, seed=12, n_resamples=2000)
+    assert (a.ci_low, a.ci_high) == (b.ci_low, b.ci_high)
+    assert (a.ci_low, a.ci_high) != (c.ci_low, c.ci_high)
+    assert a.seed == 11 and a.n_clusters == 15 and "BCa" in a.method
+
+
+def test_bootstrap_matches_independent_cluster_resampling() -> None:
+    # Resample whole scenarios (with all their epochs) by hand and take percentiles; scipy's
+    # percentile bootstrap over scenario means must agree within Monte Carlo error.
+    rng = np.random.default_rng(5)
+    scores = _random_suite(rng, 25, [int(k) for k in rng.integers(2, 7, 25)])
+    ids = list(scores)
+    draws = np.random.default_rng(99).integers(0, len(ids), size=(4000, len(ids)))
+    stats = [np.mean([np.mean(scores[ids[i]]) for i in row]) for row in draws]
+    ref_low, ref_high = np.percentile(stats, [2.5, 97.5])
+    got = cluster_bootstrap_interval(
+        [np.mean(x) for x in scores.values()], method="percentile", n_resamples=20000, seed=1
+    )
+    assert got.ci_low == pytest.approx(ref_low, abs=0.015)
+    assert got.ci_high == pytest.approx(ref_high, abs=0.015)
+
+
+def test_bootstrap_degenerate_inputs() -> None:
+    point = cluster_bootstrap_interval([0.5, 0.5, 0.5])
+    assert (point.ci_low, point.ci_high) == (0.5, 0.5)
+    assert "point" in point.method
+    with pytest.raises(InsufficientDataError):
+        cluster_bootstrap_interval([0.5])
+
+
+def test_suite_bootstrap_uses_seed() -> None:
+    scores = _random_suite(np.random.default_rng(2), 10, 3)
+    a = suite_stats(scores, seed=4, bootstrap_resamples=999)
+    b = suite_stats(scores, seed=4, bootstrap_resamples=999)
+    assert a.bootstrap == b.bootstrap
+    assert a.bootstrap is not None and a.bootstrap.n_resamples == 999
