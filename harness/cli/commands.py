@@ -5,3 +5,4 @@ from __future__ import annotations
 from harness.cli import score_cmd  # noqa: F401
 from harness.cli import validate_cmd  # noqa: F401
 from harness.cli import calibrate_cmd  # noqa: F401
+from harness.cli import stats_cmd  # noqa: F401
