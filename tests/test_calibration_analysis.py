@@ -237,3 +237,20 @@ def test_json_shape_follows_contract_3() -> None:
     several = _pointwise([{"item_id": str(i), "human": h, "judge": h, "judge_id": j}
                           for j in ("x", "y") for i, h in enumerate([1, 2, 3])]).to_json_dict()
     assert [j["judge_id"] for j in several["judges"]] == ["x", "y"]
+
+
+def test_no_human_label_at_all_says_so_rather_than_blaming_the_scale() -> None:
+    judge = _one(_pointwise([{"item_id": str(i), "human": None, "judge": i % 5 + 1}
+                             for i in range(6)]))
+    assert judge.n_items == 0 and judge.n_missing_human == 6
+    assert judge.mae.undefined == "mae: no items"
+    assert judge.cohen_kappa.undefined == "cohen_kappa (quadratic): no items"
+
+
+def test_one_distinct_value_everywhere() -> None:
+    records = [PointwiseJudgment(item_id=str(i), human=3, judge=3) for i in range(5)]
+    judge = _one(analyse(build_pointwise(records, "flat"), FAST))
+    assert judge.cohen_kappa_unweighted.undefined is not None
+    assert "every item in the same category" in judge.cohen_kappa_unweighted.undefined
+    assert judge.krippendorff_alpha_interval.value is None
+    assert judge.mae.value == 0

@@ -169,7 +169,8 @@ def _pointwise_comparisons(
     groups: dict[str | None, list[PointwiseJudgment]],
     options: AnalysisOptions,
 ) -> list[Comparison]:
-    categories = category_scale(data) if data.human_kind == data.judge_kind else None
+    same_kind = None in (data.human_kind, data.judge_kind) or data.human_kind == data.judge_kind
+    categories = category_scale(data) if same_kind else None
     comparisons = []
     for (id_a, recs_a), (id_b, recs_b) in combinations(groups.items(), 2):
         a, b = _mean_scores(recs_a), _mean_scores(recs_b)

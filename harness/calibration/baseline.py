@@ -13,7 +13,7 @@ from harness.calibration.pairwise import CODES
 from harness.calibration.pointwise import category_scale, ratings_matrix
 from harness.calibration.reliability import FleissKappa, KrippendorffAlpha, category_table
 from harness.calibration.report import AlphaLevel, AnalysisOptions, Estimate, HumanBaseline
-from harness.calibration.scale import rating_values
+from harness.calibration.scale import Preference, rating_values
 
 
 def _unique_items(ids: list[str], rows: list[list[float | None]]) -> list[list[float | None]]:
@@ -104,7 +104,7 @@ def pointwise_baseline(data: PointwiseJudgments, options: AnalysisOptions) -> Hu
 def pairwise_baseline(data: PairwiseJudgments, options: AnalysisOptions) -> HumanBaseline | None:
     """Agreement among the raters whose preferences make up list-valued ``gold`` labels, or
     ``None`` when no item has two rater preferences."""
-    golds = {}
+    golds: dict[str, Preference | list[Preference | None] | None] = {}
     for record in data.records:
         golds.setdefault(record.item_id, record.gold)
     rows: list[list[float | None]] = []

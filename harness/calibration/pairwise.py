@@ -93,7 +93,8 @@ class PairwiseUnits:
 
     def weights(self, idx: np.ndarray) -> np.ndarray:
         """Unit weights for an item resample."""
-        return np.bincount(idx, minlength=self.n_items)[self.unit_item].astype(float)
+        weights: np.ndarray = np.bincount(idx, minlength=self.n_items)[self.unit_item]
+        return weights.astype(float)
 
 
 def _share(name: str, hits: np.ndarray, eligible: np.ndarray, w: np.ndarray) -> float:
@@ -235,7 +236,8 @@ def _self_consistency(
     boot = ItemBootstrap(units.n_items, options.n_resamples, options.confidence, options.seed)
 
     def weights(idx: np.ndarray) -> np.ndarray:
-        return np.bincount(idx, minlength=units.n_items)[cell_item].astype(float)
+        per_cell: np.ndarray = np.bincount(idx, minlength=units.n_items)[cell_item]
+        return per_cell.astype(float)
 
     return PairwiseSelfConsistency(
         n_item_orders=len(keys),

@@ -146,7 +146,8 @@ def analyse_pointwise_judge(
     items = _Items(records)
     categories = category_scale(data)
     level = headline_level(options, categories)
-    same_kind = data.human_kind == data.judge_kind
+    # with no label at all on one side there is nothing to compare, whatever the kinds
+    same_kind = None in (data.human_kind, data.judge_kind) or data.human_kind == data.judge_kind
     boot = ItemBootstrap(items.n, options.n_resamples, options.confidence, options.seed)
     h, j = items.human_mean, items.judge_mean
 
@@ -262,17 +263,13 @@ def analyse_pointwise_judge(
     )
 
 
-def _pass_rules(
-    data: PointwiseJudgments, options: AnalysisOptions
-) -> tuple[str, str] | None:
-    t = options.pass_threshold
-    human = "at least half the raters pass it" if data.human_kind == "bool" else (
-        f"mean human score ≥ {t:g}" if t is not None else None)
-    judge = "at least half the judge samples pass it" if data.judge_kind == "bool" else (
-        f"mean judge score ≥ {t:g}" if t is not None else None)
-    if human is None or judge is None:
-        return None
-    return human, judge
+def _pass_rule(kind: str | None, who: str, threshold: float | None) -> str | None:
+    """How an item passes for ``who`` ("human"/"judge"), or None when it cannot be decided
+    (numeric scores and no pass threshold)."""
+    if kind == "bool":
+        return "at least half the raters pass it" if who == "human" else (
+            "at least half the judge samples pass it")
+    return f"mean {who} score ≥ {threshold:g}" if threshold is not None else None
 
 
 def _passes(kind: str | None, means: np.ndarray, threshold: float | None) -> np.ndarray:
@@ -285,17 +282,13 @@ def _passes(kind: str | None, means: np.ndarray, threshold: float | None) -> np.
 def _pass_fail(
     data: PointwiseJudgments, items: _Items, boot: ItemBootstrap, options: AnalysisOptions
 ) -> tuple[PassFailReport | None, ThresholdReport | None, np.ndarray | None]:
-    human_rule = (
-        "at least half the raters pass it" if data.human_kind == "bool"
-        else f"mean human score ≥ {options.pass_threshold:g}"
-        if options.pass_threshold is not None else None
-    )
+    human_rule = _pass_rule(data.human_kind, "human", options.pass_threshold)
+    judge_rule = _pass_rule(data.judge_kind, "judge", options.pass_threshold)
     if human_rule is None:
         return None, None, None
     human_pass = _passes(data.human_kind, items.human_mean, options.pass_threshold)
     report = None
-    rules = _pass_rules(data, options)
-    if rules is not None:
+    if judge_rule is not None:
         judge_pass = _passes(data.judge_kind, items.judge_mean, options.pass_threshold)
         both = (human_pass, judge_pass)
 
@@ -303,8 +296,8 @@ def _pass_fail(
             return boot.estimate(lambda idx: fn(both[0][idx], both[1][idx]))
 
         report = PassFailReport(
-            human_rule=rules[0],
-            judge_rule=rules[1],
+            human_rule=human_rule,
+            judge_rule=judge_rule,
             n=items.n,
             human_pass_judge_pass=int((human_pass & judge_pass).sum()),
             human_pass_judge_fail=int((human_pass & ~judge_pass).sum()),

@@ -95,7 +95,8 @@ class KrippendorffAlpha:
         low = np.minimum.outer(np.arange(k), np.arange(k))
         high = np.maximum.outer(np.arange(k), np.arange(k))
         between = cumulative[high + 1] - cumulative[low]
-        return (between - (marginals[low] + marginals[high]) / 2) ** 2
+        delta: np.ndarray = (between - (marginals[low] + marginals[high]) / 2) ** 2
+        return delta
 
     def _ratio(self, observed: float, expected: float) -> float:
         if expected <= 1e-15:

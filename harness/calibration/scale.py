@@ -97,14 +97,16 @@ BOOLEAN_SCALE = Scale(min=0.0, max=1.0, step=1.0)
 
 def infer_scale(values: Sequence[float]) -> Scale | None:
     """A scale for labels that declare none: integer-valued labels give the integer scale
-    from their smallest to their largest value; anything else gives ``None`` (no categories,
+    from their smallest to their largest value (at least two points); anything else gives
+    ``None`` (no categories,
     so kappa and the confusion matrix are reported as undefined)."""
     finite = [v for v in values if v is not None and math.isfinite(v)]
     if not finite:
         return None
     low, high = min(finite), max(finite)
-    if all(float(v).is_integer() for v in finite) and high > low:
-        return Scale(min=low, max=high, step=1.0)
+    if all(float(v).is_integer() for v in finite):
+        # one distinct value still gets a (two-point) scale, so kappa can say what is wrong
+        return Scale(min=low, max=max(high, low + 1), step=1.0)
     return None
 
 
