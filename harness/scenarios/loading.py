@@ -179,6 +179,7 @@ def read_scenario_file(
                 path, None, "empty file; expected a scenario (a mapping) or a list of scenarios"
             ),
         ]
+    items: list[tuple[FieldPath, Any]]
     if isinstance(data, list):
         items = [((i,), item) for i, item in enumerate(data)]
         if not items:

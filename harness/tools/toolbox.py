@@ -358,7 +358,7 @@ class Toolbox:
 
 def _validator(tool: ToolDef) -> jsonschema.protocols.Validator:
     cls = jsonschema.validators.validator_for(tool.parameters, jsonschema.Draft202012Validator)
-    return cls(tool.parameters, format_checker=cls.FORMAT_CHECKER)  # type: ignore[no-any-return]
+    return cls(tool.parameters, format_checker=cls.FORMAT_CHECKER)
 
 
 def _schema_error_text(error: jsonschema.ValidationError) -> str:
