@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from judging_fakes import BehaviourModel, weather_transcript
 
@@ -94,3 +96,17 @@ async def test_it_refuses_chat_and_requests_without_judge_hints() -> None:
 def test_unknown_variant_is_a_clear_error() -> None:
     with pytest.raises(ModelConfigError, match="mock:judge-first"):
         MockJudge("judge-grumpy")
+
+
+async def test_through_the_model_layer_mock_registry() -> None:
+    from harness.models.hub import ModelHub
+
+    async with ModelHub(environ={}) as hub:
+        judge = hub.get("mock:judge")
+        biased = hub.get("mock:judge-first")
+        outcome = await judge_once(judge, RUBRICS["task_completion"], weather_transcript())
+        assert isinstance(outcome, Judgment) and outcome.offline
+        assert outcome.judge_model == "mock:judge" and outcome.score is not None
+        assert isinstance(biased.spec.name, str) and biased.spec.is_offline
+        snapshot = hub.ledger.snapshot()
+    assert "judge" in json.dumps(snapshot)

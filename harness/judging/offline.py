@@ -7,10 +7,10 @@ final answer, a failed episode, tool errors, malformed tool arguments or a conve
 ended badly all lower them; at a temperature above 0 (or the default) a sample may move a
 level up or down, so repeated samples disagree a little, as real judges do.
 
-Variants (map them with ``register_mock(name, "harness.judging.offline:MockJudge")``):
-``judge`` (default), ``judge-strict`` (harsher), ``judge-lenient`` (kinder) and
-``judge-first`` (in pairwise comparisons always prefers the response shown first: a
-position-biased judge for demonstrating the order-swap check).
+Variants (the mock registry hands ``mock:judge-<variant>`` to the same factory): ``judge``
+(default), ``judge-strict`` (harsher), ``judge-lenient`` (kinder) and ``judge-first`` (in
+pairwise comparisons always prefers the response shown first: a position-biased judge for
+demonstrating the order-swap check).
 
 Every number it produces comes from an offline model; the records say so (``offline``).
 """

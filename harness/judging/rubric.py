@@ -43,10 +43,11 @@ import difflib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -144,10 +145,19 @@ BUILTIN_SCALES: dict[str, Scale] = {
 }
 
 
+def _not_reserved(criterion_id: str) -> str:
+    # The judge's reply has one field per criterion id; pydantic reserves these names.
+    if criterion_id.startswith("model_") or criterion_id in dir(BaseModel):
+        raise ValueError(f"{criterion_id!r} is reserved (it names a pydantic attribute); "
+                         "choose another criterion id")
+    return criterion_id
+
+
 class Criterion(_Strict):
     """One question the judge answers on a scale."""
 
-    id: str = Field(pattern=_ID_PATTERN, max_length=64)
+    id: Annotated[str, AfterValidator(_not_reserved)] = Field(pattern=_ID_PATTERN,
+                                                               max_length=64)
     question: str = Field(min_length=1)
     scale: str | Scale = "ordinal_1_5"
     levels: dict[int, str] = Field(
@@ -294,11 +304,17 @@ def _input_error(path: Path, err: ValidationError) -> InputError:
     """The first problem of a rubric's validation error, naming the field exactly. A misspelt
     key shows up as an unknown field plus a missing one: report the unknown one first, with
     the likely intended name."""
-    problems = sorted(err.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    problems = err.errors()
+    if any(len(e["loc"]) > 1 and e["loc"][0] == "criteria" for e in problems):
+        # pydantic adds "at least 1 item" when the only criterion is invalid: noise here
+        problems = [e for e in problems if e["loc"] != ("criteria",)]
+    problems.sort(key=lambda e: e["type"] != "extra_forbidden")
     first = problems[0]
     cause = (first.get("ctx") or {}).get("error")
     if isinstance(cause, RubricProblem):
         field, expected = cause.path, cause.message
+    elif isinstance(cause, ValueError):
+        field, expected = _field_path(first["loc"]), str(cause)
     else:
         field = _field_path(first["loc"])
         if first["type"] == "missing":

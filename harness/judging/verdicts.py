@@ -71,16 +71,16 @@ def _criterion_model(rubric: Rubric, index: int, criterion: Criterion) -> type[B
 @lru_cache(maxsize=256)
 def _response_model_for(rubric_json: str) -> type[BaseModel]:
     rubric = Rubric.model_validate_json(rubric_json)
+    # Field names are the criterion ids themselves (the rubric schema rejects ids that would
+    # shadow pydantic's own attributes), so a reply dumped and re-validated anywhere, e.g.
+    # by the response cache, keeps its shape.
     fields: dict[str, Any] = {
-        # Field names are positional (c0, c1, ...) so a criterion id can never clash with a
-        # pydantic attribute; the alias, which is what the judge sees and writes, is the id.
-        f"c{i}": (_criterion_model(rubric, i, crit), Field(alias=crit.id,
-                                                            description=crit.question))
+        crit.id: (_criterion_model(rubric, i, crit), Field(description=crit.question))
         for i, crit in enumerate(rubric.criteria)
     }
     return create_model(
         f"RubricVerdict_{rubric.id}",
-        __config__=ConfigDict(extra="forbid", populate_by_name=False),
+        __config__=ConfigDict(extra="forbid"),
         __doc__=f"Your verdict on every criterion of the rubric {rubric.id!r}, keyed by "
         "criterion id.",
         **fields,
@@ -94,7 +94,7 @@ def response_model_for(rubric: Rubric) -> type[BaseModel]:
 
 def raw_verdicts(rubric: Rubric, reply: BaseModel) -> dict[str, dict[str, Any]]:
     """A validated reply as ``{criterion_id: {"reasoning", "evidence", "score"}}``."""
-    data = reply.model_dump(by_alias=True)
+    data = reply.model_dump()
     return {crit.id: data[crit.id] for crit in rubric.criteria}
 
 
