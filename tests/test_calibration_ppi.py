@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from harness.calibration.bootstrap import UndefinedStatistic
-from harness.calibration.ppi import ppi_mean, power_tuned_lambda
+from harness.calibration.ppi import power_tuned_lambda, ppi_mean
 
 
 def _data(rng: np.random.Generator, n: int, big_n: int, noise: float = 0.5):  # type: ignore[no-untyped-def]
