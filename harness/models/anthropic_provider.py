@@ -1,0 +1,110 @@
+"""Anthropic Messages, through ``anthropic.AsyncAnthropic``.
+
+Structured output uses instructor's Anthropic tools mode (a forced tool call). Finish reasons
+are given in the neutral (OpenAI) vocabulary: ``stop``, ``tool_calls``, ``length``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anthropic
+import httpx2
+import instructor
+
+from harness.models.formats import (
+    anthropic_content_to_message,
+    to_anthropic_messages,
+    to_anthropic_tools,
+)
+from harness.models.remote import RemoteChatModel
+from harness.models.retry import TransientFailure
+from harness.models.types import GenerationParams, Message, ToolChoice, ToolSpec
+
+OFFICIAL_BASE_URL = "https://api.anthropic.com"
+
+FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "refusal": "content_filter",
+}
+
+
+def make_client(api_key: str, base_url: str, http_client: httpx2.AsyncClient,
+                timeout_s: float) -> anthropic.AsyncAnthropic:
+    """An SDK client on the shared pool, with the SDK's own retries off (ours apply)."""
+    return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, http_client=http_client,
+                                    max_retries=0, timeout=timeout_s)
+
+
+def anthropic_tool_choice(tool_choice: ToolChoice) -> dict[str, Any]:
+    """Neutral tool choice to the Messages form (``required`` is Anthropic's ``any``)."""
+    if tool_choice == "auto":
+        return {"type": "auto"}
+    if tool_choice == "none":
+        return {"type": "none"}
+    if tool_choice == "required":
+        return {"type": "any"}
+    return {"type": "tool", "name": tool_choice}
+
+
+class AnthropicChatModel(RemoteChatModel):
+    """``anthropic:<model>``."""
+
+    def _create_function(self, client: Any) -> Callable[..., Any]:
+        return client.messages.create  # type: ignore[no-any-return]
+
+    def _base_request(self, messages: Sequence[Message],
+                      params: GenerationParams) -> dict[str, Any]:
+        system, wire_messages = to_anthropic_messages(messages)
+        request: dict[str, Any] = {
+            "model": self.spec.name,
+            "messages": wire_messages,
+            "max_tokens": params.max_tokens,
+        }
+        if system is not None:
+            request["system"] = system
+        if params.stop:
+            request["stop_sequences"] = list(params.stop)
+        # anthropic 2.x dropped temperature/top_p from create()'s signature; when asked for,
+        # they still go on the wire (extra_body), and a model that refuses them says so (400).
+        sampling = {k: v for k, v in (("temperature", params.temperature),
+                                      ("top_p", params.top_p)) if v is not None}
+        if sampling:
+            request["extra_body"] = sampling
+        # `seed` has no Anthropic equivalent; it still separates cache entries.
+        return request
+
+    def _chat_request(self, messages: Sequence[Message], tools: Sequence[ToolSpec],
+                      tool_choice: ToolChoice, params: GenerationParams) -> dict[str, Any]:
+        request = self._base_request(messages, params)
+        if tools:
+            request["tools"] = to_anthropic_tools(tools)
+            request["tool_choice"] = anthropic_tool_choice(tool_choice)
+        return request
+
+    def _structured_request(self, messages: Sequence[Message],
+                            params: GenerationParams) -> dict[str, Any]:
+        return self._base_request(messages, params)
+
+    def _patch_for_instructor(self, send: Callable[..., Any]) -> Callable[..., Any]:
+        # Anthropic tools mode. instructor 1.17 deprecates the Mode.ANTHROPIC_TOOLS spelling:
+        # the provider picks the handler, so it is Mode.TOOLS with Provider.ANTHROPIC.
+        return instructor.patch(create=send, mode=instructor.Mode.TOOLS,
+                                provider=instructor.Provider.ANTHROPIC)
+
+    def _usage(self, raw: Any) -> tuple[int, int]:
+        if not isinstance(getattr(raw, "content", None), list):
+            raise TransientFailure("malformed response body (no content)")
+        usage = getattr(raw, "usage", None)
+        if usage is None:
+            return 0, 0
+        return int(usage.input_tokens or 0), int(usage.output_tokens or 0)
+
+    def _parse_chat(self, raw: Any) -> tuple[Message, str | None]:
+        message = anthropic_content_to_message(raw.content)
+        reason = raw.stop_reason
+        return message, FINISH_REASONS.get(reason, reason) if reason else None

@@ -1,0 +1,136 @@
+"""The content-addressed response cache (SQLite).
+
+The key is the SHA-256 of the canonical JSON (sorted keys, no whitespace) of everything that
+changes the answer: provider, model, base URL, messages, tools, tool choice, generation
+parameters, the response schema of a structured call, and the sample index (so sample 3 is not
+a copy of sample 1, and the same sample replays). API keys and ``hints`` are never part of it,
+and rows hold only the answer and its usage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from harness.errors import InputError
+from harness.models.config import CacheMode
+from harness.models.types import GenerationParams, Message, ToolChoice, ToolSpec
+
+log = logging.getLogger("harness.models.cache")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    model TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+"""
+# Bumped when what a key covers changes, so old rows stop matching instead of being misread.
+KEY_VERSION = 1
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace: equal values give equal text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@lru_cache(maxsize=256)
+def response_schema(response_model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of a response model (memoised: building it is slow)."""
+    return response_model.model_json_schema()
+
+
+def cache_key(
+    *,
+    kind: str,
+    provider: str,
+    model: str,
+    base_url: str | None,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec] = (),
+    tool_choice: ToolChoice = "auto",
+    params: GenerationParams,
+    sample_index: int,
+    response_model: type[BaseModel] | None = None,
+) -> str:
+    """The hex SHA-256 key of one call. Defaults are left out of each message and of the
+    parameters, so adding an optional field to those types later keeps old keys valid."""
+    document = {
+        "v": KEY_VERSION,
+        "kind": kind,
+        "provider": provider,
+        "model": model,
+        "base_url": base_url.rstrip("/") if base_url else None,
+        "messages": [m.model_dump(mode="json", exclude_defaults=True) for m in messages],
+        "tools": [t.model_dump(mode="json") for t in tools],
+        "tool_choice": tool_choice if tools else None,
+        "params": params.model_dump(mode="json", exclude_defaults=True),
+        "response_schema": response_schema(response_model) if response_model else None,
+        "sample_index": sample_index,
+    }
+    return hashlib.sha256(canonical_json(document).encode()).hexdigest()
+
+
+class ResponseCache:
+    """One SQLite file of answers keyed by :func:`cache_key`, in WAL mode so several
+    processes can share it. Reads and writes are single indexed statements, done inline
+    (a thread hop would cost more than the lookup)."""
+
+    def __init__(self, path: str | Path, mode: CacheMode = "read-write") -> None:
+        self.path = Path(path)
+        self.mode: CacheMode = mode
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as err:
+            raise InputError(self.path, None, f"cannot open the response cache ({err})") from None
+
+    @property
+    def reads(self) -> bool:
+        return self.mode in ("read-write", "replay")
+
+    @property
+    def writes(self) -> bool:
+        return self.mode in ("read-write", "refresh")
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored payload for ``key``, or ``None``. An unreadable row is logged and
+        treated as a miss."""
+        row = self._db.execute("SELECT payload FROM responses WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        try:
+            payload = json.loads(row[0])
+        except ValueError:
+            log.warning("cache row %s… in %s is not valid JSON; ignoring it", key[:12], self.path)
+            return None
+        return payload if isinstance(payload, dict) else None
+
+    def put(self, key: str, *, kind: str, model: str, payload: dict[str, Any]) -> None:
+        """Store (or overwrite) the payload for ``key``."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO responses (key, kind, model, payload, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (key, kind, model, json.dumps(payload, ensure_ascii=False), time.time()),
+        )
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,147 @@
+"""Settings for the model layer: keys and base URLs per provider, concurrency, timeouts,
+retries, the response cache, budgets and extra prices.
+
+Everything has a working default, so ``ModelsConfig()`` is a valid configuration; keys and
+base URLs not set here come from ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` and
+``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``. Loadable from YAML with
+:meth:`ModelsConfig.from_yaml`::
+
+    openai: {base_url: http://localhost:8000/v1, concurrency: 32}
+    anthropic: {concurrency: 8}
+    timeout_s: 60
+    retry: {max_attempts: 5, backoff_initial_s: 1}
+    cache: {path: .harness/cache.sqlite, mode: read-write}
+    budget: {max_cost_usd: 10}
+    prices:
+      "openai:llama3.1": {input_per_mtok: 0, output_per_mtok: 0}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from harness.errors import InputError, ModelConfigError
+from harness.models.base import ModelSpec
+from harness.models.prices import Price
+
+CacheMode = Literal["read-write", "refresh", "off", "replay"]
+"""``read-write``: answer from the cache, store misses. ``refresh``: always call, overwrite.
+``off``: no cache. ``replay``: answer only from the cache; a miss is
+:class:`~harness.errors.CacheMissError` (fully offline re-runs)."""
+
+StructuredMode = Literal["tools", "json_schema"]
+"""How OpenAI-format structured output is requested: a forced tool call, or
+``response_format`` json_schema. Anthropic always uses a forced tool."""
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProviderConfig(_Config):
+    """One provider's key, base URL and concurrency bound.
+
+    ``concurrency`` bounds requests in flight per provider and base URL (one semaphore and one
+    HTTP connection pool of that size each).
+    """
+
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    concurrency: int = Field(default=16, ge=1, le=4096)
+
+
+class RetryConfig(_Config):
+    """Retries of transient failures (429, 5xx, timeouts, dropped connections).
+
+    ``max_attempts`` counts every request, the first included. Waits grow exponentially from
+    ``backoff_initial_s`` up to ``backoff_max_s``, plus up to ``backoff_jitter_s`` of random
+    jitter. A 429's ``Retry-After`` is honoured, capped at ``retry_after_cap_s``.
+    """
+
+    max_attempts: int = Field(default=5, ge=1, le=100)
+    backoff_initial_s: float = Field(default=1.0, ge=0)
+    backoff_max_s: float = Field(default=30.0, ge=0)
+    backoff_jitter_s: float = Field(default=1.0, ge=0)
+    retry_after_cap_s: float = Field(default=60.0, ge=0)
+
+
+class CacheConfig(_Config):
+    """The SQLite response cache. No ``path`` means no cache."""
+
+    path: Path | None = None
+    mode: CacheMode = "read-write"
+
+
+class BudgetConfig(_Config):
+    """Stop before a call once spending reaches ``max_cost_usd`` or the model calls made
+    (cached calls not counted) reach ``max_calls``."""
+
+    max_cost_usd: float | None = Field(default=None, ge=0)
+    max_calls: int | None = Field(default=None, ge=0)
+
+
+class ModelsConfig(_Config):
+    """All model-layer settings; see the module docstring for the YAML form."""
+
+    openai: ProviderConfig = ProviderConfig(concurrency=32)
+    anthropic: ProviderConfig = ProviderConfig(concurrency=16)
+    timeout_s: float = Field(default=120.0, gt=0)
+    retry: RetryConfig = RetryConfig()
+    cache: CacheConfig = CacheConfig()
+    budget: BudgetConfig = BudgetConfig()
+    openai_structured_mode: StructuredMode = "tools"
+    prices: dict[str, Price] = Field(default_factory=dict)
+
+    @field_validator("prices")
+    @classmethod
+    def _price_keys_are_model_names(cls, prices: dict[str, Price]) -> dict[str, Price]:
+        for name in prices:
+            try:
+                ModelSpec.parse(name)
+            except ModelConfigError as err:
+                raise ValueError(str(err)) from None
+        return prices
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], *,
+                     source: str | Path = "<config>") -> ModelsConfig:
+        """Validate a mapping (e.g. parsed YAML). Raises :class:`InputError` naming
+        ``source``, the field path and what was expected."""
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as err:
+            first = err.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or None
+            more = err.error_count() - 1
+            if more:
+                expected = f"{first['msg']} (and {more} more problem{'s' * (more > 1)})"
+            else:
+                expected = first["msg"]
+            raise InputError(source, field, expected) from None
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> ModelsConfig:
+        """Load a YAML file. Raises :class:`InputError` for a missing file, bad YAML (with
+        its line) or invalid settings."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as err:
+            raise InputError(path, None, f"cannot read the file ({err.strerror})") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else None
+            raise InputError(path, None, f"not valid YAML: {getattr(err, 'problem', err)}",
+                             location=line) from None
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise InputError(path, None, "expected a mapping of settings at the top level")
+        return cls.from_mapping(data, source=path)

@@ -1,0 +1,117 @@
+"""One provider at one base URL: its key, its SDK client, one shared HTTP connection pool and
+the semaphore that bounds requests in flight.
+
+SDK clients and pools are built once and shared by every model on the endpoint. Both are bound
+to the event loop that first used them (pooled connections and semaphores belong to a loop),
+so when the running loop changes (a new ``asyncio.run``) they are rebuilt for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+
+from harness.errors import ModelConfigError
+
+ClientFactory = Callable[[str, str, httpx2.AsyncClient, float], Any]
+"""``(api_key, base_url, http_client, timeout_s) -> SDK client`` with the SDK's own retries
+off."""
+
+# Placeholder key for OpenAI-compatible local servers (vLLM, Ollama, llama.cpp) that need none;
+# the SDK refuses to start without some key.
+NO_KEY_NEEDED = "not-needed"
+
+
+class Endpoint:
+    """Where and how to reach one provider.
+
+    ``api_key`` is ``None`` when none was configured; ``key_required`` says whether that is an
+    error (official endpoints) or fine (a custom OpenAI-compatible base URL). ``key_source`` is
+    how messages name the key (``ANTHROPIC_API_KEY`` or "the anthropic api_key in the
+    config"), never its value.
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        base_url: str,
+        base_url_is_custom: bool,
+        api_key: str | None,
+        key_source: str,
+        env_var: str,
+        key_required: bool,
+        concurrency: int,
+        timeout_s: float,
+        client_factory: ClientFactory,
+    ) -> None:
+        self.provider = provider
+        self.base_url = base_url
+        self.base_url_is_custom = base_url_is_custom
+        self._api_key = api_key
+        self.key_source = key_source
+        self.env_var = env_var
+        self.key_required = key_required
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self._client_factory = client_factory
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: Any = None
+        self._http: httpx2.AsyncClient | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"Endpoint({self.provider}, {self.base_url}, concurrency={self.concurrency})"
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Values to scrub from any text shown to the user."""
+        return (self._api_key,) if self._api_key else ()
+
+    def require_key(self, model: str) -> None:
+        """Raise :class:`ModelConfigError` (before any request) when a required key is
+        missing."""
+        if self._api_key is None and self.key_required:
+            raise ModelConfigError(
+                f"no {self.env_var} set; export {self.env_var} or set {self.provider}.api_key "
+                "in the models config",
+                model=model,
+            )
+
+    def resources(self) -> tuple[Any, asyncio.Semaphore]:
+        """The SDK client and the semaphore for the running event loop."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop or self._client is None or self._semaphore is None:
+            self._build(loop)
+        assert self._semaphore is not None
+        return self._client, self._semaphore
+
+    def _build(self, loop: asyncio.AbstractEventLoop) -> None:
+        # A pool as large as the concurrency bound: every request admitted by the semaphore
+        # gets a connection at once, and kept-alive connections are reused, not re-opened.
+        limits = httpx2.Limits(
+            max_connections=self.concurrency,
+            max_keepalive_connections=self.concurrency,
+            keepalive_expiry=30.0,
+        )
+        self._http = httpx2.AsyncClient(
+            limits=limits,
+            timeout=httpx2.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
+            follow_redirects=True,
+        )
+        key = self._api_key or NO_KEY_NEEDED
+        self._client = self._client_factory(key, self.base_url, self._http, self.timeout_s)
+        self._semaphore = asyncio.Semaphore(self.concurrency)
+        self._loop = loop
+
+    async def aclose(self) -> None:
+        """Close the connection pool if it belongs to the running loop (a pool of a finished
+        loop cannot be closed any more; dropping it is all that is left)."""
+        http, same_loop = self._http, self._loop is asyncio.get_running_loop()
+        self._client = self._http = self._semaphore = None
+        self._loop = None
+        if http is not None and same_loop:
+            await http.aclose()

@@ -1,0 +1,178 @@
+"""The model hub: owns what models share (config, usage ledger, price table, response cache,
+one HTTP pool and semaphore per provider and base URL) and hands out :class:`ChatModel`
+instances by name::
+
+    async with ModelHub(ModelsConfig(cache=CacheConfig(path=".harness/cache.sqlite"))) as hub:
+        judge = hub.get("anthropic:claude-sonnet-4-5")
+        local = hub.get("openai:llama3.1", base_url="http://localhost:11434/v1")
+        offline = hub.get("mock:echo")
+        reply = await judge.chat([Message(role="user", content="hi")], role="judge")
+        print(hub.ledger.snapshot()["by_role"])
+
+Where keys and base URLs come from, first match wins: the ``base_url`` given to :meth:`get`;
+the config (``openai.base_url``, ``anthropic.api_key``, ...); the environment
+(``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``); the
+provider's official URL. A missing key is reported when a call needs it (a cached answer
+needs none), before any request. An OpenAI-compatible server at a custom base URL may need no
+key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from types import TracebackType
+
+from harness.errors import ModelConfigError
+from harness.models.base import ChatModel, ModelSpec
+from harness.models.cache import ResponseCache
+from harness.models.config import ModelsConfig, ProviderConfig
+from harness.models.endpoint import ClientFactory, Endpoint
+from harness.models.mock import MockChatModel, resolve_mock
+from harness.models.prices import PriceTable
+from harness.models.remote import ModelServices
+from harness.models.retry import RetryPolicy
+from harness.models.usage import UsageLedger
+
+_OFFICIAL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+_ENV_KEY = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+_ENV_BASE_URL = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+
+
+def _normalise_url(url: str) -> str:
+    return url.strip().rstrip("/")
+
+
+class ModelHub:
+    """See the module docstring. ``environ`` defaults to ``os.environ`` (read when an
+    endpoint is first needed); pass a mapping to isolate tests. ``ledger`` defaults to a new
+    one with the config's budgets."""
+
+    def __init__(
+        self,
+        config: ModelsConfig | None = None,
+        *,
+        ledger: UsageLedger | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config or ModelsConfig()
+        self.ledger = ledger or UsageLedger(
+            max_cost_usd=self.config.budget.max_cost_usd, max_calls=self.config.budget.max_calls
+        )
+        self.prices = PriceTable(self.config.prices)
+        cache_cfg = self.config.cache
+        self.cache: ResponseCache | None = (
+            ResponseCache(cache_cfg.path, cache_cfg.mode)
+            if cache_cfg.path is not None and cache_cfg.mode != "off"
+            else None
+        )
+        if cache_cfg.mode == "replay" and self.cache is None:
+            raise ModelConfigError("cache mode replay needs a cache path")
+        self.services = ModelServices(
+            ledger=self.ledger,
+            cache=self.cache,
+            prices=self.prices,
+            retry=RetryPolicy(self.config.retry),
+            timeout_s=self.config.timeout_s,
+            openai_structured_mode=self.config.openai_structured_mode,
+        )
+        self._environ = environ if environ is not None else os.environ
+        self._endpoints: dict[tuple[str, str], Endpoint] = {}
+        self._models: dict[tuple[str, str | None], ChatModel] = {}
+
+    # --- models ---------------------------------------------------------------------------
+
+    def get(self, name: str, *, base_url: str | None = None) -> ChatModel:
+        """The model called ``provider:model`` (one shared instance per name and base URL).
+
+        Raises :class:`ModelConfigError` for a malformed name, an unknown provider, an unknown
+        ``mock:`` name, or a ``base_url`` given for a mock model.
+        """
+        cache_key = (name, base_url)
+        model = self._models.get(cache_key)
+        if model is not None:
+            return model
+        spec = ModelSpec.parse(name, base_url=base_url)
+        if spec.provider == "mock":
+            if base_url is not None:
+                raise ModelConfigError("mock models take no base URL", model=name)
+            model = MockChatModel(spec, resolve_mock(spec.name), self.ledger)
+        else:
+            endpoint = self.endpoint(spec.provider, base_url)
+            spec = ModelSpec(provider=spec.provider, name=spec.name, base_url=endpoint.base_url)
+            if spec.provider == "openai":
+                from harness.models.openai_provider import OpenAIChatModel
+
+                model = OpenAIChatModel(spec, endpoint, self.services)
+            else:
+                from harness.models.anthropic_provider import AnthropicChatModel
+
+                model = AnthropicChatModel(spec, endpoint, self.services)
+        self._models[cache_key] = model
+        return model
+
+    def endpoint(self, provider: str, base_url: str | None = None) -> Endpoint:
+        """The shared endpoint (key, pool, semaphore) for ``provider`` at ``base_url``
+        (resolved as the module docstring says)."""
+        if provider not in _OFFICIAL:
+            raise ModelConfigError(f"provider {provider!r} has no HTTP endpoint")
+        settings: ProviderConfig = getattr(self.config, provider)
+        resolved = _normalise_url(
+            base_url
+            or settings.base_url
+            or self._environ.get(_ENV_BASE_URL[provider])
+            or _OFFICIAL[provider]
+        )
+        endpoint = self._endpoints.get((provider, resolved))
+        if endpoint is not None:
+            return endpoint
+        custom = resolved != _OFFICIAL[provider]
+        env_var = _ENV_KEY[provider]
+        if settings.api_key is not None:
+            api_key: str | None = settings.api_key.get_secret_value() or None
+            key_source = f"the {provider} api_key in the models config"
+        else:
+            api_key = self._environ.get(env_var) or None
+            key_source = env_var
+        factory: ClientFactory
+        if provider == "openai":
+            from harness.models.openai_provider import make_client as factory
+        else:
+            from harness.models.anthropic_provider import make_client as factory
+        endpoint = Endpoint(
+            provider=provider,
+            base_url=resolved,
+            base_url_is_custom=custom,
+            api_key=api_key,
+            key_source=key_source,
+            env_var=env_var,
+            # Local OpenAI-compatible servers usually need no key; hosted APIs always do.
+            key_required=not (provider == "openai" and custom),
+            concurrency=settings.concurrency,
+            timeout_s=self.config.timeout_s,
+            client_factory=factory,
+        )
+        self._endpoints[(provider, resolved)] = endpoint
+        return endpoint
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close connection pools and the cache."""
+        for endpoint in self._endpoints.values():
+            await endpoint.aclose()
+        self.close()
+
+    def close(self) -> None:
+        """Close the cache (pools of finished event loops need no closing)."""
+        if self.cache is not None:
+            self.cache.close()
+            self.cache = None
+            self.services.cache = None
+
+    async def __aenter__(self) -> ModelHub:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()

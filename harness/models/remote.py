@@ -1,0 +1,377 @@
+"""What every real provider shares: the response cache, budgets, the key check, the
+concurrency bound, the per-request timeout, retries, usage accounting, and structured output
+through instructor. Subclasses supply only the wire format (:mod:`.openai_provider`,
+:mod:`.anthropic_provider`).
+
+Structured output: instructor's re-ask loop is wrapped around *our* request function, not the
+SDK's, so each HTTP request (first answer or re-ask) goes through the semaphore, the timeout
+and the transport retries on its own (a 429 during a re-ask retries that request, not the
+whole loop), and every request's tokens and cost are counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from abc import abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from harness.errors import (
+    CacheMissError,
+    HarnessError,
+    ModelConfigError,
+    ModelError,
+    StructuredOutputError,
+)
+from harness.models.base import ChatModel, ModelSpec
+from harness.models.cache import ResponseCache, cache_key
+from harness.models.endpoint import Endpoint
+from harness.models.prices import PriceTable
+from harness.models.retry import ErrorContext, RetryPolicy, TransientFailure, classify, redact
+from harness.models.types import (
+    ChatResponse,
+    GenerationParams,
+    Message,
+    Role,
+    StructuredResponse,
+    T,
+    ToolChoice,
+    ToolSpec,
+    Usage,
+)
+from harness.models.usage import UsageLedger
+
+log = logging.getLogger("harness.models")
+
+DEFAULT_PARAMS = GenerationParams()
+
+
+@dataclass
+class ModelServices:
+    """The shared parts a model uses: ledger, cache (``None`` when off), prices, retry
+    policy, timeout, and the OpenAI structured-output mode."""
+
+    ledger: UsageLedger
+    cache: ResponseCache | None
+    prices: PriceTable
+    retry: RetryPolicy
+    timeout_s: float
+    openai_structured_mode: str = "tools"
+
+
+class _Tally:
+    """Requests, tokens and cost of one call, summed over its requests."""
+
+    __slots__ = ("cost_usd", "input_tokens", "output_tokens", "requests")
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost_usd: float | None = 0.0
+
+    def add(self, input_tokens: int, output_tokens: int, cost: float | None) -> None:
+        self.requests += 1
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens)
+
+
+# The role and tally of the structured call in progress, read by the request function that
+# instructor calls (instructor passes only request kwargs through).
+_CURRENT: ContextVar[tuple[Role, _Tally]] = ContextVar("harness_structured_call")
+
+
+class RemoteChatModel(ChatModel):
+    """A model reached over HTTP through a provider SDK. See the module docstring."""
+
+    def __init__(self, spec: ModelSpec, endpoint: Endpoint, services: ModelServices) -> None:
+        self.spec = spec
+        self.endpoint = endpoint
+        self.services = services
+        self.label = str(spec)
+        self._error_context = ErrorContext(
+            model=self.label,
+            key_source=endpoint.key_source,
+            base_url=endpoint.base_url,
+            base_url_is_custom=endpoint.base_url_is_custom,
+            timeout_s=services.timeout_s,
+            secrets=endpoint.secrets,
+        )
+        self._instructor_create: Callable[..., Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.label!r}, base_url={self.endpoint.base_url!r})"
+
+    # --- the wire format, per provider ----------------------------------------------------
+
+    @abstractmethod
+    def _create_function(self, client: Any) -> Callable[..., Any]:
+        """The SDK's async create function on ``client``."""
+
+    @abstractmethod
+    def _chat_request(self, messages: Sequence[Message], tools: Sequence[ToolSpec],
+                      tool_choice: ToolChoice, params: GenerationParams) -> dict[str, Any]:
+        """Keyword arguments for a chat request."""
+
+    @abstractmethod
+    def _structured_request(self, messages: Sequence[Message],
+                            params: GenerationParams) -> dict[str, Any]:
+        """Keyword arguments for a structured request (instructor adds the schema)."""
+
+    @abstractmethod
+    def _patch_for_instructor(self, send: Callable[..., Any]) -> Callable[..., Any]:
+        """Wrap ``send`` with instructor's structured-output handling for this format."""
+
+    @abstractmethod
+    def _usage(self, raw: Any) -> tuple[int, int]:
+        """``(input_tokens, output_tokens)`` of a reply; raises :class:`TransientFailure`
+        when the reply is not usable."""
+
+    @abstractmethod
+    def _parse_chat(self, raw: Any) -> tuple[Message, str | None]:
+        """The assistant message and the neutral finish reason."""
+
+    # --- the shared flow ------------------------------------------------------------------
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        role: Role,
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: ToolChoice = "auto",
+        params: GenerationParams | None = None,
+        sample_index: int = 0,
+        hints: Mapping[str, Any] | None = None,
+    ) -> ChatResponse:
+        params = params or DEFAULT_PARAMS
+        started = time.perf_counter()
+        ledger = self.services.ledger
+        key = None
+        cache = self.services.cache
+        if cache is not None:
+            key = cache_key(kind="chat", provider=self.spec.provider, model=self.spec.name,
+                            base_url=self.endpoint.base_url, messages=messages, tools=tools,
+                            tool_choice=tool_choice, params=params, sample_index=sample_index)
+            hit = self._lookup(cache, key, role, started)
+            if hit is not None:
+                latency = time.perf_counter() - started
+                ledger.record_call(role, self.label, latency, cached=True,
+                                   saved_cost_usd=hit.get("cost_usd"))
+                return ChatResponse(
+                    message=hit["_message"], finish_reason=hit.get("finish_reason"),
+                    usage=Usage(input_tokens=hit["usage"][0], output_tokens=hit["usage"][1]),
+                    model=self.label, latency_s=latency, cost_usd=0.0, cached=True,
+                )
+        tally = _Tally()
+        try:
+            _check_tool_choice(tools, tool_choice, self.label)
+            self.endpoint.require_key(self.label)
+            ledger.begin_call()
+            raw = await self._send(self._chat_request(messages, tools, tool_choice, params),
+                                   role, tally)
+            message, finish_reason = self._parse_chat(raw)
+        except ModelError:
+            ledger.record_error(role, self.label, time.perf_counter() - started)
+            raise
+        latency = time.perf_counter() - started
+        ledger.record_call(role, self.label, latency)
+        if key is not None and cache is not None and cache.writes:
+            cache.put(key, kind="chat", model=self.label, payload={
+                "message": message.model_dump(mode="json", exclude_defaults=True),
+                "finish_reason": finish_reason,
+                "usage": [tally.input_tokens, tally.output_tokens],
+                "cost_usd": tally.cost_usd,
+            })
+        return ChatResponse(message=message, finish_reason=finish_reason, usage=tally.usage,
+                            model=self.label, latency_s=latency, cost_usd=tally.cost_usd)
+
+    async def structured(
+        self,
+        messages: Sequence[Message],
+        response_model: type[T],
+        *,
+        role: Role,
+        params: GenerationParams | None = None,
+        sample_index: int = 0,
+        max_reasks: int = 2,
+        hints: Mapping[str, Any] | None = None,
+    ) -> StructuredResponse[T]:
+        params = params or DEFAULT_PARAMS
+        started = time.perf_counter()
+        ledger = self.services.ledger
+        key = None
+        cache = self.services.cache
+        if cache is not None:
+            key = cache_key(kind="structured", provider=self.spec.provider,
+                            model=self.spec.name, base_url=self.endpoint.base_url,
+                            messages=messages, params=params, sample_index=sample_index,
+                            response_model=response_model)
+            hit = self._lookup(cache, key, role, started, response_model=response_model)
+            if hit is not None:
+                ledger.record_call(role, self.label, time.perf_counter() - started,
+                                   cached=True, saved_cost_usd=hit.get("cost_usd"))
+                return StructuredResponse[response_model](  # type: ignore[valid-type]
+                    value=hit["_value"],
+                    usage=Usage(input_tokens=hit["usage"][0], output_tokens=hit["usage"][1]),
+                    model=self.label, latency_s=time.perf_counter() - started, cost_usd=0.0,
+                    cached=True, attempts=int(hit.get("attempts", 1)),
+                )
+        tally = _Tally()
+        token = _CURRENT.set((role, tally))
+        try:
+            self.endpoint.require_key(self.label)
+            ledger.begin_call()
+            value = await self._run_instructor(messages, response_model, params, max_reasks)
+        except ModelError:
+            ledger.record_error(role, self.label, time.perf_counter() - started)
+            raise
+        finally:
+            _CURRENT.reset(token)
+        latency = time.perf_counter() - started
+        ledger.record_call(role, self.label, latency)
+        if key is not None and cache is not None and cache.writes:
+            cache.put(key, kind="structured", model=self.label, payload={
+                "value": value.model_dump(mode="json"),
+                "usage": [tally.input_tokens, tally.output_tokens],
+                "cost_usd": tally.cost_usd,
+                "attempts": tally.requests,
+            })
+        return StructuredResponse[response_model](  # type: ignore[valid-type]
+            value=value, usage=tally.usage, model=self.label, latency_s=latency,
+            cost_usd=tally.cost_usd, attempts=tally.requests,
+        )
+
+    # --- pieces ---------------------------------------------------------------------------
+
+    def _lookup(self, cache: ResponseCache, key: str, role: Role, started: float, *,
+                response_model: type[BaseModel] | None = None) -> dict[str, Any] | None:
+        """A usable cached payload, ``None`` on a miss (unless replaying: then raise)."""
+        hit = cache.get(key) if cache.reads else None
+        if hit is not None:
+            try:
+                if not isinstance(hit.get("usage"), list) or len(hit["usage"]) != 2:
+                    raise ValueError("no usage")
+                if response_model is not None:
+                    hit["_value"] = response_model.model_validate(hit["value"])
+                else:
+                    hit["_message"] = Message.model_validate(hit["message"])
+                return hit
+            except (ValidationError, ValueError, KeyError, TypeError):
+                log.warning("%s: cached answer %s… is unreadable; treating it as a miss",
+                            self.label, key[:12])
+        if cache.mode == "replay":
+            self.services.ledger.record_error(role, self.label, time.perf_counter() - started)
+            raise CacheMissError(
+                f"no cached answer for this call in {cache.path} (cache mode replay); run "
+                "with cache mode read-write once to record it",
+                model=self.label,
+            )
+        return None
+
+    async def _send(self, request: dict[str, Any], role: Role, tally: _Tally) -> Any:
+        """One request with the semaphore, the timeout and bounded retries; counts it."""
+        client, semaphore = self.endpoint.resources()
+        create = self._create_function(client)
+        ledger, prices = self.services.ledger, self.services.prices
+        timeout_s, label, ctx = self.services.timeout_s, self.label, self._error_context
+
+        async def attempt() -> Any:
+            async with semaphore:
+                try:
+                    async with asyncio.timeout(timeout_s):
+                        raw = await create(**request)
+                    input_tokens, output_tokens = self._usage(raw)
+                except TransientFailure:
+                    ledger.record_failed_request(role, label)
+                    raise
+                except Exception as err:
+                    failure = classify(err, ctx)
+                    ledger.record_failed_request(role, label)
+                    if failure is None:
+                        raise
+                    raise failure from None
+            cost = prices.cost(label, input_tokens, output_tokens)
+            ledger.record_request(role, label, input_tokens, output_tokens, cost)
+            tally.add(input_tokens, output_tokens, cost)
+            return raw
+
+        return await self.services.retry.run(attempt, model=label)
+
+    async def _instructor_send(self, **request: Any) -> Any:
+        role, tally = _CURRENT.get()
+        return await self._send(request, role, tally)
+
+    async def _run_instructor(self, messages: Sequence[Message], response_model: type[T],
+                              params: GenerationParams, max_reasks: int) -> T:
+        from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
+
+        if self._instructor_create is None:
+            self._instructor_create = self._patch_for_instructor(self._instructor_send)
+        request = self._structured_request(messages, params)
+        name = getattr(response_model, "__name__", "the response model")
+        try:
+            value = await self._instructor_create(
+                response_model=response_model,
+                max_retries=max(0, max_reasks),
+                # Lax validation: "3" for an int field is accepted, as pydantic does by default.
+                strict=False,
+                **request,
+            )
+        except InstructorRetryException as err:
+            cause = err.__cause__
+            if isinstance(cause, HarnessError):
+                raise cause from None
+            attempts = err.n_attempts
+            detail = redact(str(cause or err), self.endpoint.secrets).strip().splitlines()
+            summary = "; ".join(line.strip() for line in detail[:4])
+            raise StructuredOutputError(
+                f"the answer failed validation against {name} after {attempts} attempt"
+                f"{'s' * (attempts != 1)} ({max_reasks} re-ask{'s' * (max_reasks != 1)}): "
+                f"{summary}",
+                model=self.label,
+            ) from None
+        except IncompleteOutputException:
+            raise StructuredOutputError(
+                f"the answer for {name} was cut off at max_tokens={params.max_tokens}; "
+                "raise max_tokens",
+                model=self.label,
+            ) from None
+        if not isinstance(value, response_model):
+            raise StructuredOutputError(
+                f"instructor returned {type(value).__name__}, not {name}", model=self.label
+            )
+        if type(value) is not response_model:
+            # instructor validates into a subclass it makes of the model; hand back the
+            # caller's own class (already validated, so no second validation).
+            value = response_model.model_construct(
+                _fields_set=set(value.model_fields_set),
+                **{field: getattr(value, field) for field in type(value).model_fields
+                   if field in response_model.model_fields},
+            )
+        return value
+
+
+def _check_tool_choice(tools: Sequence[ToolSpec], tool_choice: ToolChoice, model: str) -> None:
+    if tool_choice in ("auto", "none", "required"):
+        if tool_choice == "required" and not tools:
+            raise ModelConfigError("tool_choice 'required' needs at least one tool", model=model)
+        return
+    names = [t.name for t in tools]
+    if tool_choice not in names:
+        raise ModelConfigError(
+            f"tool_choice names {tool_choice!r}, which is not among the tools offered "
+            f"({', '.join(names) or 'none'})",
+            model=model,
+        )

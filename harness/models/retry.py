@@ -1,0 +1,208 @@
+"""Which failures are worth retrying, how long to wait, and what to tell the user.
+
+Transient failures (429, 408/409, 5xx, timeouts, dropped connections, a malformed body) are
+retried with tenacity: exponential backoff with jitter, ``Retry-After`` honoured (capped),
+a bounded number of attempts, then :class:`~harness.errors.ModelUnavailableError` naming the
+last failure. Anything else a provider refuses (400, 401, 403, 404, 422, ...) is a
+:class:`~harness.errors.ModelConfigError` at once, worded as what to fix.
+
+Messages are built here from status codes and the server's own error text, with every known
+secret and anything shaped like a key removed: SDK exception text can echo request details.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import re
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from harness.errors import ModelConfigError, ModelUnavailableError
+from harness.models.config import RetryConfig
+
+log = logging.getLogger("harness.models")
+
+R = TypeVar("R")
+
+_KEY_SHAPES = re.compile(
+    r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+\S+|(?:x-api-key|api[_-]key|authorization)"
+    r"[\"']?\s*[:=]\s*[\"']?(?:Bearer\s+)?[^\s,\"'}]+)",
+    re.IGNORECASE,
+)
+REDACTED = "[redacted]"
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with each of ``secrets`` and anything shaped like an API key replaced."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return _KEY_SHAPES.sub(REDACTED, text)
+
+
+class TransientFailure(Exception):
+    """A failure worth retrying. ``reason`` is safe to show; ``retry_after`` is the wait the
+    server asked for, in seconds."""
+
+    def __init__(self, reason: str, *, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds from ``retry-after-ms``, or ``retry-after`` as seconds or an HTTP date."""
+    if not headers:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _server_message(body: Any) -> str:
+    """The human part of a provider's error body (both SDKs' shapes)."""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        if body.get("message"):
+            return str(body["message"])
+    if isinstance(body, str):
+        return body
+    return ""
+
+
+class ErrorContext:
+    """What an error message needs to say what to fix: the model, where the key came from
+    (``OPENAI_API_KEY`` or the config), the base URL, the timeout and the secrets to hide."""
+
+    def __init__(self, *, model: str, key_source: str, base_url: str, base_url_is_custom: bool,
+                 timeout_s: float, secrets: tuple[str, ...]) -> None:
+        self.model = model
+        self.key_source = key_source
+        self.base_url = base_url
+        self.base_url_is_custom = base_url_is_custom
+        self.timeout_s = timeout_s
+        self.secrets = secrets
+
+
+def classify(err: BaseException, ctx: ErrorContext) -> TransientFailure | ModelConfigError | None:
+    """Map an SDK or transport exception to :class:`TransientFailure` (retry) or
+    :class:`ModelConfigError` (fix the setup); ``None`` when it is not a provider failure
+    (a bug, or a cancellation) and should propagate unchanged."""
+    if isinstance(err, TimeoutError):
+        return TransientFailure(f"timed out after {ctx.timeout_s:g}s")
+    if isinstance(err, json.JSONDecodeError):
+        return TransientFailure("malformed response body")
+    # Only SDKs already imported can have raised; importing the other one costs a second.
+    for sdk in (sys.modules.get("openai"), sys.modules.get("anthropic")):
+        if sdk is None:
+            continue
+        if isinstance(err, sdk.APIStatusError):
+            return _classify_status(err.status_code, err.response.headers, err.body, ctx)
+        if isinstance(err, sdk.APITimeoutError):
+            return TransientFailure(f"timed out after {ctx.timeout_s:g}s")
+        if isinstance(err, sdk.APIConnectionError):
+            return TransientFailure("connection failed or dropped")
+        if isinstance(err, sdk.APIResponseValidationError):
+            return TransientFailure("malformed response body")
+    return None
+
+
+def _classify_status(status: int, headers: Mapping[str, str], body: Any,
+                     ctx: ErrorContext) -> TransientFailure | ModelConfigError:
+    detail = redact(_server_message(body), ctx.secrets)[:300]
+    if status == 429:
+        wait = retry_after_seconds(headers)
+        hint = f", Retry-After {wait:g}s" if wait is not None else ""
+        return TransientFailure(f"rate limited (429{hint})", retry_after=wait)
+    if status >= 500 or status in (408, 409):
+        return TransientFailure(f"server error ({status})" + (f": {detail}" if detail else ""))
+    if status == 401:
+        message = f"{ctx.key_source} was refused (401); check that the key is valid"
+    elif status == 403:
+        message = (f"{ctx.key_source} is not allowed to use this model (403 permission denied); "
+                   "check the key's access")
+    elif status == 404:
+        where = f" at {ctx.base_url}" if ctx.base_url_is_custom else ""
+        message = f"model not found (404): check the model name{where}"
+    else:
+        message = f"request rejected ({status})"
+    if detail and status != 401:
+        message += f"; the server said: {detail}"
+    return ModelConfigError(message, model=ctx.model)
+
+
+class RetryPolicy:
+    """Runs one request function with bounded retries of :class:`TransientFailure`."""
+
+    def __init__(self, config: RetryConfig) -> None:
+        self.config = config
+        self._backoff = wait_exponential_jitter(
+            multiplier=config.backoff_initial_s,
+            max=config.backoff_max_s,
+            jitter=config.backoff_jitter_s,
+        )
+
+    def _wait(self, state: RetryCallState) -> float:
+        failure = state.outcome.exception() if state.outcome else None
+        if isinstance(failure, TransientFailure) and failure.retry_after is not None:
+            return min(failure.retry_after, self.config.retry_after_cap_s)
+        return float(self._backoff(state))
+
+    async def run(self, attempt: Callable[[], Awaitable[R]], *, model: str) -> R:
+        """Await ``attempt()`` until it succeeds, raises something other than
+        :class:`TransientFailure`, or the attempts run out; then raise
+        :class:`ModelUnavailableError` naming the last failure."""
+        attempts = self.config.max_attempts
+
+        def before_sleep(state: RetryCallState) -> None:
+            failure = state.outcome.exception() if state.outcome else None
+            log.info("%s: %s; retrying (attempt %d of %d) in %.2fs", model,
+                     getattr(failure, "reason", "failure"), state.attempt_number + 1, attempts,
+                     state.upcoming_sleep)
+
+        # A new AsyncRetrying per call: tenacity keeps per-run state on the instance, which
+        # concurrent calls must not share.
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(attempts),
+            wait=self._wait,
+            retry=retry_if_exception_type(TransientFailure),
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        try:
+            return await retrying(attempt)
+        except TransientFailure as failure:
+            raise ModelUnavailableError(
+                f"gave up after {attempts} attempt{'s' * (attempts > 1)}; "
+                f"last failure: {failure.reason}",
+                model=model,
+            ) from None

@@ -1,0 +1,162 @@
+"""The usage ledger: model calls, requests, tokens, latency, cost and errors, per role and per
+model, readable at any moment (a progress bar or a budget check reads it mid-run).
+
+Vocabulary:
+
+- a **call** is one ``chat`` or ``structured`` invocation; ``cached_calls`` of them were
+  answered from the response cache;
+- a **request** is one HTTP request to a provider: every retry and every re-ask is one;
+- tokens and cost are summed over every request that got an answer (re-asks included);
+  a cached call charges nothing and adds its stored cost to ``saved_cost_usd`` instead;
+- ``errors`` counts calls that raised (after retries, or at once for configuration errors);
+- ``unpriced_requests`` counts answered requests to a model with no price, so a total cost
+  is never silently understated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from harness.errors import BudgetExceededError
+from harness.models.types import Role
+
+
+@dataclass
+class UsageStats:
+    """Running totals for one slice of the ledger (a role, a model, or everything)."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    requests: int = 0
+    errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float = 0.0
+    saved_cost_usd: float = 0.0
+    unpriced_requests: int = 0
+
+    @property
+    def uncached_calls(self) -> int:
+        return self.calls - self.cached_calls
+
+    def add(self, other: UsageStats) -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class UsageLedger:
+    """Usage per ``(role, model)``, with running totals; optionally with budgets.
+
+    Not locked: the model layer updates it from one event loop; readers in other threads see
+    plain integer and float fields, which is good enough for a progress display.
+    """
+
+    def __init__(self, *, max_cost_usd: float | None = None, max_calls: int | None = None) -> None:
+        self.max_cost_usd = max_cost_usd
+        self.max_calls = max_calls
+        self.total = UsageStats()
+        # Uncached calls started, counted when they start so concurrent calls cannot all slip
+        # under `max_calls` together. The cost budget can only be checked against money
+        # already spent, so calls in flight when it is reached still finish.
+        self.started_calls = 0
+        self._slices: dict[tuple[Role, str], UsageStats] = {}
+
+    def _slice(self, role: Role, model: str) -> UsageStats:
+        stats = self._slices.get((role, model))
+        if stats is None:
+            stats = self._slices[(role, model)] = UsageStats()
+        return stats
+
+    # --- recording (called by the model layer) --------------------------------------------
+
+    def record_request(self, role: Role, model: str, input_tokens: int, output_tokens: int,
+                       cost_usd: float | None) -> None:
+        """One answered HTTP request (or one mock answer)."""
+        for stats in (self._slice(role, model), self.total):
+            stats.requests += 1
+            stats.input_tokens += input_tokens
+            stats.output_tokens += output_tokens
+            if cost_usd is None:
+                stats.unpriced_requests += 1
+            else:
+                stats.cost_usd += cost_usd
+
+    def record_failed_request(self, role: Role, model: str) -> None:
+        """One HTTP request that got no usable answer (a 429, a 5xx, a timeout)."""
+        self._slice(role, model).requests += 1
+        self.total.requests += 1
+
+    def record_call(self, role: Role, model: str, latency_s: float, *, cached: bool = False,
+                    saved_cost_usd: float | None = None) -> None:
+        """One finished call (its requests were recorded as they happened)."""
+        for stats in (self._slice(role, model), self.total):
+            stats.calls += 1
+            stats.latency_s += latency_s
+            if cached:
+                stats.cached_calls += 1
+                stats.saved_cost_usd += saved_cost_usd or 0.0
+
+    def record_error(self, role: Role, model: str, latency_s: float = 0.0) -> None:
+        """One call that raised."""
+        for stats in (self._slice(role, model), self.total):
+            stats.calls += 1
+            stats.errors += 1
+            stats.latency_s += latency_s
+
+    # --- reading --------------------------------------------------------------------------
+
+    def by_role(self) -> dict[Role, UsageStats]:
+        out: dict[Role, UsageStats] = {}
+        for (role, _), stats in self._slices.items():
+            out.setdefault(role, UsageStats()).add(stats)
+        return out
+
+    def by_model(self) -> dict[str, UsageStats]:
+        out: dict[str, UsageStats] = {}
+        for (_, model), stats in self._slices.items():
+            out.setdefault(model, UsageStats()).add(stats)
+        return out
+
+    def get(self, role: Role, model: str) -> UsageStats:
+        """A copy of the totals for one role and model (zeros when unused)."""
+        copy = UsageStats()
+        copy.add(self._slices.get((role, model), UsageStats()))
+        return copy
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything as plain JSON-ready data: ``total``, ``by_role``, ``by_model``,
+        ``by_role_and_model`` (``"role/model"`` keys) and the budgets."""
+        return {
+            "total": self.total.as_dict(),
+            "by_role": {r: s.as_dict() for r, s in self.by_role().items()},
+            "by_model": {m: s.as_dict() for m, s in self.by_model().items()},
+            "by_role_and_model": {f"{r}/{m}": s.as_dict() for (r, m), s in self._slices.items()},
+            "budget": {"max_cost_usd": self.max_cost_usd, "max_calls": self.max_calls},
+        }
+
+    # --- budgets --------------------------------------------------------------------------
+
+    def begin_call(self) -> None:
+        """Check the budgets, then count one more uncached call as started. Raises
+        :class:`BudgetExceededError` (and counts nothing) when a budget is reached."""
+        self.check_budget()
+        self.started_calls += 1
+
+    def check_budget(self) -> None:
+        """Raise :class:`BudgetExceededError` when a budget is already reached, so the next
+        call is not made. Cached calls count for neither budget (they cost nothing)."""
+        if self.max_cost_usd is not None and self.total.cost_usd >= self.max_cost_usd:
+            raise BudgetExceededError(
+                f"cost budget of ${self.max_cost_usd:.4f} reached "
+                f"(${self.total.cost_usd:.4f} spent); no further model calls were made"
+            )
+        if self.max_calls is not None and self.started_calls >= self.max_calls:
+            raise BudgetExceededError(
+                f"call budget of {self.max_calls} model calls reached; "
+                "no further model calls were made"
+            )

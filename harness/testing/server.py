@@ -1,0 +1,348 @@
+"""A loopback model server for tests and benchmarks.
+
+It speaks OpenAI Chat Completions (``POST /v1/chat/completions``) and Anthropic Messages
+(``POST /v1/messages``) well enough for the real SDKs, binds only to 127.0.0.1 on a free port,
+and answers from a script: a queue of :class:`~harness.testing.replies.Reply` objects, then a
+function of the request, then the auto responder. It injects faults on request (429 with
+Retry-After, 5xx, slow replies, malformed bodies, 401) or at random with a seed, records every
+request, and tracks how many requests are in flight.
+
+In a test::
+
+    with LoopbackServer() as server:
+        server.enqueue(Reply.rate_limited(retry_after=0.2), Reply.text_reply("hi"))
+        ...  # point a model at server.openai_base_url or server.anthropic_base_url
+
+For benchmarks, run it in its own process so its CPU is not counted against the client's::
+
+    python -m harness.testing.server --latency 0.2     # prints the port on the first line
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import random
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from harness.testing.replies import Api, RecordedRequest, Rendered, Reply, auto_reply, render
+
+Responder = Callable[[RecordedRequest], "Reply | None"]
+"""A function of the request returning the reply, or ``None`` to fall through to auto."""
+
+_AUTH_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
+
+
+@dataclass(frozen=True)
+class FaultInjection:
+    """Random faults, each request independently: ``rate_429``, ``rate_500`` and
+    ``rate_timeout`` are probabilities (their sum at most 1). Draws come from
+    ``random.Random(seed)`` in arrival order, so a run with the same seed and the same
+    request order sees the same faults. A timeout fault waits ``timeout_delay`` seconds
+    before answering (past any sensible client timeout)."""
+
+    rate_429: float = 0.0
+    rate_500: float = 0.0
+    rate_timeout: float = 0.0
+    seed: int = 0
+    retry_after: float | None = 0.0
+    timeout_delay: float = 30.0
+
+    def __post_init__(self) -> None:
+        rates = (self.rate_429, self.rate_500, self.rate_timeout)
+        if any(r < 0 for r in rates) or sum(rates) > 1:
+            raise ValueError("fault rates must be >= 0 and sum to at most 1")
+
+
+class LoopbackServer:
+    """The server, run on its own event loop in a background thread.
+
+    ``latency`` (seconds) is added to every answer. ``record=False`` stops keeping request
+    bodies (for long benchmarks); counters are kept either way.
+    """
+
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        responder: Responder | None = None,
+        faults: FaultInjection | None = None,
+        record: bool = True,
+        port: int = 0,
+    ) -> None:
+        self.latency = latency
+        self._responder = responder
+        self._faults = faults
+        self._rng = random.Random(faults.seed if faults else 0)
+        self._record = record
+        self._requested_port = port
+        self._lock = threading.Lock()
+        self._queue: collections.deque[Reply] = collections.deque()
+        self._requests: list[RecordedRequest] = []
+        self._request_count = 0
+        self._in_flight = 0
+        self._max_in_flight = 0
+        # Bumped by reset(): requests that started before a reset (e.g. slow replies still
+        # sleeping) must not disturb the counters of the next test.
+        self._generation = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> LoopbackServer:
+        """Start serving; returns once the port is bound. Raises ``RuntimeError`` if the
+        server could not start."""
+        if self._thread is not None:
+            return self
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self._serve())
+            except BaseException as err:  # reported to start()'s caller below
+                failure.append(err)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._shutdown())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="loopback-model-server", daemon=True)
+        self._thread.start()
+        ready.wait(timeout=10)
+        if failure or self._port is None:
+            self._thread = None
+            raise RuntimeError(f"loopback server did not start: {failure[0] if failure else '?'}")
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and join the thread."""
+        if self._thread is None or self._loop is None:
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._thread = None
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def _serve(self) -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._handle_openai)
+        app.router.add_post("/chat/completions", self._handle_openai)
+        app.router.add_post("/v1/messages", self._handle_anthropic)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        await self._runner.setup()
+        # A deep backlog so hundreds of clients connecting at once are not refused.
+        site = web.TCPSite(self._runner, "127.0.0.1", self._requested_port, backlog=4096,
+                           reuse_address=True)
+        await site.start()
+        server = site._server
+        assert server is not None and isinstance(server, asyncio.base_events.Server)
+        self._port = int(server.sockets[0].getsockname()[1])
+
+    async def _shutdown(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # --- addresses ------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("the loopback server is not running")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """Base URL for ``openai.AsyncOpenAI`` (the SDK appends ``/chat/completions``)."""
+        return f"{self.url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """Base URL for ``anthropic.AsyncAnthropic`` (the SDK appends ``/v1/messages``)."""
+        return self.url
+
+    # --- scripting ------------------------------------------------------------------------
+
+    def enqueue(self, *replies: Reply, times: int = 1) -> None:
+        """Queue replies, answered in order before the responder; ``times`` repeats them."""
+        with self._lock:
+            for _ in range(times):
+                self._queue.extend(replies)
+
+    def set_responder(self, responder: Responder | None) -> None:
+        """Answer with ``responder(request)`` once the queue is empty (``None``: auto)."""
+        self._responder = responder
+
+    def set_faults(self, faults: FaultInjection | None) -> None:
+        """Turn random fault injection on (re-seeding the generator) or off."""
+        with self._lock:
+            self._faults = faults
+            self._rng = random.Random(faults.seed if faults else 0)
+
+    def reset(self) -> None:
+        """Forget the queue, the responder, faults, latency, records and counters."""
+        with self._lock:
+            self._generation += 1
+            self._queue.clear()
+            self._requests = []
+            self._request_count = 0
+            self._in_flight = 0
+            self._max_in_flight = 0
+            self._responder = None
+            self._faults = None
+            self.latency = 0.0
+
+    # --- observations ---------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A copy of the recorded requests, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def request_count(self) -> int:
+        return self._request_count
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._max_in_flight
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    # --- handling -------------------------------------------------------------------------
+
+    async def _handle_openai(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "openai")
+
+    async def _handle_anthropic(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "anthropic")
+
+    async def _handle(self, request: web.Request, api: Api) -> web.StreamResponse:
+        generation = self._generation
+        with self._lock:
+            self._request_count += 1
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+        try:
+            try:
+                body = json.loads(await request.read())
+            except ValueError:
+                return _json_response(Rendered(400, b'{"error": {"message": "body is not JSON"}}'))
+            if not isinstance(body, dict):
+                return _json_response(
+                    Rendered(400, b'{"error": {"message": "body must be an object"}}'))
+            headers = {
+                k.lower(): ("<redacted>" if k.lower() in _AUTH_HEADERS else v)
+                for k, v in request.headers.items()
+            }
+            recorded = RecordedRequest(api=api, path=request.path, body=body, headers=headers)
+            with self._lock:
+                if self._record and generation == self._generation:
+                    self._requests.append(recorded)
+                reply = self._next_reply(recorded)
+            if self.latency:
+                await asyncio.sleep(self.latency)
+            while reply.kind == "slow":
+                await asyncio.sleep(reply.delay)
+                reply = reply.then or self._fallback(recorded)
+            return _json_response(render(reply, recorded))
+        finally:
+            with self._lock:
+                if generation == self._generation:
+                    self._in_flight -= 1
+
+    def _next_reply(self, request: RecordedRequest) -> Reply:
+        """Random fault, else the queue, else the responder, else auto. Caller holds the lock."""
+        faults = self._faults
+        if faults is not None:
+            draw = self._rng.random()
+            if draw < faults.rate_429:
+                return Reply.rate_limited(retry_after=faults.retry_after)
+            if draw < faults.rate_429 + faults.rate_500:
+                return Reply.server_error()
+            if draw < faults.rate_429 + faults.rate_500 + faults.rate_timeout:
+                return Reply.slow(faults.timeout_delay)
+        if self._queue:
+            return self._queue.popleft()
+        return self._fallback(request)
+
+    def _fallback(self, request: RecordedRequest) -> Reply:
+        if self._responder is not None:
+            reply = self._responder(request)
+            if reply is not None:
+                return reply
+        return auto_reply(request)
+
+
+def _json_response(rendered: Rendered) -> web.Response:
+    headers = dict(rendered.headers)
+    headers.setdefault("Content-Type", "application/json")
+    return web.Response(status=rendered.status, body=rendered.body, headers=headers)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the server in the foreground: print the port on the first line, then serve until
+    SIGTERM/SIGINT or until stdin closes (so it dies with the process that started it)."""
+    parser = argparse.ArgumentParser(description="Loopback model server (OpenAI + Anthropic).")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to each reply")
+    parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    parser.add_argument("--rate-429", type=float, default=0.0)
+    parser.add_argument("--rate-500", type=float, default=0.0)
+    parser.add_argument("--rate-timeout", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--record", action="store_true", help="keep request bodies in memory")
+    args = parser.parse_args(argv)
+    faults = None
+    if args.rate_429 or args.rate_500 or args.rate_timeout:
+        faults = FaultInjection(rate_429=args.rate_429, rate_500=args.rate_500,
+                                rate_timeout=args.rate_timeout, seed=args.seed)
+    server = LoopbackServer(latency=args.latency, faults=faults, record=args.record,
+                            port=args.port).start()
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+
+    def watch_stdin() -> None:
+        sys.stdin.read()
+        done.set()
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    print(server.port, flush=True)
+    done.wait()
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""The loopback model server on its own: wire formats, scripting, faults, load, subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+
+import anthropic
+import httpx2
+import jsonschema
+import openai
+import pytest
+
+from harness.testing.replies import Reply
+from harness.testing.server import FaultInjection, LoopbackServer
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "minLength": 2},
+                   "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+    "required": ["city", "days"],
+}
+OPENAI_TOOL = {"type": "function", "function": {"name": "forecast", "parameters": SCHEMA}}
+ANTHROPIC_TOOL = {"name": "forecast", "input_schema": SCHEMA}
+USER = [{"role": "user", "content": "weather please"}]
+
+
+def _openai(server: LoopbackServer) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(api_key="sk-x", base_url=server.openai_base_url, max_retries=0)
+
+
+def _anthropic(server: LoopbackServer) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(api_key="sk-x", base_url=server.anthropic_base_url,
+                                    max_retries=0)
+
+
+async def test_auto_openai(loopback):
+    client = _openai(loopback)
+    # Tools offered, last message from the user: a call to the first tool, valid arguments.
+    reply = await client.chat.completions.create(model="m", messages=USER, tools=[OPENAI_TOOL])
+    [call] = reply.choices[0].message.tool_calls
+    assert call.function.name == "forecast"
+    jsonschema.validate(json.loads(call.function.arguments), SCHEMA)
+    assert reply.choices[0].finish_reason == "tool_calls"
+    # After a tool result: text.
+    history = [*USER, {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+               {"role": "tool", "tool_call_id": call.id, "content": "sunny"}]
+    reply = await client.chat.completions.create(model="m", messages=history,
+                                                 tools=[OPENAI_TOOL])
+    assert reply.choices[0].message.content.startswith("auto reply to: weather please")
+    # json_schema response format: a schema-valid JSON object as the content.
+    reply = await client.chat.completions.create(
+        model="m", messages=USER,
+        response_format={"type": "json_schema", "json_schema": {"name": "f", "schema": SCHEMA}})
+    jsonschema.validate(json.loads(reply.choices[0].message.content), SCHEMA)
+    assert reply.usage.prompt_tokens > 0 and reply.usage.completion_tokens > 0
+
+
+async def test_auto_anthropic(loopback):
+    client = _anthropic(loopback)
+    reply = await client.messages.create(model="m", max_tokens=50, messages=USER,
+                                         tools=[ANTHROPIC_TOOL],
+                                         tool_choice={"type": "tool", "name": "forecast"})
+    [block] = reply.content
+    assert block.type == "tool_use" and block.name == "forecast"
+    jsonschema.validate(block.input, SCHEMA)
+    history = [*USER, {"role": "assistant", "content": [block.model_dump()]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id,
+                                             "content": "sunny"}]}]
+    reply = await client.messages.create(model="m", max_tokens=50, messages=history,
+                                         tools=[ANTHROPIC_TOOL])
+    assert reply.content[0].type == "text"
+    assert reply.stop_reason == "end_turn"
+
+
+async def test_queue_then_responder_then_auto(loopback):
+    client = _openai(loopback)
+    loopback.enqueue(Reply.text_reply("queued"))
+    loopback.set_responder(lambda req: Reply.text_reply(f"saw {len(req.messages)}")
+                           if req.body.get("model") == "scripted" else None)
+    first = await client.chat.completions.create(model="scripted", messages=USER)
+    second = await client.chat.completions.create(model="scripted", messages=USER)
+    third = await client.chat.completions.create(model="other", messages=USER)
+    assert [r.choices[0].message.content for r in (first, second)] == ["queued", "saw 1"]
+    assert third.choices[0].message.content.startswith("auto reply")
+
+
+async def test_faults_on_request(loopback):
+    client = _anthropic(loopback)
+    loopback.enqueue(Reply.rate_limited(retry_after=7), Reply.server_error(), Reply.unauthorized(),
+                     Reply.error(404))
+    expected = [(anthropic.RateLimitError, 429), (anthropic.InternalServerError, 500),
+                (anthropic.AuthenticationError, 401), (anthropic.NotFoundError, 404)]
+    for error_type, status in expected:
+        with pytest.raises(error_type) as caught:
+            await client.messages.create(model="m", max_tokens=5, messages=USER)
+        assert caught.value.status_code == status
+        if status == 429:
+            assert caught.value.response.headers["retry-after"] == "7"
+
+
+async def test_slow_reply_outlasts_a_client_timeout(loopback):
+    loopback.enqueue(Reply.slow(1.0, then=Reply.text_reply("late")))
+    client = openai.AsyncOpenAI(api_key="x", base_url=loopback.openai_base_url, max_retries=0,
+                                timeout=0.2)
+    with pytest.raises(openai.APITimeoutError):
+        await client.chat.completions.create(model="m", messages=USER)
+
+
+async def test_malformed_body(loopback):
+    loopback.enqueue(Reply.malformed())
+    async with httpx2.AsyncClient() as http:
+        response = await http.post(f"{loopback.openai_base_url}/chat/completions",
+                                   json={"model": "m", "messages": USER})
+    assert response.status_code == 200
+    with pytest.raises(ValueError):
+        json.loads(response.text)
+
+
+async def test_request_that_is_not_json_is_refused(loopback):
+    async with httpx2.AsyncClient() as http:
+        response = await http.post(f"{loopback.url}/v1/messages", content=b"{nope")
+    assert response.status_code == 400
+
+
+async def test_records_requests_without_auth_values(loopback):
+    await _openai(loopback).chat.completions.create(model="m", messages=USER)
+    [recorded] = loopback.requests
+    assert recorded.api == "openai" and recorded.path == "/v1/chat/completions"
+    assert recorded.body["messages"] == USER
+    assert recorded.headers["authorization"] == "<redacted>"
+    assert "sk-x" not in json.dumps(recorded.headers)
+
+
+def _statuses_with_faults(server: LoopbackServer, seed: int, n: int) -> list[int]:
+    server.reset()
+    server.set_faults(FaultInjection(rate_429=0.2, rate_500=0.2, seed=seed))
+
+    async def run() -> list[int]:
+        async with httpx2.AsyncClient() as http:
+            statuses = []
+            for _ in range(n):  # sequential: arrival order is the draw order
+                r = await http.post(f"{server.openai_base_url}/chat/completions",
+                                    json={"model": "m", "messages": USER})
+                statuses.append(r.status_code)
+            return statuses
+
+    return asyncio.run(run())
+
+
+def test_random_faults_are_seeded(_loopback_session):
+    server = _loopback_session
+    try:
+        first = _statuses_with_faults(server, seed=7, n=200)
+        again = _statuses_with_faults(server, seed=7, n=200)
+        other = _statuses_with_faults(server, seed=8, n=200)
+    finally:
+        server.reset()
+    assert first == again
+    assert first != other
+    assert set(first) == {200, 429, 500}
+    # 20% each; binomial sd at n=200 is ~5.7 calls.
+    assert 20 <= first.count(429) <= 60
+    assert 20 <= first.count(500) <= 60
+
+
+def test_fault_rates_are_checked():
+    with pytest.raises(ValueError):
+        FaultInjection(rate_429=0.7, rate_500=0.5)
+
+
+async def test_hundreds_of_concurrent_requests(loopback):
+    loopback.latency = 0.3
+    limits = httpx2.Limits(max_connections=400, max_keepalive_connections=400)
+    async with httpx2.AsyncClient(limits=limits, timeout=30) as http:
+        started = time.perf_counter()
+        responses = await asyncio.gather(*(
+            http.post(f"{loopback.openai_base_url}/chat/completions",
+                      json={"model": "m", "messages": USER})
+            for _ in range(300)
+        ))
+        elapsed = time.perf_counter() - started
+    assert all(r.status_code == 200 for r in responses)
+    assert loopback.request_count == 300
+    assert loopback.max_in_flight >= 250  # they really overlapped ...
+    assert loopback.in_flight == 0
+    assert elapsed < 5  # ... instead of queueing behind each other (300 x 0.3s = 90s)
+
+
+def test_reset_forgets_everything(loopback):
+    loopback.enqueue(Reply.text_reply("x"))
+    loopback.set_responder(lambda req: None)
+    loopback.latency = 1
+    loopback.reset()
+    assert loopback.queued == 0 and loopback.latency == 0 and loopback.requests == []
+
+
+def test_runs_as_a_subprocess_printing_its_port():
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness.testing.server", "--latency", "0.01"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert process.stdout is not None
+        port = int(process.stdout.readline())
+        response = httpx2.post(f"http://127.0.0.1:{port}/v1/messages",
+                               json={"model": "m", "max_tokens": 5, "messages": USER})
+        assert response.status_code == 200
+        assert response.json()["type"] == "message"
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()  # closing stdin stops it
+        assert process.wait(timeout=10) == 0

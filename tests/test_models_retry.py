@@ -1,0 +1,226 @@
+"""Retries, timeouts, refusals and the concurrency bound, real SDKs against the loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import itertools
+import time
+
+import pytest
+
+from harness.errors import ModelConfigError, ModelUnavailableError
+from harness.models.config import RetryConfig
+from harness.models.retry import RetryPolicy, TransientFailure, redact, retry_after_seconds
+from harness.models.types import Message
+from harness.testing.replies import Reply
+
+HI = [Message(role="user", content="hi")]
+PROVIDERS = ["openai", "anthropic"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_429_then_success_honours_retry_after(provider, loopback, make_hub):
+    hub = make_hub(backoff_s=0.0)  # any wait must come from Retry-After
+    loopback.enqueue(Reply.rate_limited(retry_after=0.4), Reply.text_reply("done"))
+    started = time.perf_counter()
+    reply = await hub.get(f"{provider}:m").chat(HI, role="agent")
+    elapsed = time.perf_counter() - started
+    assert reply.message.content == "done"
+    assert elapsed >= 0.4
+    assert loopback.request_count == 2
+    stats = hub.ledger.get("agent", f"{provider}:m")
+    assert (stats.calls, stats.requests, stats.errors) == (1, 2, 0)
+
+
+async def test_retry_after_is_capped(loopback, make_hub):
+    hub = make_hub(retry_after_cap_s=0.05)
+    loopback.enqueue(Reply.rate_limited(retry_after=30), Reply.text_reply("done"))
+    started = time.perf_counter()
+    await hub.get("openai:m").chat(HI, role="agent")
+    assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("attempts", [1, 4])
+async def test_server_errors_give_up_after_bounded_attempts(provider, attempts, loopback,
+                                                           make_hub):
+    hub = make_hub(max_attempts=attempts)
+    loopback.enqueue(Reply.server_error(503), times=attempts + 2)
+    with pytest.raises(ModelUnavailableError) as caught:
+        await hub.get(f"{provider}:m").chat(HI, role="agent")
+    assert loopback.request_count == attempts
+    assert f"gave up after {attempts} attempt" in str(caught.value)
+    assert "server error (503)" in str(caught.value)
+    assert str(caught.value).startswith(f"{provider}:m: ")
+    stats = hub.ledger.get("agent", f"{provider}:m")
+    assert (stats.calls, stats.errors, stats.requests) == (1, 1, attempts)
+
+
+async def test_success_on_the_last_attempt(loopback, make_hub):
+    loopback.enqueue(Reply.server_error(), Reply.server_error(), Reply.text_reply("third time"))
+    reply = await make_hub(max_attempts=3).get("anthropic:m").chat(HI, role="agent")
+    assert reply.message.content == "third time"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_401_fails_at_once_naming_the_key(provider, loopback, make_hub):
+    hub = make_hub(max_attempts=5, environ={})
+    loopback.enqueue(Reply.unauthorized(), Reply.text_reply("never"))
+    with pytest.raises(ModelConfigError) as caught:
+        await hub.get(f"{provider}:m").chat(HI, role="agent")
+    assert loopback.request_count == 1
+    assert f"the {provider} api_key in the models config was refused (401)" in str(caught.value)
+
+
+async def test_401_names_the_environment_variable(loopback, make_hub):
+    hub = make_hub(keys=False, environ={"ANTHROPIC_API_KEY": "sk-ant-from-env-123456"})
+    loopback.enqueue(Reply.unauthorized())
+    with pytest.raises(ModelConfigError, match=r"ANTHROPIC_API_KEY was refused \(401\)"):
+        await hub.get("anthropic:m").chat(HI, role="agent")
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        (404, "model not found (404)"),
+        (403, "not allowed to use this model (403"),
+        (400, "request rejected (400)"),
+        (422, "request rejected (422)"),
+    ],
+)
+async def test_client_errors_are_not_retried(status, expected, loopback, make_hub):
+    loopback.enqueue(Reply.error(status, message="details from the server"))
+    with pytest.raises(ModelConfigError) as caught:
+        await make_hub(max_attempts=5).get("openai:m").chat(HI, role="agent")
+    assert loopback.request_count == 1
+    assert expected in str(caught.value)
+    assert "details from the server" in str(caught.value)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_missing_key_fails_before_any_request(provider, loopback, make_hub):
+    hub = make_hub(keys=False, environ={})
+    model = hub.get(f"{provider}:m")
+    if provider == "openai":
+        # A custom base URL is taken for an OpenAI-compatible server that may need no key;
+        # the official endpoint always needs one.
+        model = hub.get("openai:gpt-4o", base_url="https://api.openai.com/v1")
+    with pytest.raises(ModelConfigError) as caught:
+        await model.chat(HI, role="agent")
+    env_var = f"{provider.upper()}_API_KEY"
+    assert f"no {env_var} set" in str(caught.value)
+    assert loopback.request_count == 0
+
+
+async def test_openai_compatible_server_needs_no_key(loopback, make_hub):
+    hub = make_hub(keys=False, environ={})
+    reply = await hub.get("openai:llama3").chat(HI, role="agent")
+    assert reply.message.content.startswith("auto reply")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_timeout_is_retried_then_reported(provider, loopback, make_hub):
+    hub = make_hub(timeout_s=0.2, max_attempts=2)
+    loopback.enqueue(Reply.slow(2.0), Reply.slow(2.0))
+    started = time.perf_counter()
+    with pytest.raises(ModelUnavailableError, match=r"timed out after 0.2s"):
+        await hub.get(f"{provider}:m").chat(HI, role="agent")
+    assert time.perf_counter() - started < 1.5
+    assert loopback.request_count == 2
+
+
+async def test_timeout_then_success(loopback, make_hub):
+    loopback.enqueue(Reply.slow(2.0), Reply.text_reply("fast now"))
+    reply = await make_hub(timeout_s=0.2).get("openai:m").chat(HI, role="agent")
+    assert reply.message.content == "fast now"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_malformed_body_is_retried(provider, loopback, make_hub):
+    loopback.enqueue(Reply.malformed(), Reply.text_reply("fine"))
+    reply = await make_hub().get(f"{provider}:m").chat(HI, role="agent")
+    assert reply.message.content == "fine"
+    assert loopback.request_count == 2
+
+
+async def test_dropped_connection_is_retried_then_reported(make_hub):
+    # Nothing listens on this port: every attempt fails to connect.
+    hub = make_hub(max_attempts=2)
+    model = hub.get("openai:m", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ModelUnavailableError, match="connection failed"):
+        await model.chat(HI, role="agent")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_concurrency_limit_is_honoured(provider, loopback, make_hub):
+    hub = make_hub(concurrency=3)
+    loopback.latency = 0.05
+    model = hub.get(f"{provider}:m")
+    replies = await asyncio.gather(*(model.chat(HI, role="agent") for _ in range(24)))
+    assert len(replies) == 24
+    assert loopback.request_count == 24
+    assert loopback.max_in_flight == 3  # reached, never exceeded
+
+
+async def test_models_on_one_endpoint_share_the_bound(loopback, make_hub):
+    hub = make_hub(concurrency=2)
+    loopback.latency = 0.05
+    models = [hub.get("anthropic:a"), hub.get("anthropic:b")]
+    await asyncio.gather(*(models[i % 2].chat(HI, role="agent") for i in range(10)))
+    assert loopback.max_in_flight == 2
+
+
+# --- pure pieces ----------------------------------------------------------------------------
+
+
+def test_retry_after_forms():
+    assert retry_after_seconds({"retry-after": "3"}) == 3.0
+    assert retry_after_seconds({"retry-after": "1.5"}) == 1.5
+    assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    future = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 25 < retry_after_seconds({"retry-after": future}) <= 30
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({}) is None
+
+
+def test_redact_removes_known_secrets_and_key_shapes():
+    text = ("key sk-ant-api03-abcdefghijkl refused; header x-api-key: zzz-secret-zzz; "
+            "Authorization: Bearer tok123; my-own-secret")
+    out = redact(text, ["my-own-secret"])
+    for leaked in ("abcdefghijkl", "zzz-secret-zzz", "tok123", "my-own-secret"):
+        assert leaked not in out
+    assert "refused" in out
+
+
+async def test_backoff_grows_and_respects_the_attempt_bound():
+    policy = RetryPolicy(RetryConfig(max_attempts=4, backoff_initial_s=0.01,
+                                     backoff_max_s=0.04, backoff_jitter_s=0.0))
+    calls: list[float] = []
+
+    async def always_failing() -> None:
+        calls.append(time.perf_counter())
+        raise TransientFailure("flaky")
+
+    with pytest.raises(ModelUnavailableError, match="gave up after 4 attempts; last failure: "
+                                                    "flaky"):
+        await policy.run(always_failing, model="x:y")
+    gaps = [b - a for a, b in itertools.pairwise(calls)]
+    assert len(calls) == 4
+    # 0.01, 0.02, 0.04 (capped at backoff_max_s)
+    for gap, expected in zip(gaps, [0.01, 0.02, 0.04], strict=True):
+        assert gap >= expected * 0.9
+
+
+async def test_non_transient_errors_are_not_retried():
+    policy = RetryPolicy(RetryConfig(max_attempts=5, backoff_initial_s=0))
+    calls = 0
+
+    async def broken() -> None:
+        nonlocal calls
+        calls += 1
+        raise KeyError("bug")
+
+    with pytest.raises(KeyError):
+        await policy.run(broken, model="x:y")
+    assert calls == 1
