@@ -29,8 +29,8 @@ class AgentTurn:
     """What the agent did for one user turn.
 
     ``messages`` are the new messages (assistant and tool), ``responses`` the model responses
-    with their step index (for accounting), ``steps`` the (step, latency, label) of non-model
-    steps. ``stop_reason`` is set when the episode must end here: ``agent_error``,
+    with their step index (for accounting), ``callable_steps`` the (step, latency) of a Python
+    agent's call. ``stop_reason`` is set when the episode must end here: ``agent_error``,
     ``agent_step_limit`` or ``tool_call_limit``.
     """
 
