@@ -1,9 +1,10 @@
 """``harness score-transcripts FILE [--json]``: score existing conversations (contract 4).
 
-Checks run on every transcript, with no model call. Judges plug in here: parse the
-``--judge``/``--rubric`` options in :func:`score_transcripts`, compute per-transcript judge
-metrics from ``records`` and pass them to :func:`score_records` as ``extra_metrics``; they
-then appear in each row and in the summary like the checks.
+Checks run on every transcript, with no model call. With ``--judge MODEL --rubric ID`` the
+rubric judges run too (:func:`harness.judging.batch.judge_records`): each rubric's score is a
+metric ``rubric:<id>`` in each row and in the summary like the checks, each row carries its
+full ``judgments``, and ``summary.judges`` names the judge models, rubric versions and prompt
+hashes (and says so when the numbers come from offline mock judges).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rich.table import Table
 
 from harness.checks.transcript_file import load_transcript_file, score_records
 from harness.cli.app import app
+from harness.errors import InputError
 
 # The per-transcript table shows the core trajectory metrics (short headers) and names the
 # other checks that failed; the summary table lists every metric. The JSON keeps everything.
@@ -81,17 +83,61 @@ def score_transcripts(
     file: Annotated[Path, typer.Argument(help="JSONL: one {id, messages, expected_tool_calls} "
                                          "object per line (OpenAI chat format).")],
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    judge: Annotated[list[str] | None, typer.Option(
+        "--judge", metavar="MODEL", help="Judge model (provider:model; repeat for a panel; "
+        "mock:judge runs offline). Needs --rubric.")] = None,
+    rubric: Annotated[list[str] | None, typer.Option(
+        "--rubric", metavar="ID", help="Rubric id to judge with (repeatable).")] = None,
+    rubrics_dir: Annotated[list[Path] | None, typer.Option(
+        "--rubrics-dir", help="More rubric files or directories, beside the built-in ones.")
+    ] = None,
+    samples: Annotated[int, typer.Option(help="Judge samples per transcript and judge.",
+                                         min=1, max=100)] = 1,
+    temperature: Annotated[float | None, typer.Option(
+        help="Judge temperature (default: the provider's).", min=0, max=2)] = None,
+    aggregate: Annotated[str, typer.Option(help="Combine samples by mean or majority.")
+                         ] = "mean",
+    judge_base_url: Annotated[str | None, typer.Option(
+        help="Base URL for the judges (an OpenAI-compatible server or a gateway).")] = None,
 ) -> None:
     """Score existing transcripts with the deterministic checks (no model calls): trajectory
     metrics under their Vertex AI names, ADK's scores, and the scenario checks given per line.
-    Malformed tool-call arguments are scored as non-matching, with a warning."""
+    Malformed tool-call arguments are scored as non-matching, with a warning. With --judge and
+    --rubric, rubric judges score them too."""
     records = load_transcript_file(file)
-    output = score_records(records)
+    judged = _judge(records, judge or [], rubric or [], rubrics_dir or [], samples,
+                    temperature, aggregate, judge_base_url)
+    output = score_records(records, extra_metrics=judged.metrics if judged else None)
+    if judged is not None:
+        judged.attach(output)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     for warning in output["warnings"]:
         # model text is data: escape it so brackets in it are not read as rich markup
         err.print(f"[yellow]warning:[/] {escape(warning)}", markup=True)
+    if judged is not None and judged.summary["offline"]:
+        err.print(f"[yellow]note:[/] {judged.summary['note']}", markup=True)
     if json_output:
         typer.echo(json.dumps(output, indent=2, ensure_ascii=False))
     else:
         _print_tables(output, Console(highlight=False))
+
+
+def _judge(records: list[Any], judges: list[str], rubric_ids: list[str],
+           rubric_dirs: list[Path], samples: int, temperature: float | None, aggregate: str,
+           base_url: str | None) -> Any:
+    """Run the judges when asked (``None`` otherwise); bad options are input errors."""
+    if not judges and not rubric_ids:
+        return None
+    if not judges or not rubric_ids:
+        given, missing = ("--judge", "--rubric") if judges else ("--rubric", "--judge")
+        raise InputError("command line", missing, f"{given} needs at least one {missing}")
+    if aggregate not in ("mean", "majority"):
+        raise InputError("command line", "--aggregate",
+                         f"mean or majority (got {aggregate!r})")
+    from harness.judging.batch import judge_records
+    from harness.judging.judge import JudgeSettings
+
+    settings = JudgeSettings(samples=samples, temperature=temperature,
+                             method=aggregate)
+    return judge_records(records, judges=judges, rubric_ids=rubric_ids,
+                         rubric_dirs=rubric_dirs, settings=settings, base_url=base_url)

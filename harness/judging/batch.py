@@ -1,0 +1,185 @@
+"""Judging many transcripts at once, e.g. for ``harness score-transcripts --judge MODEL
+--rubric ID``: every transcript x rubric x judge x sample runs concurrently under the model
+layer's bounds, and the results come back as metrics (``rubric:<id>``, the rubric score in
+[0, 1]), full judgment records, warnings for judge errors, and a summary that says which
+judges, rubric versions and prompt hashes produced the numbers, and whether they came from
+offline models.
+
+For a contract-4 transcript line, the judge context is taken from the line: the reference
+answer and reference tool calls from its expectations, and the user's goal from
+``metadata.goal`` when given (otherwise the judge infers it from the conversation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.checks.transcript_file import TranscriptRecord
+from harness.judging.aggregate import AggregatedJudgment
+from harness.judging.judge import JudgeSettings, judge_transcript, metric_name
+from harness.judging.prompts import JudgeContext, template_hash
+from harness.judging.rubric import Rubric, get_rubric, load_rubrics
+from harness.models.base import ChatModel
+from harness.models.types import Message
+from harness.transcript import Transcript
+
+OFFLINE_NOTE = ("judge scores come from offline mock models (mock:...), not from a real "
+                "judge: use them to try the pipeline, not to draw conclusions")
+
+
+@dataclass(frozen=True)
+class JudgeItem:
+    """One transcript to judge, with its id and the context its judges need."""
+
+    id: str
+    transcript: Transcript
+    context: JudgeContext = field(default_factory=JudgeContext)
+
+
+async def judge_items(
+    items: Sequence[JudgeItem],
+    rubrics: Sequence[Rubric],
+    judges: Sequence[ChatModel],
+    settings: JudgeSettings | None = None,
+) -> dict[str, list[AggregatedJudgment]]:
+    """Judge every item under every rubric with the judge panel; results by item id, one
+    aggregate per rubric in ``rubrics`` order. Judge errors are inside the aggregates."""
+    jobs = [judge_transcript(judges, rubric, item.transcript, item.context, settings=settings)
+            for item in items for rubric in rubrics]
+    results = await asyncio.gather(*jobs)
+    out: dict[str, list[AggregatedJudgment]] = {}
+    for k, item in enumerate(items):
+        out[item.id] = list(results[k * len(rubrics):(k + 1) * len(rubrics)])
+    return out
+
+
+@dataclass
+class JudgeRun:
+    """What judging a batch produced, ready to merge into a report."""
+
+    metrics: dict[str, dict[str, float | None]]
+    judgments: dict[str, list[dict[str, Any]]]
+    warnings: list[str]
+    summary: dict[str, Any]
+
+    def attach(self, output: dict[str, Any]) -> dict[str, Any]:
+        """Add the judgments to each row of a ``score_records`` output (matched by ``id``),
+        the judge summary under ``summary["judges"]``, and the warnings."""
+        for row in output["transcripts"]:
+            row["judgments"] = self.judgments.get(row["id"], [])
+        output["summary"]["judges"] = self.summary
+        output["warnings"].extend(self.warnings)
+        return output
+
+
+def summarise_run(
+    results: Mapping[str, Sequence[AggregatedJudgment]],
+    rubrics: Sequence[Rubric],
+    judge_names: Sequence[str],
+    settings: JudgeSettings,
+) -> JudgeRun:
+    """Metrics, records, warnings and a summary from :func:`judge_items` results (pure)."""
+    metrics: dict[str, dict[str, float | None]] = {}
+    judgments: dict[str, list[dict[str, Any]]] = {}
+    warnings: list[str] = []
+    counts = {"scored": 0, "not_scored": 0, "judge_error": 0}
+    failed_votes = 0
+    offline = False
+    for item_id, aggregates in results.items():
+        metrics[item_id] = {metric_name(a.rubric_id): a.score for a in aggregates}
+        judgments[item_id] = [a.model_dump(mode="json") for a in aggregates]
+        for a in aggregates:
+            counts[a.status] += 1
+            failed_votes += a.n_failed
+            offline = offline or a.offline
+            if a.status == "judge_error":
+                warnings.append(f"id {item_id}: rubric {a.rubric_id}: judge error, no score "
+                                f"({a.error})")
+            elif a.n_failed:
+                warnings.append(f"id {item_id}: rubric {a.rubric_id}: {a.n_failed} of "
+                                f"{a.n_votes} judge votes failed; scored on the others")
+    summary: dict[str, Any] = {
+        "models": list(judge_names),
+        "rubrics": {r.id: {"version": r.version, "target": r.target, "threshold": r.threshold,
+                           "prompt_hash": template_hash(r.target)} for r in rubrics},
+        "samples": settings.samples,
+        "temperature": settings.temperature,
+        "aggregation": settings.method,
+        "judgments": counts,
+        "failed_votes": failed_votes,
+        "offline": offline,
+    }
+    if offline:
+        summary["note"] = OFFLINE_NOTE
+    return JudgeRun(metrics=metrics, judgments=judgments, warnings=warnings, summary=summary)
+
+
+def answer_transcript(answer: str, *, question: str | None = None,
+                      item_id: str = "item") -> Transcript:
+    """A transcript holding one answer (after the question it answers, when given), so a
+    labelled item's text can be judged with any final-response or conversation rubric (e.g.
+    for calibration against human labels)."""
+    messages = [Message(role="user", content=question)] if question is not None else []
+    messages.append(Message(role="assistant", content=answer))
+    return Transcript(scenario_id=item_id, messages=messages, stop_reason="imported")
+
+
+def context_for_record(record: TranscriptRecord) -> JudgeContext:
+    """The judge context a contract-4 line provides (see the module docstring)."""
+    expectations = record.expectations.expectations
+    goal = record.metadata.get("goal")
+    return JudgeContext(
+        scenario_id=record.id,
+        goal=str(goal) if goal is not None else None,
+        reference_answer=expectations.reference_answer,
+        expected_tool_calls=expectations.tool_calls,
+    )
+
+
+def resolve_rubrics(
+    rubric_ids: Iterable[str], rubric_dirs: Iterable[str | Path] = ()
+) -> list[Rubric]:
+    """The rubrics named on the command line (built-in plus ``rubric_dirs``). Raises
+    :class:`~harness.judging.rubric.UnknownRubricError` for an unknown id, before any model
+    call."""
+    available = load_rubrics(rubric_dirs)
+    return [get_rubric(available, rid, source="--rubric") for rid in dict.fromkeys(rubric_ids)]
+
+
+def judge_records(
+    records: Sequence[TranscriptRecord],
+    *,
+    judges: Sequence[str],
+    rubric_ids: Sequence[str],
+    rubric_dirs: Sequence[str | Path] = (),
+    settings: JudgeSettings | None = None,
+    base_url: str | None = None,
+) -> JudgeRun:
+    """Judge contract-4 records with the named judge models (``provider:model``) under the
+    named rubrics. Rubric ids and model names are checked before any model call
+    (:class:`~harness.errors.InputError` / :class:`~harness.errors.ModelConfigError`).
+    ``base_url`` points non-mock judges at an OpenAI-compatible or gateway server."""
+    from harness.models.hub import ModelHub  # the model layer, only when judging
+
+    settings = settings or JudgeSettings()
+    rubrics = resolve_rubrics(rubric_ids, rubric_dirs)
+    items = [JudgeItem(r.id, r.transcript, context_for_record(r)) for r in records]
+
+    async def run() -> dict[str, list[AggregatedJudgment]]:
+        async with ModelHub() as hub:
+            models = [hub.get(name, base_url=None if name.startswith("mock:") else base_url)
+                      for name in dict.fromkeys(judges)]
+            for model in models:
+                # A missing key fails every call the same way: say so once, up front,
+                # instead of recording a judge error on every transcript.
+                if not model.spec.is_offline:
+                    hub.endpoint(model.spec.provider, model.spec.base_url).require_key(
+                        str(model.spec))
+            return await judge_items(items, rubrics, models, settings)
+
+    results = asyncio.run(run())
+    return summarise_run(results, rubrics, list(dict.fromkeys(judges)), settings)
