@@ -15,6 +15,8 @@ from harness.judging.aggregate import (
     aggregate_samples,
     aggregate_votes,
 )
+from harness.judging.batch import JudgeItem, answer_transcript, judge_items
+from harness.judging.context import JudgeContext, context_for_scenario
 from harness.judging.judge import JudgeSettings, judge_once, judge_transcript, metric_name
 from harness.judging.pairwise import (
     PairCandidate,
@@ -25,12 +27,7 @@ from harness.judging.pairwise import (
     compare_pairs,
     summarise_pairwise,
 )
-from harness.judging.prompts import (
-    PROMPT_VERSION,
-    JudgeContext,
-    build_judge_prompt,
-    template_hash,
-)
+from harness.judging.prompts import PROMPT_VERSION, build_judge_prompt, template_hash
 from harness.judging.rubric import (
     BUILTIN_RUBRICS_DIR,
     Criterion,
@@ -65,6 +62,7 @@ __all__ = [
     "Disagreement",
     "JudgeContext",
     "JudgeError",
+    "JudgeItem",
     "JudgeOutcome",
     "JudgeSettings",
     "Judgment",
@@ -79,11 +77,14 @@ __all__ = [
     "aggregate_panel",
     "aggregate_samples",
     "aggregate_votes",
+    "answer_transcript",
     "build_judge_prompt",
     "check_rubric_ids",
     "compare_pair",
     "compare_pairs",
+    "context_for_scenario",
     "get_rubric",
+    "judge_items",
     "judge_once",
     "judge_transcript",
     "load_rubric_file",

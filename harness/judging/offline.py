@@ -4,8 +4,8 @@ It reads what it needs from the ``hints`` the judging code passes (the rubric, a
 about the transcript, quotable text) and answers deterministically per (prompt, sample index).
 Its scores move with the transcript so an offline demo's numbers mean something: an empty
 final answer, a failed episode, tool errors, malformed tool arguments or a conversation that
-ended badly all lower them; at a temperature above 0 (or the default) a sample may move a
-level up or down, so repeated samples disagree a little, as real judges do.
+ended badly all lower them; at a temperature above 0 (or the default) each sample adds a
+little noise, so repeated samples disagree a little on fine scales, as real judges do.
 
 Variants (the mock registry hands ``mock:judge-<variant>`` to the same factory): ``judge``
 (default), ``judge-strict`` (harsher), ``judge-lenient`` (kinder) and ``judge-first`` (in
@@ -178,10 +178,10 @@ class MockJudge(MockBehaviour):
                                                 "this criterion does not apply.",
                                    "evidence": [], "score": "N/A"}
                 continue
-            position = round(max(0.0, min(1.0, base)) * (len(values) - 1))
-            if noisy and rng.random() < 0.3:
-                position += rng.choice((-1, 1))
-            position = max(0, min(len(values) - 1, position))
+            # Noise lives in quality space, so it moves fine scales often and a clear binary
+            # verdict almost never, as with real judges.
+            quality = base + (rng.gauss(0.0, 0.08) if noisy else 0.0)
+            position = round(max(0.0, min(1.0, quality)) * (len(values) - 1))
             answer[crit.id] = {
                 "reasoning": f"Offline mock judge (not a model): {reasons}.",
                 "evidence": list(features["quotes"]),

@@ -20,36 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import jinja2
-from pydantic import BaseModel, ConfigDict, Field
 
-from harness.checks.spec import ExpectedToolCall
+from harness.judging.context import JudgeContext
 from harness.judging.rubric import Rubric, RubricTarget
 from harness.models.types import Message
 from harness.transcript import Transcript
 
 PROMPT_VERSION = "1"
 """Bumped whenever a template below changes meaning."""
-
-
-class JudgeContext(BaseModel):
-    """What the judge needs besides the transcript, given explicitly by the caller (the runner
-    maps a scenario onto it; ``score-transcripts`` fills what a transcript line has).
-
-    ``user_facts`` are what the simulated user knows and should reveal only when asked;
-    ``user_unknowns`` what it does not know (and must not invent); both and ``persona`` and
-    ``plan`` are used for simulator fidelity.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    scenario_id: str | None = None
-    goal: str | None = None
-    reference_answer: str | None = None
-    expected_tool_calls: list[ExpectedToolCall] | None = None
-    persona: str | None = None
-    user_facts: dict[str, Any] = Field(default_factory=dict)
-    user_unknowns: list[str] = Field(default_factory=list)
-    plan: list[str] = Field(default_factory=list)
 
 
 # Tags that delimit material; the same names inside model text are defused (see _fence).
