@@ -211,3 +211,14 @@ def test_score_transcripts_with_a_judge_on_a_compatible_server(loopback, tmp_pat
     assert output["summary"]["judges"]["offline"] is False
     assert "note" not in output["summary"]["judges"]
     assert len(loopback.requests) == 1
+
+
+async def test_openai_json_schema_mode_also_works(loopback, make_hub) -> None:
+    loopback.enqueue(Reply.json(INVALID), Reply.json(GOOD))
+    model = make_hub(openai_structured_mode="json_schema").get("openai:judge-model")
+    outcome = await judge_once(model, RUBRIC, weather_transcript())
+    assert isinstance(outcome, Judgment), outcome
+    assert outcome.attempts == 2 and outcome.criterion_scores == {"correct": 0.75,
+                                                                  "grounded": 1.0}
+    schema = loopback.requests[0].body["response_format"]["json_schema"]["schema"]
+    assert list(schema["properties"]) == ["correct", "grounded"]
