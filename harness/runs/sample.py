@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.models.types import Role
 from harness.transcript import ErrorInfo, Transcript, UsageTotals
 
-SampleStatus = Literal["scored", "errored"]
+SampleStatus = Literal["scored", "errored", "unscored"]
 
 
 class SampleRecord(BaseModel):
@@ -18,11 +18,14 @@ class SampleRecord(BaseModel):
 
     ``status`` is ``errored`` when the episode or a judge failed after retries; then ``score``
     and ``passed`` are ``None`` and ``error`` says why. An errored sample is never a failing
-    score: the run's error policy decides, explicitly, how it counts.
+    score: the run's error policy decides, explicitly, how it counts. ``unscored`` means the
+    sample finished but nothing applied to score it (no check, every rubric N/A).
 
     ``metrics`` holds every check and rubric score normalised to [0, 1] under its name, so each
     can be summarised with its own interval. ``judge_samples`` holds the per-judge-sample
-    scores of each rubric (for separating judge noise from agent noise).
+    scores of each rubric; ``score_by_judge_sample`` the sample score recomputed with the k-th
+    judge sample of every rubric (set when judged more than once), which separates judge noise
+    from agent noise.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -34,6 +37,7 @@ class SampleRecord(BaseModel):
     passed: bool | None = None
     metrics: dict[str, float] = Field(default_factory=dict)
     judge_samples: dict[str, list[float]] = Field(default_factory=dict)
+    score_by_judge_sample: list[float] = Field(default_factory=list)
     error: ErrorInfo | None = None
     transcript: Transcript
     checks: list[dict[str, Any]] = Field(default_factory=list)

@@ -29,7 +29,7 @@ CREATE TABLE config (id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT NOT NULL);
 CREATE TABLE samples (
     scenario_id TEXT NOT NULL,
     epoch INTEGER NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('scored', 'errored')),
+    status TEXT NOT NULL CHECK (status IN ('scored', 'errored', 'unscored')),
     score REAL,
     passed INTEGER,
     record TEXT NOT NULL,
@@ -188,6 +188,17 @@ class RunStore:
                 yield SampleRecord.model_validate_json(text)
             except ValueError as err:
                 raise StoreError(f"{self.path}: a stored sample does not parse ({err})") from err
+
+    def score_rows(self) -> list[tuple[str, int, str, float | None, bool | None]]:
+        """``(scenario_id, epoch, status, score, passed)`` of every sample, without parsing
+        the stored records (cheap enough to call between adaptive rounds)."""
+        return [
+            (sid, int(epoch), status, score, None if passed is None else bool(passed))
+            for sid, epoch, status, score, passed in self._db.execute(
+                "SELECT scenario_id, epoch, status, score, passed FROM samples "
+                "ORDER BY scenario_id, epoch"
+            )
+        ]
 
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM samples").fetchone()[0])

@@ -3,7 +3,9 @@
 One JSON object per line: ``{"scenario_id": str, "epoch": int, "score": number}`` with an
 optional ``"passed": bool`` (default ``score >= 1 - 1e-6``) and an optional
 ``"judge_scores": [number, ...]`` (the scores of repeated judgings of this transcript, used
-to separate judge noise from agent noise). Blank lines are skipped. Other keys are ignored
+to separate judge noise from agent noise). A line with ``"status"`` other than ``"scored"``
+(a run's ``samples.jsonl`` also lists errored and unscored samples) is skipped and counted in
+the notes, never read as a score. Blank lines are skipped. Other keys are ignored
 (so richer exports can be analysed) unless they look like a misspelling of a known key,
 which is an error rather than a silently dropped field.
 """
@@ -21,7 +23,8 @@ from pydantic import BaseModel, ConfigDict
 from harness.errors import InputError, InputErrors
 from harness.stats.sampling import default_passed
 
-KNOWN_FIELDS = ("scenario_id", "epoch", "score", "passed", "judge_scores")
+KNOWN_FIELDS = ("scenario_id", "epoch", "score", "passed", "judge_scores", "status")
+SAMPLE_STATUSES = ("scored", "errored", "unscored")
 MAX_REPORTED_ERRORS = 20
 
 
@@ -111,6 +114,7 @@ def parse_sample_lines(lines: list[str], source: str) -> SampleTable:
     errors: list[InputError] = []
     seen: dict[tuple[str, int], int] = {}
     records: list[dict[str, Any]] = []
+    skipped: dict[str, int] = {}
     n_errors = 0
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
@@ -124,6 +128,15 @@ def parse_sample_lines(lines: list[str], source: str) -> SampleTable:
             if not isinstance(obj, dict):
                 line_errors = [InputError(
                     source, None, f"expected a JSON object, got {type(obj).__name__}",
+                    location=number)]
+            elif obj.get("status", "scored") != "scored":
+                status = obj["status"]
+                if status in SAMPLE_STATUSES:
+                    skipped[status] = skipped.get(status, 0) + 1
+                    continue
+                line_errors = [InputError(
+                    source, "status",
+                    f"expected one of {', '.join(SAMPLE_STATUSES)}, got {json.dumps(status)}",
                     location=number)]
             else:
                 line_errors, rec = _check_record(obj, source, number)
@@ -147,6 +160,9 @@ def parse_sample_lines(lines: list[str], source: str) -> SampleTable:
     if errors:
         raise InputErrors(errors)
     if not records:
+        if skipped:
+            raise InputError(source, None, "no scored samples: every line has status "
+                             + " or ".join(sorted(skipped)))
         raise InputError(source, None, "no samples: the file is empty; expected one JSON "
                          "object per line with scenario_id, epoch and score")
 
@@ -156,7 +172,8 @@ def parse_sample_lines(lines: list[str], source: str) -> SampleTable:
     for recs in grouped.values():
         recs.sort(key=lambda r: r["epoch"])
     with_judges = sum("judge_scores" in r for r in records)
-    notes = []
+    notes = [f"{n} {status} sample(s) skipped (status {status!r}): not scores"
+             for status, n in sorted(skipped.items())]
     if 0 < with_judges < len(records):
         notes.append(
             f"judge_scores on {with_judges} of {len(records)} samples: judge noise is "

@@ -1,0 +1,238 @@
+"""``harness run``, ``harness report`` and ``harness compare``: run a suite (or resume one),
+show a run's summary again, and compare two runs scenario by scenario."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from harness.cli.app import EXIT_GATE_FAILED, EXIT_INPUT_ERROR, app
+from harness.errors import HarnessError
+from harness.judging.aggregate import AggregationMethod
+from harness.models.config import CacheMode
+from harness.runs.api import RunResult, resume_run, run_suite
+from harness.runs.config import AdaptiveSettings, RunConfig
+from harness.runs.engine import Runner
+from harness.runs.gate import GateBasis, evaluate_gate
+from harness.runs.sample import SampleRecord
+from harness.runs.store import RunStore
+from harness.runs.summary import read_summary, scores_by_scenario
+from harness.stats.compare import PairedTest, compare_runs
+
+ERR = Console(stderr=True, highlight=False)
+
+
+class RunProgress:
+    """A rich progress bar fed by the runner: samples done, errors, model calls, tokens and
+    cost so far (read from the usage ledger, so it costs nothing per model call)."""
+
+    def __init__(self, console: Console) -> None:
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[stats]}"), TimeElapsedColumn(),
+            console=console, refresh_per_second=4, disable=not console.is_terminal,
+        )
+        self.task = self.progress.add_task("episodes", total=None, stats="")
+        self.runner: Runner | None = None
+        self.errors = 0
+
+    def start(self, runner: Runner) -> None:
+        self.runner = runner
+        self.progress.start()
+
+    def sample(self, record: SampleRecord) -> None:
+        assert self.runner is not None
+        self.errors += record.status == "errored"
+        total = self.runner.ledger_total()
+        stats = (f"errors {self.errors}  calls {total.calls} ({total.cached_calls} cached)  "
+                 f"tokens {total.input_tokens + total.output_tokens:,}  ${total.cost_usd:.4f}")
+        self.progress.update(self.task, advance=1, total=self.runner.state.planned, stats=stats)
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+
+def _finish(result: RunResult, *, as_json: bool, min_pass_rate: float | None,
+            min_score: float | None, gate_on: GateBasis) -> None:
+    from harness.report.terminal import render_run
+
+    gate = evaluate_gate(result.summary, min_pass_rate=min_pass_rate, min_score=min_score,
+                         gate_on=gate_on)
+    if gate is not None:
+        result.summary["gate"] = gate.model_dump(mode="json")
+        from harness.runs.summary import write_summary
+
+        write_summary(result.run_dir, result.summary)
+    if as_json:
+        typer.echo(json.dumps(result.summary, indent=2))
+    else:
+        render_run(result.summary, Console(highlight=False), run_dir=str(result.run_dir),
+                   gate=gate)
+        ERR.print(f"[dim]wrote {result.run_dir}/summary.json and samples.jsonl[/]")
+    stopped = result.summary.get("stopped")
+    if stopped and stopped["reason"] == "model_configuration":
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    if gate is not None and not gate.passed:
+        raise typer.Exit(EXIT_GATE_FAILED)
+
+
+@app.command()
+def run(
+    paths: Annotated[list[Path] | None, typer.Argument(
+        help="scenario files or folders (not with --resume)")] = None,
+    agent: Annotated[str | None, typer.Option(help="agent model for every model agent, "
+                                              "e.g. anthropic:claude-sonnet-4-5")] = None,
+    agent_base_url: Annotated[str | None, typer.Option(
+        help="base URL for --agent (an OpenAI-compatible server)")] = None,
+    simulator: Annotated[str | None, typer.Option(help="user simulator model")] = None,
+    judge: Annotated[list[str] | None, typer.Option(
+        help="judge model; repeat for a panel")] = None,
+    no_judge: Annotated[bool, typer.Option(help="skip rubric judging")] = False,
+    judge_samples: Annotated[int, typer.Option(help="judge samples per transcript")] = 1,
+    judge_temperature: Annotated[float | None, typer.Option()] = None,
+    judge_aggregation: Annotated[AggregationMethod, typer.Option()] = "mean",
+    rubrics: Annotated[list[Path] | None, typer.Option(
+        help="extra rubric files or folders")] = None,
+    offline: Annotated[bool, typer.Option(
+        help="use mock: models for every model not named (no keys, no network)")] = False,
+    epochs: Annotated[int, typer.Option(help="samples per scenario")] = 5,
+    concurrency: Annotated[int, typer.Option(help="episodes in flight")] = 8,
+    out: Annotated[Path | None, typer.Option(help="run directory (default runs/<time>)")] = None,
+    resume: Annotated[Path | None, typer.Option(help="continue the run in this directory")] = None,
+    retry_errors: Annotated[bool, typer.Option(
+        help="with --resume, run errored samples again")] = False,
+    errors_as_failures: Annotated[bool, typer.Option(
+        help="count errored samples as failures instead of excluding them")] = False,
+    max_cost: Annotated[float | None, typer.Option(help="stop at this spend (USD)")] = None,
+    max_calls: Annotated[int | None, typer.Option(help="stop at this many model calls")] = None,
+    target_ci_width: Annotated[float | None, typer.Option(
+        help="adaptive sampling: stop when the suite interval is narrower than this")] = None,
+    pilot_epochs: Annotated[int, typer.Option(help="adaptive pilot epochs")] = 3,
+    max_epochs: Annotated[int, typer.Option(help="adaptive cap per scenario")] = 50,
+    confidence: Annotated[float, typer.Option()] = 0.95,
+    seed: Annotated[int, typer.Option(help="seed of the bootstrap")] = 0,
+    models_config: Annotated[Path | None, typer.Option(help="models YAML")] = None,
+    cache: Annotated[Path, typer.Option(help="response cache file")] = Path(
+        ".harness/cache.sqlite"),
+    cache_mode: Annotated[CacheMode, typer.Option()] = "read-write",
+    min_pass_rate: Annotated[float | None, typer.Option(help="gate on the pass rate")] = None,
+    min_score: Annotated[float | None, typer.Option(help="gate on the mean score")] = None,
+    gate_on: Annotated[GateBasis, typer.Option(help="mean or lower-bound")] = "mean",
+    as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False,
+) -> None:
+    """Run scenarios x epochs, check and judge every transcript, store every sample, and
+    report each figure with its confidence interval. Exit 1 when a gate is missed."""
+    progress = RunProgress(ERR)
+    try:
+        if resume is not None:
+            if paths:
+                raise HarnessError("give scenario paths or --resume DIR, not both")
+            overrides: dict[str, Any] = {"concurrency": concurrency}
+            if max_cost is not None:
+                overrides["max_cost_usd"] = max_cost
+            if max_calls is not None:
+                overrides["max_calls"] = max_calls
+            coro = resume_run(resume, overrides=overrides, retry_errors=retry_errors,
+                              on_start=progress.start, on_sample=progress.sample)
+        else:
+            if not paths:
+                raise HarnessError("give at least one scenario file or folder (or --resume DIR)")
+            config = _config(
+                paths=paths, agent=agent, agent_base_url=agent_base_url, simulator=simulator,
+                judges=judge or [], no_judge=no_judge, judge_samples=judge_samples,
+                judge_temperature=judge_temperature, judge_aggregation=judge_aggregation,
+                rubric_paths=[str(p) for p in rubrics or []], offline=offline, epochs=epochs,
+                concurrency=concurrency,
+                error_policy="as_failures" if errors_as_failures else "exclude",
+                confidence=confidence, seed=seed, max_cost_usd=max_cost, max_calls=max_calls,
+                models_config=None if models_config is None else str(models_config),
+                cache_path=str(cache), cache_mode=cache_mode,
+                adaptive=None if target_ci_width is None else {
+                    "target_width": target_ci_width, "pilot_epochs": pilot_epochs,
+                    "max_epochs_per_scenario": max_epochs},
+            )
+            run_dir = out or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
+            coro = run_suite(config, run_dir, on_start=progress.start, on_sample=progress.sample)
+        try:
+            result = asyncio.run(coro)
+        finally:
+            progress.stop()
+    except KeyboardInterrupt:
+        where = resume or out or "the run directory"
+        ERR.print(f"[yellow]interrupted: finished samples are stored; continue with "
+                  f"harness run --resume {where}[/]")
+        raise typer.Exit(130) from None
+    _finish(result, as_json=as_json, min_pass_rate=min_pass_rate, min_score=min_score,
+            gate_on=gate_on)
+
+
+def _config(*, paths: list[Path], adaptive: dict[str, Any] | None, **fields: Any) -> RunConfig:
+    from pydantic import ValidationError
+
+    try:
+        return RunConfig(
+            scenario_paths=[str(p) for p in paths],
+            adaptive=None if adaptive is None else AdaptiveSettings(**adaptive),
+            **fields,
+        )
+    except ValidationError as err:
+        first = err.errors()[0]
+        option = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "options"
+        raise HarnessError(f"{option}: {first['msg']}") from None
+
+
+@app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False,
+) -> None:
+    """Show a finished run's summary again (from its summary.json)."""
+    from harness.report.terminal import render_run
+    from harness.runs.gate import GateResult
+
+    summary = read_summary(run_dir)
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    gate = GateResult.model_validate(summary["gate"]) if summary.get("gate") else None
+    render_run(summary, Console(highlight=False), run_dir=str(run_dir), gate=gate)
+
+
+@app.command()
+def compare(
+    baseline: Annotated[Path, typer.Argument(help="the baseline run directory")],
+    candidate: Annotated[Path, typer.Argument(help="the candidate run directory")],
+    alpha: Annotated[float, typer.Option(help="significance level")] = 0.05,
+    test: Annotated[PairedTest, typer.Option(help="the test behind the verdict")] = "t",
+    seed: Annotated[int, typer.Option()] = 0,
+    fail_on_regression: Annotated[bool, typer.Option(
+        help="exit 1 when the candidate is significantly worse")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Compare two runs on their common scenarios: per-scenario differences, the mean
+    difference with a clustered interval, paired t / permutation tests and McNemar."""
+    runs = []
+    for path in (baseline, candidate):
+        with RunStore.open(path) as store:
+            policy = store.config.get("run", {}).get("error_policy", "exclude")
+            runs.append(scores_by_scenario(store, policy))
+    (base_scores, base_passed), (cand_scores, cand_passed) = runs
+    result = compare_runs(base_scores, cand_scores, base_passed, cand_passed, alpha=alpha,
+                          test=test, seed=seed)
+    data = result.model_dump(mode="json")
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        from harness.report.terminal import render_comparison
+
+        render_comparison(data, Console(highlight=False))
+    if fail_on_regression and result.significant_regression:
+        raise typer.Exit(EXIT_GATE_FAILED)
+

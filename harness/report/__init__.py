@@ -1,0 +1,1 @@
+"""Reports: the terminal rendering of run summaries and comparisons."""

@@ -1,0 +1,197 @@
+"""The Python API of runs; the CLI calls exactly these.
+
+    config = RunConfig(scenario_paths=["scenarios"], offline=True, epochs=5)
+    result = asyncio.run(run_suite(config, Path("runs/demo")))
+    print(result.summary["score"]["mean"], result.summary["score"]["ci_low"])
+
+A run directory holds ``run.sqlite`` (the store), ``summary.json`` and ``samples.jsonl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.models.hub import ModelHub
+from harness.runs.config import RunConfig
+from harness.runs.engine import Runner, RunState, SampleKey, Suite, epochs_plan, models_config_for
+from harness.runs.sample import SampleRecord
+from harness.runs.store import RunStore, StoreError
+from harness.runs.summary import scores_by_scenario, summarise, write_summary
+from harness.stats.adaptive import (
+    AdaptiveConfig,
+    adaptive_savings,
+    fixed_epochs_for_width,
+    plan_next_round,
+)
+from harness.stats.estimate import InsufficientDataError
+
+OnStart = Callable[[Runner], None]
+OnSample = Callable[[SampleRecord], None]
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    state: RunState
+    summary: dict[str, Any]
+    ledger: dict[str, Any]
+
+
+async def run_suite(
+    config: RunConfig,
+    run_dir: Path,
+    *,
+    on_start: OnStart | None = None,
+    on_sample: OnSample | None = None,
+) -> RunResult:
+    """Start a new run in ``run_dir``. Everything is checked (scenarios, rubrics, models,
+    keys) before the store is created or any model is called."""
+    config = config.resolved()
+    suite = Suite.load(config)
+    hub = ModelHub(models_config_for(config))
+    try:
+        Runner.preflight(config, suite, hub)
+        store = RunStore.create(run_dir, {"run": config.model_dump(mode="json")})
+    except BaseException:
+        hub.close()
+        raise
+    return await _execute(config, suite, store, hub, run_dir, on_start=on_start,
+                          on_sample=on_sample)
+
+
+async def resume_run(
+    run_dir: Path,
+    *,
+    overrides: dict[str, Any] | None = None,
+    retry_errors: bool = False,
+    on_start: OnStart | None = None,
+    on_sample: OnSample | None = None,
+) -> RunResult:
+    """Continue a stopped run with its stored configuration; no finished sample is repeated
+    (errored ones are, with ``retry_errors``). ``overrides`` may change only settings that do
+    not change results: concurrency and budgets."""
+    store = RunStore.open(run_dir)
+    try:
+        stored = RunConfig.model_validate(store.config["run"])
+    except (KeyError, ValueError) as err:
+        store.close()
+        raise StoreError(f"{store.path}: the stored run configuration does not parse ({err})"
+                         ) from None
+    allowed = {"concurrency", "max_cost_usd", "max_calls"}
+    unknown = set(overrides or {}) - allowed
+    if unknown:
+        store.close()
+        raise StoreError(f"--resume keeps the run's configuration; only {sorted(allowed)} may "
+                         f"change, not {sorted(unknown)}")
+    config = stored.model_copy(update=overrides or {})
+    try:
+        suite = Suite.load(config)
+        hub = ModelHub(models_config_for(config))
+        Runner.preflight(config, suite, hub)
+    except BaseException:
+        store.close()
+        raise
+    store.log_event("resumed", {"retry_errors": retry_errors, "overrides": overrides or {}})
+    return await _execute(config, suite, store, hub, run_dir, retry_errors=retry_errors,
+                          on_start=on_start, on_sample=on_sample)
+
+
+async def _execute(
+    config: RunConfig, suite: Suite, store: RunStore, hub: ModelHub, run_dir: Path, *,
+    retry_errors: bool = False, on_start: OnStart | None, on_sample: OnSample | None,
+) -> RunResult:
+    try:
+        runner = Runner(config, suite, store, hub, on_sample=on_sample)
+        if on_start is not None:
+            on_start(runner)
+        done = store.finished_keys(include_errored=not retry_errors)
+        extra: dict[str, Any] = {}
+        try:
+            if config.adaptive is None:
+                await runner.run_samples(epochs_plan(suite, config.epochs, done))
+            else:
+                extra["adaptive"] = await _adaptive(runner, store, done)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            store.log_event("interrupted", {"finished_this_session": runner.state.finished})
+            raise
+        finally:
+            await hub.aclose()
+        stopped = None
+        if runner.state.stopped:
+            stopped = {"reason": runner.state.stop_reason, "message": runner.state.stop_message}
+        extra["stopped"] = stopped
+        summary = summarise(store, config, run_dir=run_dir, extra=extra)
+        write_summary(run_dir, summary)
+        return RunResult(run_dir=run_dir, state=runner.state, summary=summary,
+                         ledger=hub.ledger.snapshot())
+    finally:
+        store.close()
+
+
+async def _adaptive(runner: Runner, store: RunStore, done: set[SampleKey]) -> dict[str, Any]:
+    """Pilot epochs, then Neyman-allocated rounds until the suite interval is narrower than
+    the target, a budget stops the run, or the planner finds nothing worth sampling."""
+    settings = runner.config.adaptive
+    assert settings is not None
+    config = runner.config
+    await runner.run_samples(epochs_plan(runner.suite, settings.pilot_epochs, done))
+    plan_config = AdaptiveConfig(
+        target_width=settings.target_width, confidence=config.confidence,
+        pilot_epochs=settings.pilot_epochs,
+        max_epochs_per_scenario=settings.max_epochs_per_scenario,
+    )
+    rounds: list[dict[str, Any]] = []
+    decision = None
+    while not runner.state.stopped:
+        scores, passed = scores_by_scenario(store, config.error_policy)
+        try:
+            decision = plan_next_round(scores, passed, config=plan_config)
+        except InsufficientDataError as err:
+            return {"target_width": settings.target_width, "stopped": str(err), "rounds": rounds}
+        rounds.append({"reason": decision.reason, "allocations": decision.allocations,
+                       "current_width": decision.current_width,
+                       "projected_width": decision.projected_width})
+        store.log_event("adaptive_round", rounds[-1])
+        if decision.stop:
+            break
+        next_epoch = _next_epochs(store)
+        keys: list[SampleKey] = []
+        for sid, extra in decision.allocations.items():
+            start = next_epoch.get(sid, 0)
+            keys.extend((sid, start + i) for i in range(extra))
+        await runner.run_samples(keys)
+    scores, passed = scores_by_scenario(store, config.error_policy)
+    used = sum(len(v) for v in scores.values())
+    out: dict[str, Any] = {
+        "target_width": settings.target_width,
+        "pilot_epochs": settings.pilot_epochs,
+        "final_reason": None if decision is None else decision.reason,
+        "final_width": None if decision is None else decision.current_width,
+        "samples_used": used,
+        "rounds": rounds,
+        "method": None if decision is None else decision.method,
+    }
+    if len(scores) >= 2:
+        fixed = fixed_epochs_for_width(scores, passed, target_width=settings.target_width,
+                                       confidence=config.confidence)
+        savings = adaptive_savings(used, fixed)
+        calls = runner.hub.ledger.total.calls
+        per_sample = calls / runner.state.finished if runner.state.finished else None
+        out["savings"] = {
+            **savings.model_dump(mode="json"),
+            "model_calls_per_sample": per_sample,
+            "saved_model_calls": None if per_sample is None or savings.saved_samples is None
+            else round(savings.saved_samples * per_sample),
+        }
+    return out
+
+
+def _next_epochs(store: RunStore) -> dict[str, int]:
+    nxt: dict[str, int] = {}
+    for sid, epoch, *_ in store.score_rows():
+        nxt[sid] = max(nxt.get(sid, 0), epoch + 1)
+    return nxt

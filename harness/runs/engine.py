@@ -1,0 +1,294 @@
+"""The runner: scenarios x epochs as concurrent episodes, each checked, judged and stored the
+moment it finishes. One engine serves the CLI and the Python API.
+
+Stops are clean: when a budget is reached, or a model call fails in a way no retry can fix
+(a missing or refused key, an unknown model, a replay-only cache miss), no new sample starts,
+samples in flight are abandoned unstored (``--resume`` runs them again), and everything
+finished is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.checks.run import PreparedExpectations, prepare_expectations, run_checks
+from harness.errors import (
+    BudgetExceededError,
+    HarnessError,
+    InputError,
+    InputErrors,
+    ModelConfigError,
+)
+from harness.judging.context import JudgeContext, context_for_scenario
+from harness.judging.judge import JudgeSettings, judge_transcript
+from harness.judging.rubric import Rubric, load_rubrics
+from harness.models.base import ChatModel, ModelSpec
+from harness.models.config import BudgetConfig, CacheConfig, ModelsConfig
+from harness.models.hub import ModelHub
+from harness.models.usage import UsageStats
+from harness.runs.config import RunConfig
+from harness.runs.sample import SampleRecord
+from harness.runs.scoring import build_sample
+from harness.runs.store import RunStore
+from harness.scenarios.loading import load_scenarios
+from harness.scenarios.schema import Scenario
+from harness.simulation.episode import run_episode
+from harness.transcript import ErrorInfo, Transcript
+
+# Error kinds that say the run itself is misconfigured (every later sample would fail the
+# same way), so the run stops instead of storing a column of errored samples.
+FATAL_ERROR_KINDS = frozenset({"ModelConfigError", "CacheMissError"})
+
+SampleKey = tuple[str, int]
+ProgressCallback = Callable[[SampleRecord], None]
+
+
+@dataclass
+class Suite:
+    """The loaded scenarios and what every sample of them needs, prepared once."""
+
+    scenarios: dict[str, Scenario]
+    rubrics: dict[str, Rubric]
+    expectations: dict[str, PreparedExpectations]
+    contexts: dict[str, JudgeContext]
+
+    @classmethod
+    def load(cls, config: RunConfig) -> Suite:
+        """Load and check everything before any model call: every scenario file, every rubric
+        a scenario names, the expectations' matchers, and that each scenario has the models it
+        needs. Raises :class:`InputError` / :class:`InputErrors` naming file and field."""
+        rubrics = load_rubrics(config.rubric_paths)
+        scenarios = load_scenarios(config.scenario_paths, known_rubrics=set(rubrics))
+        if not scenarios:
+            raise InputError(", ".join(config.scenario_paths), None,
+                             "no scenarios found (expected *.yaml scenario files)")
+        problems: list[InputError] = []
+        for s in scenarios:
+            where = s.source or s.id
+            if s.agent.callable is None and not (config.agent or s.agent.model):
+                problems.append(InputError(where, "agent.model",
+                                           "no agent model: set it or pass --agent"))
+            if not s.user.scripted and not (config.simulator or s.user.model):
+                problems.append(InputError(
+                    where, "user.model",
+                    f"scenario {s.id!r} has a simulated user but no simulator model: set "
+                    "user.model, pass --simulator MODEL, or use --offline"))
+            if s.rubrics and not config.judges and not config.no_judge:
+                problems.append(InputError(
+                    where, "rubrics",
+                    f"scenario {s.id!r} lists rubrics but no judge was given: pass --judge "
+                    "MODEL, --no-judge to skip judging, or --offline"))
+        if problems:
+            raise problems[0] if len(problems) == 1 else InputErrors(problems[:20])
+        return cls(
+            scenarios={s.id: s for s in scenarios},
+            rubrics=rubrics,
+            expectations={s.id: prepare_expectations(s.expectations) for s in scenarios},
+            contexts={s.id: context_for_scenario(s) for s in scenarios},
+        )
+
+
+def models_config_for(config: RunConfig) -> ModelsConfig:
+    """The model layer's settings: the models YAML (if any) with the run's cache and budgets
+    applied on top."""
+    base = ModelsConfig.from_yaml(config.models_config) if config.models_config else ModelsConfig()
+    cache = CacheConfig(
+        path=Path(config.cache_path) if config.cache_path and config.cache_mode != "off" else None,
+        mode=config.cache_mode,
+    )
+    budget = BudgetConfig(
+        max_cost_usd=config.max_cost_usd if config.max_cost_usd is not None
+        else base.budget.max_cost_usd,
+        max_calls=config.max_calls if config.max_calls is not None else base.budget.max_calls,
+    )
+    return base.model_copy(update={"cache": cache, "budget": budget})
+
+
+@dataclass
+class RunState:
+    """What happened in this invocation (the store holds the samples themselves)."""
+
+    planned: int = 0
+    finished: int = 0
+    errored: int = 0
+    stop_reason: str | None = None
+    stop_message: str | None = None
+    fatal_errors: list[str] = field(default_factory=list)
+
+    @property
+    def stopped(self) -> bool:
+        return self.stop_reason is not None
+
+
+class Runner:
+    """Runs samples of a suite into a store, under the run's concurrency bound."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        suite: Suite,
+        store: RunStore,
+        hub: ModelHub,
+        *,
+        on_sample: ProgressCallback | None = None,
+    ) -> None:
+        self.config = config
+        self.suite = suite
+        self.store = store
+        self.hub = hub
+        self.on_sample = on_sample
+        self.state = RunState()
+        self.judge_settings = JudgeSettings(
+            samples=config.judge_samples,
+            temperature=config.judge_temperature,
+            method=config.judge_aggregation,
+        )
+        self._judges: list[ChatModel] = [hub.get(name) for name in config.judges]
+
+    def ledger_total(self) -> UsageStats:
+        """Model usage so far in this invocation (for progress displays)."""
+        return self.hub.ledger.total
+
+    # -- models ------------------------------------------------------------------------
+
+    def agent_model(self, scenario: Scenario) -> ChatModel | None:
+        if scenario.agent.callable is not None:
+            return None
+        if self.config.agent:
+            return self.hub.get(self.config.agent, base_url=self.config.agent_base_url)
+        assert scenario.agent.model is not None  # Suite.load checked
+        return self.hub.get(scenario.agent.model)
+
+    def simulator_model(self, scenario: Scenario) -> ChatModel | None:
+        if scenario.user.scripted:
+            return None
+        name = self.config.simulator or scenario.user.model
+        assert name is not None  # Suite.load checked
+        return self.hub.get(name)
+
+    @staticmethod
+    def preflight(config: RunConfig, suite: Suite, hub: ModelHub) -> None:
+        """Before anything is created or called: every model name resolves, and a real
+        provider's key is present unless a cache may answer for it (read-write or replay
+        mode; a missing key then stops the run at the first call that needs it)."""
+        names: set[tuple[str, str | None]] = set()
+        for s in suite.scenarios.values():
+            if s.agent.callable is None:
+                names.add((config.agent, config.agent_base_url) if config.agent
+                          else (s.agent.model or "", None))
+            if not s.user.scripted:
+                names.add((config.simulator or s.user.model or "", None))
+        if any(s.rubrics for s in suite.scenarios.values()):
+            names.update((j, None) for j in config.judges)
+        for name, base_url in sorted(names, key=str):
+            model = hub.get(name, base_url=base_url)
+            spec: ModelSpec = model.spec
+            if not spec.is_offline and config.cache_mode in ("off", "refresh"):
+                hub.endpoint(spec.provider, spec.base_url).require_key(str(spec))
+
+    # -- samples -----------------------------------------------------------------------
+
+    async def run_samples(self, keys: Sequence[SampleKey]) -> RunState:
+        """Run the given (scenario id, epoch) samples, at most ``concurrency`` at a time,
+        storing each as it finishes. Returns the state (how many finished, why it stopped)."""
+        self.state.planned += len(keys)
+        semaphore = asyncio.Semaphore(self.config.concurrency)
+
+        async def guarded(key: SampleKey) -> None:
+            async with semaphore:
+                if self.state.stopped:
+                    return
+                await self._run_one(*key)
+
+        tasks = [asyncio.create_task(guarded(key)) for key in keys]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+        return self.state
+
+    def _stop(self, reason: str, message: str) -> None:
+        if not self.state.stopped:
+            self.state.stop_reason, self.state.stop_message = reason, message
+            self.store.log_event("stopped", {"reason": reason, "message": message})
+
+    async def _run_one(self, scenario_id: str, epoch: int) -> None:
+        scenario = self.suite.scenarios[scenario_id]
+        started = time.time()
+        try:
+            transcript = await run_episode(
+                scenario,
+                agent_model=self.agent_model(scenario),
+                simulator_model=self.simulator_model(scenario),
+                epoch=epoch,
+            )
+            fatal = _fatal_error(transcript.error)
+            if fatal:
+                self._stop("model_configuration", fatal)
+                return
+            checks = run_checks(transcript, self.suite.expectations[scenario_id])
+            judgments = []
+            if not transcript.errored and scenario.rubrics and self._judges:
+                judgments = list(await asyncio.gather(*(
+                    judge_transcript(self._judges, self.suite.rubrics[rid], transcript,
+                                     self.suite.contexts[scenario_id],
+                                     settings=self.judge_settings)
+                    for rid in scenario.rubrics
+                )))
+                fatal = next((m for j in judgments for m in _fatal_judge_errors(j)), None)
+                if fatal:
+                    self._stop("model_configuration", fatal)
+                    return
+            record = build_sample(transcript, checks, judgments, started_at=started,
+                                  finished_at=time.time())
+        except BudgetExceededError as err:
+            self._stop("budget", str(err))
+            return
+        except ModelConfigError as err:
+            self._stop("model_configuration", str(err))
+            return
+        except HarnessError:
+            raise
+        except Exception as err:  # a bug in user code or ours must not lose the run
+            record = SampleRecord(
+                scenario_id=scenario_id, epoch=epoch, status="errored",
+                error=ErrorInfo(kind="internal_error", message=f"{type(err).__name__}: {err}"),
+                transcript=Transcript(scenario_id=scenario_id, epoch=epoch,
+                                      stop_reason="agent_error"),
+                started_at=started, finished_at=time.time(),
+            )
+        if self.state.stopped and self.state.stop_reason != "budget":
+            return
+        self.store.write_sample(record)
+        self.state.finished += 1
+        self.state.errored += int(record.status == "errored")
+        if self.on_sample is not None:
+            self.on_sample(record)
+
+
+def _fatal_error(error: ErrorInfo | None) -> str | None:
+    if error is not None and error.kind in FATAL_ERROR_KINDS:
+        return error.message
+    return None
+
+
+def _fatal_judge_errors(judgment: Any) -> Iterable[str]:
+    for err in judgment.errors:
+        if err.error_type in FATAL_ERROR_KINDS:
+            yield err.message
+    for member in judgment.members:
+        yield from _fatal_judge_errors(member)
+
+
+def epochs_plan(suite: Suite, epochs: int, done: set[SampleKey]) -> list[SampleKey]:
+    """Every (scenario, epoch) of a fixed design not yet stored, epoch-major so a stopped run
+    has covered every scenario as evenly as possible."""
+    return [
+        (sid, e) for e in range(epochs) for sid in suite.scenarios if (sid, e) not in done
+    ]

@@ -1,0 +1,152 @@
+"""How one sample's transcript, checks and judgments become the score the statistics use.
+
+- Every check value and rubric score (each normalised to [0, 1]) is kept as a **metric**
+  under its name, so each can be summarised with its own interval.
+- The sample **score** is the mean of its components: the mean value of the *gating* checks
+  (one component, so the seven trajectory views of one tool sequence do not outweigh a
+  rubric) and each judged rubric's score (one component each).
+- The sample **passes** when every gating check passed and every judged rubric passed.
+- Gating checks are every check except the descriptive trajectory views
+  (``trajectory_exact_match``, ``..._in_order_match``, ``..._any_order_match``,
+  ``..._precision``, ``..._recall``, ``..._f1``): those are reported, and the strictness of
+  the trajectory gate is the scenario's choice of ``adk_trajectory_match`` (EXACT, IN_ORDER
+  or ANY_ORDER) through ``tool_trajectory_avg_score``.
+- A sample whose episode failed, or whose judges all failed for a rubric, is **errored**:
+  it has no score, and the run's error policy decides, explicitly, how it counts.
+- A sample with nothing to score (no scored check, no scored rubric) is **unscored**.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from harness.checks.result import CheckReport
+from harness.judging.aggregate import AggregatedJudgment
+from harness.judging.judge import metric_name
+from harness.runs.sample import SampleRecord
+from harness.transcript import ErrorInfo, Transcript
+
+DESCRIPTIVE_CHECKS = frozenset(
+    {
+        "trajectory_exact_match",
+        "trajectory_in_order_match",
+        "trajectory_any_order_match",
+        "trajectory_precision",
+        "trajectory_recall",
+        "trajectory_f1",
+    }
+)
+
+
+def is_gating(check_name: str) -> bool:
+    """Whether a check counts towards the sample's score and pass verdict."""
+    return check_name not in DESCRIPTIVE_CHECKS
+
+
+def build_sample(
+    transcript: Transcript,
+    checks: CheckReport,
+    judgments: Sequence[AggregatedJudgment],
+    *,
+    started_at: float,
+    finished_at: float,
+) -> SampleRecord:
+    """Combine one episode's results into a stored sample (see the module docstring)."""
+    common: dict[str, Any] = {
+        "scenario_id": transcript.scenario_id,
+        "epoch": transcript.epoch,
+        "transcript": transcript,
+        "checks": [checks.model_dump(mode="json")],
+        "judgments": [j.model_dump(mode="json") for j in judgments],
+        "usage": _usage(transcript, judgments),
+        "offline": transcript.offline or any(j.offline for j in judgments),
+        "started_at": started_at,
+        "finished_at": finished_at,
+    }
+    if transcript.errored:
+        error = transcript.error or ErrorInfo(
+            kind=transcript.stop_reason, message=transcript.stop_detail or transcript.stop_reason
+        )
+        return SampleRecord(status="errored", error=error, **common)
+    failed = [j for j in judgments if j.status == "judge_error"]
+    if failed:
+        detail = "; ".join(f"{j.rubric_id}: {j.error or 'every judge sample failed'}"
+                           for j in failed)
+        return SampleRecord(
+            status="errored",
+            error=ErrorInfo(kind="judge_error", message=detail, role="judge"),
+            **common,
+        )
+
+    metrics: dict[str, float] = {}
+    gating_values: list[float] = []
+    checks_passed = True
+    for result in checks.results:
+        if result.value is None:
+            continue
+        metrics[result.name] = result.value
+        if is_gating(result.name):
+            gating_values.append(result.value)
+            checks_passed = checks_passed and result.passed is not False
+    components: list[float] = []
+    if gating_values:
+        components.append(sum(gating_values) / len(gating_values))
+    rubrics_passed = True
+    judge_samples: dict[str, list[float]] = {}
+    for judgment in judgments:
+        if judgment.score is None:
+            continue
+        name = metric_name(judgment.rubric_id)
+        metrics[name] = judgment.score
+        components.append(judgment.score)
+        rubrics_passed = rubrics_passed and judgment.passed is not False
+        votes = [v for v in judgment.vote_scores if v is not None]
+        if votes:
+            judge_samples[name] = votes
+    if not components:
+        return SampleRecord(
+            status="unscored", metrics=metrics, judge_samples=judge_samples, **common
+        )
+    return SampleRecord(
+        status="scored",
+        score=sum(components) / len(components),
+        score_by_judge_sample=_score_by_judge_sample(gating_values, judge_samples),
+        passed=checks_passed and rubrics_passed,
+        metrics=metrics,
+        judge_samples=judge_samples,
+        **common,
+    )
+
+
+def _score_by_judge_sample(
+    gating_values: Sequence[float], judge_samples: dict[str, list[float]]
+) -> list[float]:
+    """The sample score with the k-th vote of every rubric, k = 0 .. the fewest votes - 1
+    (empty unless every judged rubric has at least two votes)."""
+    if not judge_samples:
+        return []
+    k_max = min(len(v) for v in judge_samples.values())
+    if k_max < 2:
+        return []
+    base = [sum(gating_values) / len(gating_values)] if gating_values else []
+    return [
+        (sum(base) + sum(v[k] for v in judge_samples.values())) / (len(base) + len(judge_samples))
+        for k in range(k_max)
+    ]
+
+
+def _usage(transcript: Transcript, judgments: Sequence[AggregatedJudgment]) -> dict[str, Any]:
+    usage = {role: totals.model_copy() for role, totals in transcript.usage.items()}
+    for judgment in judgments:
+        for vote in _all_judgments(judgment):
+            usage.setdefault("judge", type(vote.usage)()).merge(vote.usage)
+    return usage
+
+
+def _all_judgments(aggregate: AggregatedJudgment) -> list[Any]:
+    """Every single judge sample (successful or failed) under an aggregate, panels included."""
+    out: list[Any] = [*aggregate.judgments, *aggregate.errors]
+    for member in aggregate.members:
+        out.extend(_all_judgments(member))
+    return out

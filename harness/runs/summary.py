@@ -1,0 +1,252 @@
+"""What a run directory reports: ``summary.json`` (the suite figures, each with its interval,
+n and method) and ``samples.jsonl`` (one line per sample), both computed from the store.
+
+``samples.jsonl`` lines (stable; ``harness stats`` reads them directly, skipping samples that
+are not ``scored``)::
+
+    {"scenario_id": str, "epoch": int, "status": "scored" | "errored" | "unscored",
+     "score": float | null, "passed": bool | null, "metrics": {name: float},
+     "judge_scores": [float, ...]        (only when judged several times),
+     "stop_reason": str, "error": {"kind", "message", "role"} | null,
+     "usage": {role: {calls, cached_calls, input_tokens, output_tokens, latency_s, cost_usd,
+                      unpriced_calls}},
+     "duration_s": float, "offline": bool}
+
+``summary.json`` keys are documented in the README ("Run outputs").
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.checks.failures import FailureAnalysis, JudgeFailure, analyse_failures
+from harness.checks.result import CheckReport
+from harness.runs.config import RunConfig
+from harness.runs.sample import SampleRecord
+from harness.runs.store import RunStore
+from harness.stats.estimate import InsufficientDataError, mean_of_cluster_means
+from harness.stats.suite import suite_stats
+from harness.stats.summary import design_power, stats_summary
+from harness.transcript import UsageTotals
+
+SUMMARY_SCHEMA_VERSION = 1
+OFFLINE_NOTICE = (
+    "OFFLINE: these numbers come from mock: models (no real model was called); they "
+    "exercise the pipeline and say nothing about any real agent."
+)
+MAX_LISTED_ERRORS = 200
+
+
+def sample_line(record: SampleRecord) -> dict[str, Any]:
+    """One ``samples.jsonl`` line (see the module docstring)."""
+    line: dict[str, Any] = {
+        "scenario_id": record.scenario_id,
+        "epoch": record.epoch,
+        "status": record.status,
+        "score": record.score,
+        "passed": record.passed,
+        "metrics": record.metrics,
+    }
+    if record.score_by_judge_sample:
+        line["judge_scores"] = record.score_by_judge_sample
+    line.update(
+        stop_reason=record.transcript.stop_reason,
+        error=None if record.error is None else record.error.model_dump(mode="json"),
+        usage={role: u.model_dump(mode="json") for role, u in record.usage.items()},
+        duration_s=round(record.finished_at - record.started_at, 6),
+        offline=record.offline,
+    )
+    return line
+
+
+class _Collector:
+    """One pass over the stored samples, keeping only what the summary needs (a transcript
+    is never held beyond its own sample, so memory does not grow with the run)."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.scores: dict[str, list[float]] = defaultdict(list)
+        self.passed: dict[str, list[bool]] = defaultdict(list)
+        self.judge_scores: dict[str, list[list[float]]] = defaultdict(list)
+        self.metrics: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        self.status: Counter[str] = Counter()
+        self.stop_reasons: Counter[str] = Counter()
+        self.errors_by_kind: Counter[str] = Counter()
+        self.errors: list[dict[str, Any]] = []
+        self.check_reports: list[CheckReport] = []
+        self.judge_failures: list[JudgeFailure] = []
+        self.usage: dict[str, UsageTotals] = {}
+        self.offline = False
+        self.scenarios: set[str] = set()
+
+    def add(self, record: SampleRecord) -> None:
+        sid = record.scenario_id
+        self.scenarios.add(sid)
+        self.status[record.status] += 1
+        self.stop_reasons[record.transcript.stop_reason] += 1
+        self.offline = self.offline or record.offline
+        for role, totals in record.usage.items():
+            self.usage.setdefault(role, UsageTotals()).merge(totals)
+        if record.status == "errored":
+            assert record.error is not None
+            self.errors_by_kind[record.error.kind] += 1
+            if len(self.errors) < MAX_LISTED_ERRORS:
+                self.errors.append({"scenario_id": sid, "epoch": record.epoch,
+                                    **record.error.model_dump(mode="json")})
+            if self.config.error_policy == "as_failures":
+                self.scores[sid].append(0.0)
+                self.passed[sid].append(False)
+            return
+        for name, value in record.metrics.items():
+            self.metrics[name][sid].append(value)
+        for report in record.checks:
+            self.check_reports.append(CheckReport.model_validate(report))
+        for judgment in record.judgments:
+            for criterion in judgment.get("failed_criteria", []):
+                self.judge_failures.append(JudgeFailure(
+                    scenario_id=sid, epoch=record.epoch, rubric_id=judgment["rubric_id"],
+                    criterion_id=criterion))
+        if record.status == "scored":
+            assert record.score is not None and record.passed is not None
+            self.scores[sid].append(record.score)
+            self.passed[sid].append(record.passed)
+            self.judge_scores[sid].append(record.score_by_judge_sample)
+
+
+def summarise(store: RunStore, config: RunConfig, *, run_dir: Path,
+              extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Compute the run summary from the store, writing ``samples.jsonl`` on the way."""
+    collector = _Collector(config)
+    samples_path = run_dir / "samples.jsonl"
+    tmp = samples_path.with_suffix(".jsonl.tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        for record in store.iter_samples():
+            collector.add(record)
+            out.write(json.dumps(sample_line(record), ensure_ascii=False) + "\n")
+    tmp.replace(samples_path)
+    return _summary(collector, store, config, extra or {})
+
+
+def _score_section(c: _Collector, config: RunConfig) -> tuple[dict[str, Any] | None, list[str]]:
+    scores = {sid: xs for sid, xs in c.scores.items() if xs}
+    if not scores:
+        return None, ["no scored samples: no suite figures can be computed"]
+    judge = None
+    if all(all(len(js) >= 2 for js in c.judge_scores.get(sid, [])) and c.judge_scores.get(sid)
+           for sid in scores) and config.error_policy == "exclude":
+        judge = {sid: c.judge_scores[sid] for sid in scores}
+    try:
+        suite = suite_stats(
+            scores, {sid: c.passed[sid] for sid in scores}, judge_scores=judge,
+            confidence=config.confidence, seed=config.seed,
+            bootstrap_resamples=config.bootstrap_resamples if len(scores) >= 2 else 0,
+        )
+    except InsufficientDataError as err:
+        return None, [str(err)]
+    return stats_summary(suite, power=design_power(suite)), []
+
+
+def metric_summaries(metrics: dict[str, dict[str, list[float]]],
+                     confidence: float) -> dict[str, Any]:
+    """Each metric's mean of scenario means with its clustered interval (and n)."""
+    out: dict[str, Any] = {}
+    for name in sorted(metrics):
+        per_scenario = metrics[name]
+        means = [sum(v) / len(v) for v in per_scenario.values() if v]
+        n = sum(len(v) for v in per_scenario.values())
+        estimate = mean_of_cluster_means(
+            means, confidence=confidence, n=n, bounds=(0.0, 1.0),
+            method="mean of scenario means; SE clustered by scenario; t interval on C-1 df",
+        )
+        out[name] = {**estimate.model_dump(mode="json"), "n_scenarios": len(means)}
+    return out
+
+
+def _summary(c: _Collector, store: RunStore, config: RunConfig,
+             extra: dict[str, Any]) -> dict[str, Any]:
+    score, notes = _score_section(c, config)
+    failures: FailureAnalysis = analyse_failures(c.check_reports, c.judge_failures)
+    n_errored = c.status.get("errored", 0)
+    total_cost = sum(u.cost_usd for u in c.usage.values())
+    policy_text = (
+        "errored samples are excluded from every figure and listed under 'errors'"
+        if config.error_policy == "exclude"
+        else "errored samples count as failures (score 0, not passed) in every figure"
+    )
+    summary: dict[str, Any] = {
+        "schema": "agent-eval-harness/run-summary",
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "harness_version": __version__,
+        "offline": c.offline,
+        "notice": OFFLINE_NOTICE if c.offline else None,
+        "config": config.model_dump(mode="json"),
+        "counts": {
+            "scenarios": len(c.scenarios),
+            "samples": sum(c.status.values()),
+            "scored": c.status.get("scored", 0),
+            "errored": n_errored,
+            "unscored": c.status.get("unscored", 0),
+            "stop_reasons": dict(c.stop_reasons),
+            "errors_by_kind": dict(c.errors_by_kind),
+        },
+        "error_policy": {"policy": config.error_policy, "meaning": policy_text,
+                         "errored_samples": n_errored},
+        "score": score,
+        "metrics": metric_summaries(c.metrics, config.confidence),
+        "errors": c.errors,
+        "failure_analysis": failures.model_dump(mode="json"),
+        "usage": {
+            "by_role": {role: u.model_dump(mode="json") for role, u in sorted(c.usage.items())},
+            "total_cost_usd": total_cost,
+            "unpriced_calls": sum(u.unpriced_calls for u in c.usage.values()),
+        },
+        "events": store.events(),
+        "notes": notes,
+    }
+    summary.update(extra)
+    return summary
+
+
+def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:
+    """Write ``summary.json`` atomically (a crash never leaves half a file)."""
+    path = run_dir / "summary.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def read_summary(path: Path) -> dict[str, Any]:
+    from harness.errors import InputError
+
+    file = path / "summary.json" if path.is_dir() else path
+    try:
+        data: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise InputError(file, None, f"cannot read the run summary ({err.strerror})") from None
+    except ValueError as err:
+        raise InputError(file, None, f"not valid JSON ({err})") from None
+    if data.get("schema") != "agent-eval-harness/run-summary":
+        raise InputError(file, "schema", "not a harness run summary")
+    return data
+
+
+def scores_by_scenario(
+    store: RunStore, policy: str
+) -> tuple[dict[str, list[float]], dict[str, list[bool]]]:
+    """Per-scenario scores and pass flags under the error policy, in epoch order (for
+    adaptive sampling and paired comparison)."""
+    scores: dict[str, list[float]] = defaultdict(list)
+    passed: dict[str, list[bool]] = defaultdict(list)
+    for sid, _epoch, status, score, ok in store.score_rows():
+        if status == "scored" and score is not None:
+            scores[sid].append(score)
+            passed[sid].append(bool(ok))
+        elif status == "errored" and policy == "as_failures":
+            scores[sid].append(0.0)
+            passed[sid].append(False)
+    return dict(scores), dict(passed)

@@ -1,0 +1,293 @@
+"""The runner end to end: offline suites, resume, budgets, error policies, adaptive sampling,
+fault injection through the loopback server with the real SDKs, and secrets."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from harness.errors import HarnessError, InputErrors, ModelConfigError, ModelUnavailableError
+from harness.models.base import MockBehaviour
+from harness.models.mock import register_mock, unregister_mock
+from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
+from harness.runs.api import resume_run, run_suite
+from harness.runs.config import AdaptiveSettings, RunConfig
+from harness.runs.sample import SampleRecord
+from harness.runs.store import RunStore
+from harness.simulation.offline import MockAgent
+from harness.testing.server import FaultInjection, LoopbackServer
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ROOT / "scenarios"
+WEATHER = SCENARIOS / "weather.yaml"
+
+
+def offline(**overrides: Any) -> RunConfig:
+    fields: dict[str, Any] = {"scenario_paths": [str(SCENARIOS)], "offline": True,
+                              "agent": "mock:agent-flaky", "epochs": 3, "cache_mode": "off",
+                              "bootstrap_resamples": 200}
+    fields.update(overrides)
+    return RunConfig(**fields)
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_offline_suite_end_to_end(tmp_path: Path) -> None:
+    result = await run_suite(offline(), tmp_path / "run")
+    summary = result.summary
+    n_scenarios = summary["counts"]["scenarios"]
+    assert n_scenarios >= 10
+    assert summary["counts"]["samples"] == 3 * n_scenarios
+    assert summary["offline"] is True and "OFFLINE" in summary["notice"]
+
+    lines = read_lines(tmp_path / "run" / "samples.jsonl")
+    assert len(lines) == 3 * n_scenarios
+    # The suite mean is the mean of scenario means, computed here independently.
+    per: dict[str, list[float]] = defaultdict(list)
+    for line in lines:
+        assert line["status"] == "scored"
+        per[line["scenario_id"]].append(line["score"])
+    means = [float(np.mean(v)) for v in per.values()]
+    score = summary["score"]
+    assert score["mean"] == pytest.approx(np.mean(means))
+    assert score["stderr"] == pytest.approx(np.std(means, ddof=1) / np.sqrt(len(means)))
+    assert score["ci_low"] < score["mean"] < score["ci_high"]
+    # The flaky mock agent makes some scenarios flaky, so intervals have real width.
+    assert score["flaky_scenarios"]
+    assert set(summary["metrics"]) >= {"trajectory_recall", "rubric:task_completion"}
+    written = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert written["score"]["mean"] == score["mean"]
+
+
+async def test_a_run_that_dies_midway_resumes_without_repeating_or_losing(
+        tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    seen: list[tuple[str, int]] = []
+
+    def crash_after_seven(record: SampleRecord) -> None:
+        seen.append((record.scenario_id, record.epoch))
+        if len(seen) == 7:
+            raise RuntimeError("the machine went away")
+
+    with pytest.raises(RuntimeError, match="went away"):
+        await run_suite(offline(concurrency=2), run_dir, on_sample=crash_after_seven)
+    with RunStore.open(run_dir) as store:
+        before = {(s.scenario_id, s.epoch): s.finished_at for s in store.iter_samples()}
+    assert len(before) >= 7
+
+    resumed: list[tuple[str, int]] = []
+    result = await resume_run(run_dir, on_sample=lambda r: resumed.append(
+        (r.scenario_id, r.epoch)))
+    n_total = result.summary["counts"]["scenarios"] * 3
+    assert not set(resumed) & set(before), "a finished sample ran again"
+    assert len(resumed) == len(set(resumed)) == n_total - len(before)
+    with RunStore.open(run_dir) as store:
+        after = {(s.scenario_id, s.epoch): s.finished_at for s in store.iter_samples()}
+    assert len(after) == n_total
+    assert all(after[k] == t for k, t in before.items())
+    assert [e["kind"] for e in result.summary["events"]] == ["resumed"]
+
+
+async def test_call_budget_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    result = await run_suite(offline(max_calls=40, concurrency=1), run_dir)
+    stopped = result.summary["stopped"]
+    assert stopped["reason"] == "budget" and "40 model calls" in stopped["message"]
+    kept = result.summary["counts"]["samples"]
+    assert 0 < kept < 3 * result.summary["counts"]["scenarios"]
+    assert result.summary["counts"]["errored"] == 0, "a budget stop is not a sample error"
+
+    final = await resume_run(run_dir, overrides={"max_calls": 100_000})
+    assert final.summary["stopped"] is None
+    assert final.summary["counts"]["samples"] == 3 * final.summary["counts"]["scenarios"]
+
+
+class FailingOddEpochs(MockBehaviour):
+    """The offline agent, except that its model 'fails after retries' on odd epochs."""
+
+    def __init__(self, name: str) -> None:
+        self.inner = MockAgent("agent")
+
+    async def chat(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec],
+                   tool_choice: ToolChoice, params: GenerationParams, sample_index: int,
+                   hints: Mapping[str, Any]) -> Message:
+        if sample_index % 2:
+            raise ModelUnavailableError("503 after 5 attempts", model="mock:failing")
+        return await self.inner.chat(messages, tools=tools, tool_choice=tool_choice,
+                                     params=params, sample_index=sample_index, hints=hints)
+
+    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
+                         params: GenerationParams, sample_index: int,
+                         hints: Mapping[str, Any]) -> T:
+        raise AssertionError("not used")
+
+
+@pytest.fixture
+def failing_agent() -> Iterator[str]:
+    register_mock("failing", FailingOddEpochs)
+    yield "mock:failing"
+    unregister_mock("failing")
+
+
+@pytest.mark.parametrize("policy", ["exclude", "as_failures"])
+async def test_errored_samples_follow_the_stated_policy(
+        tmp_path: Path, failing_agent: str, policy: str) -> None:
+    config = offline(scenario_paths=[str(WEATHER)], agent=failing_agent, epochs=4,
+                     error_policy=policy)
+    summary = (await run_suite(config, tmp_path / "run")).summary
+    lines = read_lines(tmp_path / "run" / "samples.jsonl")
+    errored = [x for x in lines if x["status"] == "errored"]
+    assert errored and all(x["epoch"] % 2 == 1 for x in errored)
+    assert all(x["score"] is None and x["error"]["kind"] == "ModelUnavailableError"
+               for x in errored)
+    assert summary["counts"]["errored"] == len(errored) == summary["error_policy"][
+        "errored_samples"]
+    assert summary["error_policy"]["policy"] == policy
+    per: dict[str, list[float]] = defaultdict(list)
+    for x in lines:
+        if x["status"] == "scored":
+            per[x["scenario_id"]].append(x["score"])
+        elif policy == "as_failures" and x["status"] == "errored":
+            per[x["scenario_id"]].append(0.0)
+    assert summary["score"]["mean"] == pytest.approx(np.mean([np.mean(v) for v in per.values()]))
+    assert summary["score"]["n_samples"] == sum(len(v) for v in per.values())
+
+
+async def test_adaptive_sampling_reaches_the_width_and_reports_savings(tmp_path: Path) -> None:
+    config = offline(adaptive=AdaptiveSettings(target_width=0.08, pilot_epochs=3,
+                                               max_epochs_per_scenario=30))
+    summary = (await run_suite(config, tmp_path / "run")).summary
+    adaptive = summary["adaptive"]
+    assert adaptive["rounds"] and adaptive["final_reason"] in {
+        "target_reached", "budget_exhausted", "needs_more_scenarios", "nothing_to_sample"}
+    if adaptive["final_reason"] == "target_reached":
+        assert summary["score"]["ci_high"] - summary["score"]["ci_low"] <= 0.08 + 1e-9
+    with RunStore.open(tmp_path / "run") as store:
+        rows = store.score_rows()
+    epochs: dict[str, int] = defaultdict(int)
+    for sid, *_ in rows:
+        epochs[sid] += 1
+    assert min(epochs.values()) >= 3
+    assert adaptive["samples_used"] == len(rows)
+    # Unanimous scenarios get no epochs beyond the pilot; the rest get more than it.
+    scenarios = {s["scenario_id"]: s for s in summary["score"]["scenarios"]}
+    for sid, n in epochs.items():
+        if n > 3:
+            assert scenarios[sid]["flaky"] or scenarios[sid]["sd"] > 0
+    savings = adaptive["savings"]
+    assert savings["adaptive_samples"] == len(rows)
+    assert savings["model_calls_per_sample"] > 0
+
+
+async def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("id: x\nuser: {goal: g, opening_mesage: hi}\nagent: {model: mock:agent}\n")
+    with pytest.raises(HarnessError) as info:
+        await run_suite(RunConfig(scenario_paths=[str(bad), str(WEATHER)], offline=True),
+                        tmp_path / "run")
+    assert "bad.yaml:2: user.opening_mesage: unknown key" in str(info.value)
+    assert not (tmp_path / "run").exists()
+
+
+async def test_scenarios_with_rubrics_need_a_judge_or_no_judge(tmp_path: Path) -> None:
+    config = RunConfig(scenario_paths=[str(WEATHER)], agent="mock:agent",
+                       simulator="mock:simulator", cache_mode="off")
+    with pytest.raises(InputErrors, match="--judge MODEL, --no-judge"):
+        await run_suite(config, tmp_path / "run")
+    result = await run_suite(config.model_copy(update={"no_judge": True, "epochs": 1}),
+                             tmp_path / "run2")
+    assert not [m for m in result.summary["metrics"] if m.startswith("rubric:")]
+
+
+def write_models_yaml(path: Path, *, timeout_s: float = 5.0, attempts: int = 3) -> Path:
+    path.write_text(
+        f"timeout_s: {timeout_s}\n"
+        f"retry: {{max_attempts: {attempts}, backoff_initial_s: 0.01, backoff_max_s: 0.01, "
+        "backoff_jitter_s: 0}\n"
+    )
+    return path
+
+
+async def test_missing_key_stops_before_any_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 loopback: LoopbackServer) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    config = offline(scenario_paths=[str(WEATHER)], agent="openai:gpt-4o", cache_mode="off")
+    with pytest.raises(ModelConfigError, match="no OPENAI_API_KEY set"):
+        await run_suite(config, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    assert loopback.request_count == 0
+
+
+async def test_a_refused_key_stops_the_run_and_keeps_no_bogus_samples(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer) -> None:
+    from harness.testing.replies import Reply
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-key-for-the-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", loopback.openai_base_url)
+    loopback.enqueue(Reply.unauthorized(), times=1000)
+    config = offline(scenario_paths=[str(WEATHER)], agent="openai:gpt-4o", epochs=2,
+                     models_config=str(write_models_yaml(tmp_path / "m.yaml")))
+    summary = (await run_suite(config, tmp_path / "run")).summary
+    assert summary["stopped"]["reason"] == "model_configuration"
+    assert "401" in summary["stopped"]["message"] or "refused" in summary["stopped"]["message"]
+    assert summary["counts"]["errored"] == 0
+    assert "sk-wrong-key-for-the-test" not in json.dumps(summary)
+
+
+async def test_random_faults_leave_every_sample_scored_or_errored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer) -> None:
+    key = "sk-loopback-secret-0042"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv("OPENAI_BASE_URL", loopback.openai_base_url)
+    loopback.set_faults(FaultInjection(rate_429=0.15, rate_500=0.15, rate_timeout=0.05,
+                                       retry_after=0.0, timeout_delay=1.0, seed=7))
+    config = RunConfig(
+        scenario_paths=[str(WEATHER)], agent="openai:loop-agent", simulator="mock:simulator",
+        judges=["openai:loop-judge"], epochs=4, concurrency=6, bootstrap_resamples=100,
+        cache_path=str(tmp_path / "cache.sqlite"),
+        models_config=str(write_models_yaml(tmp_path / "m.yaml", timeout_s=0.3, attempts=2)),
+    )
+    summary = (await run_suite(config, tmp_path / "run")).summary
+    assert summary["stopped"] is None
+    n = summary["counts"]["scenarios"] * 4
+    with RunStore.open(tmp_path / "run") as store:
+        rows = store.score_rows()
+    assert len(rows) == n and len({(r[0], r[1]) for r in rows}) == n
+    statuses = {r[2] for r in rows}
+    assert statuses <= {"scored", "errored", "unscored"} and "errored" in statuses
+    kinds = set(summary["counts"]["errors_by_kind"])
+    assert kinds <= {"ModelUnavailableError", "StructuredOutputError", "judge_error"}
+    assert summary["counts"]["errored"] + summary["counts"]["scored"] + summary["counts"][
+        "unscored"] == n
+    # The key is in no file the run wrote, nor in the cache.
+    for path in [*(tmp_path / "run").iterdir(), tmp_path / "cache.sqlite"]:
+        assert key.encode() not in path.read_bytes(), path
+
+
+async def test_rerun_from_cache_makes_no_model_calls(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cache")
+    monkeypatch.setenv("OPENAI_BASE_URL", loopback.openai_base_url)
+    config = RunConfig(
+        scenario_paths=[str(WEATHER)], agent="openai:loop-agent", simulator="mock:simulator",
+        judges=["openai:loop-judge"], epochs=2, bootstrap_resamples=100,
+        cache_path=str(tmp_path / "cache.sqlite"),
+        models_config=str(write_models_yaml(tmp_path / "m.yaml")),
+    )
+    first = await run_suite(config, tmp_path / "a")
+    made = loopback.request_count
+    assert made > 0
+    second = await run_suite(config.model_copy(update={"cache_mode": "replay"}), tmp_path / "b")
+    assert loopback.request_count == made, "a cached re-run sent requests"
+    assert second.summary["score"]["mean"] == first.summary["score"]["mean"]
+    assert second.ledger["total"]["cached_calls"] == second.ledger["total"]["calls"] - \
+        second.ledger["by_role"]["simulator"]["calls"]
