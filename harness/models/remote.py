@@ -282,26 +282,28 @@ class RemoteChatModel(ChatModel):
 
     async def _send(self, request: dict[str, Any], role: Role, tally: _Tally) -> Any:
         """One request with the semaphore, the timeout and bounded retries; counts it."""
-        client, semaphore = self.endpoint.resources()
-        create = self._create_function(client)
+        endpoint = self.endpoint
+        create_function = self._create_function
         ledger, prices = self.services.ledger, self.services.prices
         timeout_s, label, ctx = self.services.timeout_s, self.label, self._error_context
 
         async def attempt() -> Any:
-            async with semaphore:
-                try:
-                    async with asyncio.timeout(timeout_s):
-                        raw = await create(**request)
-                    input_tokens, output_tokens = self._usage(raw)
-                except TransientFailure:
-                    ledger.record_failed_request(role, label)
+            shard = await endpoint.acquire()
+            try:
+                async with asyncio.timeout(timeout_s):
+                    raw = await create_function(endpoint.clients[shard])(**request)
+                input_tokens, output_tokens = self._usage(raw)
+            except TransientFailure:
+                ledger.record_failed_request(role, label)
+                raise
+            except Exception as err:
+                failure = classify(err, ctx)
+                ledger.record_failed_request(role, label)
+                if failure is None:
                     raise
-                except Exception as err:
-                    failure = classify(err, ctx)
-                    ledger.record_failed_request(role, label)
-                    if failure is None:
-                        raise
-                    raise failure from None
+                raise failure from None
+            finally:
+                endpoint.release(shard)
             cost = prices.cost(label, input_tokens, output_tokens)
             ledger.record_request(role, label, input_tokens, output_tokens, cost)
             tally.add(input_tokens, output_tokens, cost)
