@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,9 +87,9 @@ def loopback(_loopback_session: LoopbackServer) -> Iterator[LoopbackServer]:
 
 
 @pytest.fixture
-def make_hub(loopback: LoopbackServer) -> Iterator[Callable[..., ModelHub]]:
+async def make_hub(loopback: LoopbackServer) -> AsyncIterator[Callable[..., ModelHub]]:
     """Build hubs pointed at the loopback server; ``environ`` defaults to empty so real keys
-    in the environment never reach a test."""
+    in the environment never reach a test. Their pools and caches are closed afterwards."""
     hubs: list[ModelHub] = []
 
     def make(*, environ: dict[str, str] | None = None, **overrides: Any) -> ModelHub:
@@ -100,4 +100,4 @@ def make_hub(loopback: LoopbackServer) -> Iterator[Callable[..., ModelHub]]:
 
     yield make
     for hub in hubs:
-        hub.close()
+        await hub.aclose()

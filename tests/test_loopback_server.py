@@ -38,76 +38,76 @@ def _anthropic(server: LoopbackServer) -> anthropic.AsyncAnthropic:
 
 
 async def test_auto_openai(loopback):
-    client = _openai(loopback)
-    # Tools offered, last message from the user: a call to the first tool, valid arguments.
-    reply = await client.chat.completions.create(model="m", messages=USER, tools=[OPENAI_TOOL])
-    [call] = reply.choices[0].message.tool_calls
-    assert call.function.name == "forecast"
-    jsonschema.validate(json.loads(call.function.arguments), SCHEMA)
-    assert reply.choices[0].finish_reason == "tool_calls"
-    # After a tool result: text.
-    history = [*USER, {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
-               {"role": "tool", "tool_call_id": call.id, "content": "sunny"}]
-    reply = await client.chat.completions.create(model="m", messages=history,
-                                                 tools=[OPENAI_TOOL])
-    assert reply.choices[0].message.content.startswith("auto reply to: weather please")
-    # json_schema response format: a schema-valid JSON object as the content.
-    reply = await client.chat.completions.create(
-        model="m", messages=USER,
-        response_format={"type": "json_schema", "json_schema": {"name": "f", "schema": SCHEMA}})
-    jsonschema.validate(json.loads(reply.choices[0].message.content), SCHEMA)
-    assert reply.usage.prompt_tokens > 0 and reply.usage.completion_tokens > 0
+    async with _openai(loopback) as client:
+        # Tools offered, last message from the user: a call to the first tool, valid arguments.
+        reply = await client.chat.completions.create(model="m", messages=USER, tools=[OPENAI_TOOL])
+        [call] = reply.choices[0].message.tool_calls
+        assert call.function.name == "forecast"
+        jsonschema.validate(json.loads(call.function.arguments), SCHEMA)
+        assert reply.choices[0].finish_reason == "tool_calls"
+        # After a tool result: text.
+        history = [*USER, {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+                   {"role": "tool", "tool_call_id": call.id, "content": "sunny"}]
+        reply = await client.chat.completions.create(model="m", messages=history,
+                                                     tools=[OPENAI_TOOL])
+        assert reply.choices[0].message.content.startswith("auto reply to: weather please")
+        # json_schema response format: a schema-valid JSON object as the content.
+        reply = await client.chat.completions.create(
+            model="m", messages=USER,
+            response_format={"type": "json_schema", "json_schema": {"name": "f", "schema": SCHEMA}})
+        jsonschema.validate(json.loads(reply.choices[0].message.content), SCHEMA)
+        assert reply.usage.prompt_tokens > 0 and reply.usage.completion_tokens > 0
 
 
 async def test_auto_anthropic(loopback):
-    client = _anthropic(loopback)
-    reply = await client.messages.create(model="m", max_tokens=50, messages=USER,
-                                         tools=[ANTHROPIC_TOOL],
-                                         tool_choice={"type": "tool", "name": "forecast"})
-    [block] = reply.content
-    assert block.type == "tool_use" and block.name == "forecast"
-    jsonschema.validate(block.input, SCHEMA)
-    history = [*USER, {"role": "assistant", "content": [block.model_dump()]},
-               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id,
-                                             "content": "sunny"}]}]
-    reply = await client.messages.create(model="m", max_tokens=50, messages=history,
-                                         tools=[ANTHROPIC_TOOL])
-    assert reply.content[0].type == "text"
-    assert reply.stop_reason == "end_turn"
+    async with _anthropic(loopback) as client:
+        reply = await client.messages.create(model="m", max_tokens=50, messages=USER,
+                                             tools=[ANTHROPIC_TOOL],
+                                             tool_choice={"type": "tool", "name": "forecast"})
+        [block] = reply.content
+        assert block.type == "tool_use" and block.name == "forecast"
+        jsonschema.validate(block.input, SCHEMA)
+        history = [*USER, {"role": "assistant", "content": [block.model_dump()]},
+                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id,
+                                                 "content": "sunny"}]}]
+        reply = await client.messages.create(model="m", max_tokens=50, messages=history,
+                                             tools=[ANTHROPIC_TOOL])
+        assert reply.content[0].type == "text"
+        assert reply.stop_reason == "end_turn"
 
 
 async def test_queue_then_responder_then_auto(loopback):
-    client = _openai(loopback)
-    loopback.enqueue(Reply.text_reply("queued"))
-    loopback.set_responder(lambda req: Reply.text_reply(f"saw {len(req.messages)}")
-                           if req.body.get("model") == "scripted" else None)
-    first = await client.chat.completions.create(model="scripted", messages=USER)
-    second = await client.chat.completions.create(model="scripted", messages=USER)
-    third = await client.chat.completions.create(model="other", messages=USER)
-    assert [r.choices[0].message.content for r in (first, second)] == ["queued", "saw 1"]
-    assert third.choices[0].message.content.startswith("auto reply")
+    async with _openai(loopback) as client:
+        loopback.enqueue(Reply.text_reply("queued"))
+        loopback.set_responder(lambda req: Reply.text_reply(f"saw {len(req.messages)}")
+                               if req.body.get("model") == "scripted" else None)
+        first = await client.chat.completions.create(model="scripted", messages=USER)
+        second = await client.chat.completions.create(model="scripted", messages=USER)
+        third = await client.chat.completions.create(model="other", messages=USER)
+        assert [r.choices[0].message.content for r in (first, second)] == ["queued", "saw 1"]
+        assert third.choices[0].message.content.startswith("auto reply")
 
 
 async def test_faults_on_request(loopback):
-    client = _anthropic(loopback)
-    loopback.enqueue(Reply.rate_limited(retry_after=7), Reply.server_error(), Reply.unauthorized(),
-                     Reply.error(404))
-    expected = [(anthropic.RateLimitError, 429), (anthropic.InternalServerError, 500),
-                (anthropic.AuthenticationError, 401), (anthropic.NotFoundError, 404)]
-    for error_type, status in expected:
-        with pytest.raises(error_type) as caught:
-            await client.messages.create(model="m", max_tokens=5, messages=USER)
-        assert caught.value.status_code == status
-        if status == 429:
-            assert caught.value.response.headers["retry-after"] == "7"
+    async with _anthropic(loopback) as client:
+        loopback.enqueue(Reply.rate_limited(retry_after=7), Reply.server_error(),
+                         Reply.unauthorized(), Reply.error(404))
+        expected = [(anthropic.RateLimitError, 429), (anthropic.InternalServerError, 500),
+                    (anthropic.AuthenticationError, 401), (anthropic.NotFoundError, 404)]
+        for error_type, status in expected:
+            with pytest.raises(error_type) as caught:
+                await client.messages.create(model="m", max_tokens=5, messages=USER)
+            assert caught.value.status_code == status
+            if status == 429:
+                assert caught.value.response.headers["retry-after"] == "7"
 
 
 async def test_slow_reply_outlasts_a_client_timeout(loopback):
     loopback.enqueue(Reply.slow(1.0, then=Reply.text_reply("late")))
-    client = openai.AsyncOpenAI(api_key="x", base_url=loopback.openai_base_url, max_retries=0,
-                                timeout=0.2)
-    with pytest.raises(openai.APITimeoutError):
-        await client.chat.completions.create(model="m", messages=USER)
+    async with openai.AsyncOpenAI(api_key="x", base_url=loopback.openai_base_url,
+                                  max_retries=0, timeout=0.2) as client:
+        with pytest.raises(openai.APITimeoutError):
+            await client.chat.completions.create(model="m", messages=USER)
 
 
 async def test_malformed_body(loopback):
@@ -127,7 +127,8 @@ async def test_request_that_is_not_json_is_refused(loopback):
 
 
 async def test_records_requests_without_auth_values(loopback):
-    await _openai(loopback).chat.completions.create(model="m", messages=USER)
+    async with _openai(loopback) as client:
+        await client.chat.completions.create(model="m", messages=USER)
     [recorded] = loopback.requests
     assert recorded.api == "openai" and recorded.path == "/v1/chat/completions"
     assert recorded.body["messages"] == USER
@@ -214,3 +215,5 @@ def test_runs_as_a_subprocess_printing_its_port():
         assert process.stdin is not None
         process.stdin.close()  # closing stdin stops it
         assert process.wait(timeout=10) == 0
+        assert process.stdout is not None
+        process.stdout.close()

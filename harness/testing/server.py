@@ -271,7 +271,9 @@ class LoopbackServer:
             with self._lock:
                 if self._record and generation == self._generation:
                     self._requests.append(recorded)
-                reply = self._next_reply(recorded)
+                scripted = self._next_reply()
+            # The responder is user code: called outside the lock, so it may script the server.
+            reply = scripted or self._fallback(recorded)
             if self.latency:
                 await asyncio.sleep(self.latency)
             while reply.kind == "slow":
@@ -283,8 +285,8 @@ class LoopbackServer:
                 if generation == self._generation:
                     self._in_flight -= 1
 
-    def _next_reply(self, request: RecordedRequest) -> Reply:
-        """Random fault, else the queue, else the responder, else auto. Caller holds the lock."""
+    def _next_reply(self) -> Reply | None:
+        """A random fault, else the head of the queue, else ``None``. Caller holds the lock."""
         faults = self._faults
         if faults is not None:
             draw = self._rng.random()
@@ -296,7 +298,7 @@ class LoopbackServer:
                 return Reply.slow(faults.timeout_delay)
         if self._queue:
             return self._queue.popleft()
-        return self._fallback(request)
+        return None
 
     def _fallback(self, request: RecordedRequest) -> Reply:
         if self._responder is not None:
