@@ -163,6 +163,17 @@ async def test_concurrency_limit_is_honoured(provider, loopback, make_hub):
     assert loopback.max_in_flight == 3  # reached, never exceeded
 
 
+async def test_sharded_pools_keep_the_bound_exact(loopback, make_hub):
+    # 70 is split over 3 pools of 24 connections; least-loaded placement never lets a
+    # request wait inside a pool, so 70 run at once, and never more.
+    hub = make_hub(concurrency=70)
+    loopback.latency = 0.2
+    model = hub.get("openai:m")
+    await asyncio.gather(*(model.chat(HI, role="agent") for _ in range(140)))
+    assert len(hub.endpoint("openai").clients) == 3
+    assert loopback.max_in_flight == 70
+
+
 async def test_models_on_one_endpoint_share_the_bound(loopback, make_hub):
     hub = make_hub(concurrency=2)
     loopback.latency = 0.05
