@@ -1,0 +1,222 @@
+"""Throughput of the whole runner against the loopback model server.
+
+A 3-turn scenario (a simulator model plays the user, the agent answers with one tool call per
+turn, one judge scores the final response) is run for 1,000 episodes at 50 and at 200
+episodes in flight, with every reply delayed 200 ms by the server. The server runs in its own
+process, so only the harness's CPU is measured. For each setting it prints:
+
+- wall time and its ratio to the ideal: ceil(episodes / concurrency) x (sequential model calls
+  per episode) x latency;
+- process CPU milliseconds per model call, everything included (SDK, instructor, cache and
+  store writes, checks, judging, summary);
+- peak memory (RSS);
+- the re-run of the same 1,000 episodes from the response cache (replay mode: a miss would be
+  an error), with its model requests (must be 0).
+
+Then 10,000 episodes (no artificial latency) for peak memory.
+
+Each measurement runs in a fresh Python process so CPU and memory figures are its own.
+
+    python benchmarks/run_throughput.py                 # the full set (a few minutes)
+    python benchmarks/run_throughput.py --episodes 200 --memory-episodes 0   # quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SCENARIO = """\
+- id: bench-{i}
+  description: A three-turn support conversation for the throughput benchmark.
+  user:
+    persona: A customer with three questions about their order.
+    goal: Get answers to three questions about order A-1.
+    model: openai:bench-simulator
+  agent:
+    model: openai:bench-agent
+    system_prompt: You answer order questions; look orders up with get_order first.
+  tools:
+    - name: get_order
+      description: Look up an order by id.
+      parameters:
+        type: object
+        properties: {{order_id: {{type: string}}}}
+        required: [order_id]
+      returns: {{order_id: A-1, status: shipped, eta_days: 2}}
+  limits: {{max_user_turns: 3, max_agent_steps: 3, max_tool_calls: 10}}
+  expectations:
+    tool_calls:
+      - {{name: get_order, args: {{order_id: A-1}}}}
+  rubrics: [final_response_quality]
+"""
+
+N_SCENARIOS = 10
+
+
+# --- the server side (its own process) --------------------------------------------------
+
+
+def bench_responder(request: Any) -> Any:
+    """Simulator calls: keep asking until the agent has answered three times, then end the
+    conversation; everything else: the server's automatic answer (a tool call when tools are
+    offered after a user turn, text after a tool result, schema-valid JSON for the judge)."""
+    from harness.testing.replies import Reply
+
+    if "SimulatorTurn" in json.dumps(request.body.get("tool_choice")):
+        text = json.dumps(request.messages)
+        if text.count("Assistant:") >= 3:
+            return Reply.json({"message": "", "done": True, "stop_reason": "goal_met"})
+        return Reply.json({"message": "And what about my order A-1?", "done": False})
+    return None
+
+
+def serve(latency: float) -> None:
+    from harness.testing.server import LoopbackServer
+
+    server = LoopbackServer(latency=latency, responder=bench_responder, record=False).start()
+    print(server.port, flush=True)
+    sys.stdin.read()  # until the parent closes our stdin
+    server.stop()
+
+
+# --- one measured run (its own process) -------------------------------------------------
+
+
+def measure(args: argparse.Namespace) -> None:
+    from harness.runs.api import run_suite
+    from harness.runs.config import RunConfig
+
+    work = Path(args.work)
+    epochs = args.episodes // N_SCENARIOS
+    models_yaml = work / "models.yaml"
+    models_yaml.write_text(
+        f"openai: {{base_url: 'http://127.0.0.1:{args.port}/v1', concurrency: "
+        f"{max(args.concurrency * 2, 16)}}}\n"
+        "timeout_s: 60\nretry: {max_attempts: 3, backoff_initial_s: 0.1}\n"
+    )
+    os.environ["OPENAI_API_KEY"] = "sk-benchmark-not-a-real-key"
+    config = RunConfig(
+        scenario_paths=[str(work / "scenarios.yaml")], judges=["openai:bench-judge"],
+        epochs=epochs, concurrency=args.concurrency, models_config=str(models_yaml),
+        cache_path=None if args.cache_mode == "off" else str(work / "cache.sqlite"),
+        cache_mode=args.cache_mode, bootstrap_resamples=2000,
+    )
+    out = work / f"run-{args.label}"
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    result = asyncio.run(run_suite(config, out))
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    total = result.ledger["total"]
+    lines = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+    # Sequential model calls in one episode: simulator turns + agent steps + the judge call.
+    sequential = [sum(x["usage"][role]["calls"] for role in x["usage"]) for x in lines]
+    print(json.dumps({
+        "wall_s": wall, "cpu_s": cpu, "calls": total["calls"], "requests": total["requests"],
+        "cached_calls": total["cached_calls"], "episodes": len(lines),
+        "errored": result.summary["counts"]["errored"],
+        "sequential_calls_per_episode": max(sequential) if sequential else 0,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }))
+
+
+# --- the driver -------------------------------------------------------------------------
+
+
+def _child(*extra: str, work: Path, port: int) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--measure", "--work", str(work), "--port", str(port),
+         *extra], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"measurement failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _server(latency: float) -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", "--latency", str(latency)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, int(proc.stdout.readline())
+
+
+def _report(label: str, r: dict[str, Any], *, concurrency: int, latency: float) -> None:
+    ideal = math.ceil(r["episodes"] / concurrency) * r["sequential_calls_per_episode"] * latency
+    ratio = ideal / r["wall_s"] if r["wall_s"] else float("nan")
+    print(f"{label}: {r['episodes']} episodes, {r['calls']} model calls "
+          f"({r['sequential_calls_per_episode']} sequential per episode), "
+          f"{r['errored']} errored")
+    print(f"  wall {r['wall_s']:.1f} s, ideal {ideal:.1f} s -> {ratio:.2f} of ideal")
+    print(f"  CPU {1000 * r['cpu_s'] / max(r['calls'], 1):.2f} ms per model call (all included), "
+          f"peak RSS {r['peak_rss_mb']:.0f} MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--episodes", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[50, 200])
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--memory-episodes", type=int, default=10_000)
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--work", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--label", default="run", help=argparse.SUPPRESS)
+    parser.add_argument("--cache-mode", default="read-write", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.latency)
+        return
+    if args.measure:
+        args.concurrency = args.concurrency[0]
+        measure(args)
+        return
+
+    with tempfile.TemporaryDirectory(prefix="harness-bench-") as tmp:
+        work = Path(tmp)
+        (work / "scenarios.yaml").write_text(
+            "".join(SCENARIO.format(i=i) for i in range(N_SCENARIOS)))
+        server, port = _server(args.latency)
+        try:
+            for c in args.concurrency:
+                label = f"c{c}"
+                first = _child("--episodes", str(args.episodes), "--concurrency", str(c),
+                               "--label", label, work=work, port=port)
+                _report(f"concurrency {c}", first, concurrency=c, latency=args.latency)
+                again = _child("--episodes", str(args.episodes), "--concurrency", str(c),
+                               "--label", label + "-replay", "--cache-mode", "replay",
+                               work=work, port=port)
+                print(f"  re-run from cache: {again['wall_s']:.1f} s, "
+                      f"{again['requests']} model requests, {again['cached_calls']} cached calls")
+                (work / "cache.sqlite").unlink(missing_ok=True)
+        finally:
+            assert server.stdin is not None
+            server.stdin.close()
+            server.wait(timeout=30)
+
+        if args.memory_episodes:
+            server, port = _server(0.0)
+            try:
+                big = _child("--episodes", str(args.memory_episodes), "--concurrency", "200",
+                             "--label", "memory", "--cache-mode", "off", work=work, port=port)
+            finally:
+                assert server.stdin is not None
+                server.stdin.close()
+                server.wait(timeout=30)
+            print(f"memory: {big['episodes']} episodes ({big['calls']} model calls) in "
+                  f"{big['wall_s']:.1f} s, peak RSS {big['peak_rss_mb']:.0f} MB, "
+                  f"CPU {1000 * big['cpu_s'] / max(big['calls'], 1):.2f} ms per model call")
+
+
+if __name__ == "__main__":
+    main()
