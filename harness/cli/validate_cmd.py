@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 
 from harness.cli.app import EXIT_GATE_FAILED, EXIT_INPUT_ERROR, app
+from harness.errors import InputError, InputErrors
+from harness.judging.rubric import load_rubrics
 from harness.scenarios.export import stale_schemas, write_schemas
 from harness.scenarios.loading import validate_paths
 
@@ -26,10 +28,17 @@ def validate(
             "--no-imports", help="Do not import the Python agents and tool handlers named."
         ),
     ] = False,
+    rubrics: Annotated[
+        list[Path] | None,
+        typer.Option(help="Extra rubric files or folders beside the built-in ones."),
+    ] = None,
 ) -> None:
     """Check scenario files: every problem in every file, one line each
-    (file:line: field: what was expected). Exits 2 when any problem is found."""
-    report = validate_paths(paths, check_imports=not no_imports)
+    (file:line: field: what was expected), rubric ids included. Exits 2 when any problem is
+    found."""
+    known, rubric_errors = _rubric_ids(rubrics or [])
+    report = validate_paths(paths, check_imports=not no_imports, known_rubrics=known)
+    report.errors[:0] = rubric_errors
     for error in report.errors:
         typer.echo(str(error), err=True)
     if report.errors:
@@ -38,6 +47,17 @@ def validate(
         typer.echo(f"{len(report.errors)} {noun} in {files} file(s)", err=True)
         raise typer.Exit(EXIT_INPUT_ERROR)
     typer.echo(f"ok: {len(report.scenarios)} scenario(s) in {len(report.files)} file(s)")
+
+
+def _rubric_ids(paths: list[Path]) -> tuple[set[str] | None, list[InputError]]:
+    """The rubric ids scenarios may name, and any problems loading the rubrics (reported
+    with the scenario problems; rubric ids are then not checked)."""
+    try:
+        return set(load_rubrics(paths)), []
+    except InputErrors as err:
+        return None, list(err.errors)
+    except InputError as err:
+        return None, [err]
 
 
 @app.command()
@@ -50,8 +70,9 @@ def schema(
         typer.Option("--check", help="Write nothing; exit 1 when the files are missing or stale."),
     ] = False,
 ) -> None:
-    """Write the JSON Schema of scenario files (scenario.schema.json) for editors. In a YAML
-    file: # yaml-language-server: $schema=../schemas/scenario.schema.json"""
+    """Write the JSON Schemas of scenario and rubric files (scenario.schema.json,
+    rubric.schema.json) for editors. In a YAML file:
+    # yaml-language-server: $schema=../schemas/scenario.schema.json"""
     if check:
         stale = stale_schemas(out)
         for path in stale:

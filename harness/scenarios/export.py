@@ -1,4 +1,4 @@
-"""JSON Schema of the scenario file format, for editors (e.g. yaml-language-server's
+"""JSON Schemas of the scenario and rubric file formats, for editors (e.g. yaml-language-server's
 ``# yaml-language-server: $schema=...`` comment) and other tools."""
 
 from __future__ import annotations
@@ -27,7 +27,10 @@ def scenario_file_schema() -> dict[str, Any]:
 
 def schema_documents() -> dict[str, str]:
     """File name -> the exact text written for it (stable: sorted keys, trailing newline)."""
-    builders = {"scenario.schema.json": scenario_file_schema}
+    from harness.judging.rubric import rubric_json_schema
+
+    builders = {"scenario.schema.json": scenario_file_schema,
+                "rubric.schema.json": rubric_json_schema}
     return {
         name: json.dumps(build(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
         for name, build in builders.items()
