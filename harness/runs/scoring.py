@@ -24,8 +24,10 @@ from typing import Any
 from harness.checks.result import CheckReport
 from harness.judging.aggregate import AggregatedJudgment
 from harness.judging.judge import metric_name
+from harness.judging.verdicts import JudgeError, Judgment
+from harness.models.types import Role
 from harness.runs.sample import SampleRecord
-from harness.transcript import ErrorInfo, Transcript
+from harness.transcript import ErrorInfo, Transcript, UsageTotals
 
 DESCRIPTIVE_CHECKS = frozenset(
     {
@@ -136,17 +138,19 @@ def _score_by_judge_sample(
     ]
 
 
-def _usage(transcript: Transcript, judgments: Sequence[AggregatedJudgment]) -> dict[str, Any]:
+def _usage(
+    transcript: Transcript, judgments: Sequence[AggregatedJudgment]
+) -> dict[Role, UsageTotals]:
     usage = {role: totals.model_copy() for role, totals in transcript.usage.items()}
     for judgment in judgments:
         for vote in _all_judgments(judgment):
-            usage.setdefault("judge", type(vote.usage)()).merge(vote.usage)
+            usage.setdefault("judge", UsageTotals()).merge(vote.usage)
     return usage
 
 
-def _all_judgments(aggregate: AggregatedJudgment) -> list[Any]:
+def _all_judgments(aggregate: AggregatedJudgment) -> list[Judgment | JudgeError]:
     """Every single judge sample (successful or failed) under an aggregate, panels included."""
-    out: list[Any] = [*aggregate.judgments, *aggregate.errors]
+    out: list[Judgment | JudgeError] = [*aggregate.judgments, *aggregate.errors]
     for member in aggregate.members:
         out.extend(_all_judgments(member))
     return out
