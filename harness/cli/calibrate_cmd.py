@@ -1,23 +1,36 @@
-"""``harness calibrate --judgments FILE [--json]``: agreement of judges with people, from
-judgment records that already exist (contract 3); no model calls."""
+"""``harness calibrate``: how well judges agree with people.
+
+Two ways in, one report (terminal or ``--json``):
+
+- ``harness calibrate --judgments FILE``: judgment records that already exist (contract 3);
+  no model calls.
+- ``harness calibrate DATASET --judge MODEL --rubric ID``: run the judges on a labelled
+  dataset first (:func:`harness.calibration.study.run_calibration`), ``--samples`` times per
+  item, pairwise in both orders, through the response cache, writing every judgment to
+  ``--out DIR`` as it comes (re-running with the same ``--out`` resumes).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from harness.calibration.analysis import analyse
 from harness.calibration.judgments import load_judgments
 from harness.calibration.render import render_report
-from harness.calibration.report import AnalysisOptions
+from harness.calibration.report import AnalysisOptions, CalibrationReport
 from harness.calibration.scale import Scale
 from harness.cli.app import app
 from harness.errors import InputError
+from harness.models.config import CacheMode, ModelsConfig
 
 _OPTION_NAMES = {
     "n_resamples": "--resamples",
@@ -46,19 +59,86 @@ def parse_scale(text: str) -> Scale:
         raise InputError("--scale", None, f"expected {expected}, got {text!r}") from err
 
 
+def _analysis_options(raw: dict[str, Any]) -> AnalysisOptions:
+    try:
+        return AnalysisOptions.model_validate(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        raise InputError(_OPTION_NAMES.get(field, field), None, first["msg"]) from err
+
+
+def _print(report: CalibrationReport, json_output: bool) -> None:
+    if json_output:
+        typer.echo(json.dumps(report.to_json_dict(), indent=2, allow_nan=False))
+        return
+    render_report(report, Console(highlight=False))
+
+
 @app.command()
 def calibrate(
+    dataset: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Labelled items to run judges on (JSONL/CSV): pointwise {item_id, text, "
+            "human} or pairwise {item_id, input, output_a, output_b, gold}. Needs --judge "
+            "(or --offline) and --rubric. Not with --judgments.",
+            show_default=False,
+        ),
+    ] = None,
     judgments: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--judgments",
             help="JSONL/CSV of judgment records (contract 3): pointwise {item_id, human, judge} "
-            "or pairwise {item_id, gold, verdict, swapped}.",
+            "or pairwise {item_id, gold, verdict, swapped}. No model calls. Not with DATASET.",
         ),
-    ],
+    ] = None,
     json_output: Annotated[
         bool, typer.Option("--json", help="Print the report as one JSON object.")
     ] = False,
+    judge: Annotated[list[str] | None, typer.Option(
+        "--judge", metavar="MODEL", help="DATASET: judge model (provider:model); repeat to "
+        "compare judges. mock:judge (and mock:judge-strict, -lenient, -first) run offline.")
+    ] = None,
+    rubric: Annotated[str | None, typer.Option(
+        "--rubric", metavar="ID", help="DATASET: the rubric the judges use.")] = None,
+    criterion: Annotated[str | None, typer.Option(
+        help="DATASET: the rubric criterion whose score is compared (pointwise; default: the "
+        "rubric's first) or compared on (pairwise; default: the whole rubric).")] = None,
+    samples: Annotated[int | None, typer.Option(
+        help="DATASET: judge samples per item (sample indexes 0..K-1). Default: 1.")] = None,
+    swap: Annotated[bool | None, typer.Option(
+        "--swap/--no-swap", help="DATASET, pairwise: judge every sample in both orders "
+        "(default; position consistency needs both) or only the original order.")] = None,
+    ties: Annotated[bool | None, typer.Option(
+        "--ties/--no-ties", help="DATASET, pairwise: may the judge answer 'tie'? Default: "
+        "--ties.")] = None,
+    scale_map: Annotated[str | None, typer.Option(
+        metavar="LEVEL=VALUE,...", help="DATASET, pointwise: map each judge level onto the "
+        "human scale, e.g. 1=1,2=1,3=2,4=3,5=3, when the labels are on another scale than "
+        "the criterion's.")] = None,
+    temperature: Annotated[float | None, typer.Option(
+        help="DATASET: judge temperature (default: the provider's).", min=0, max=2)] = None,
+    out: Annotated[Path | None, typer.Option(
+        help="DATASET: study directory; judgments are written as they come and a re-run with "
+        "the same --out resumes. Default: runs/calibrate-<time>.")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        help="DATASET: judge samples in flight. Default: 8.")] = None,
+    offline: Annotated[bool, typer.Option(
+        help="DATASET: judge with mock:judge when no --judge is given; refuse non-mock "
+        "judges (no keys, no network).")] = False,
+    cache: Annotated[Path | None, typer.Option(
+        help="DATASET: response cache file. Default: .harness/cache.sqlite.")] = None,
+    cache_mode: Annotated[CacheMode, typer.Option(
+        help="DATASET: read-write, refresh, off, or replay (cached answers only).")
+    ] = "read-write",
+    models_config: Annotated[Path | None, typer.Option(
+        help="DATASET: models YAML (keys, base URLs, retries, concurrency).")] = None,
+    judge_base_url: Annotated[str | None, typer.Option(
+        help="DATASET: base URL for non-mock judges (an OpenAI-compatible server).")] = None,
+    rubrics_dir: Annotated[list[Path] | None, typer.Option(
+        "--rubrics-dir", help="DATASET: more rubric files or directories.")] = None,
     pass_threshold: Annotated[
         float | None,
         typer.Option(help="A score at or above this passes (pass/fail statistics, PPI pass rate)."),
@@ -86,8 +166,21 @@ def calibrate(
 ) -> None:
     """Measure how well judges agree with people: correlations, kappa, Krippendorff's alpha,
     bias, pass/fail and threshold calibration, pairwise position consistency, the human
-    baseline and PPI, each with a seeded bootstrap interval over items."""
-    raw = {
+    baseline and PPI, each with a seeded bootstrap interval over items. Analyse existing
+    judgments (--judgments FILE), or run judges on a labelled DATASET first."""
+    study_options = {
+        "--judge": judge, "--rubric": rubric, "--criterion": criterion, "--samples": samples,
+        "--swap/--no-swap": swap, "--ties/--no-ties": ties, "--scale-map": scale_map,
+        "--temperature": temperature, "--out": out, "--concurrency": concurrency,
+        "--offline": offline or None, "--cache": cache, "--models-config": models_config,
+        "--judge-base-url": judge_base_url, "--rubrics-dir": rubrics_dir,
+    }
+    if (dataset is None) == (judgments is None):
+        raise InputError("command line", "DATASET / --judgments",
+                         "give a labelled DATASET to run judges on, or --judgments FILE to "
+                         "analyse judgments that already exist" +
+                         (" (not both)" if dataset is not None else ""))
+    options = _analysis_options({
         "n_resamples": resamples,
         "confidence": confidence,
         "seed": seed,
@@ -97,16 +190,91 @@ def calibrate(
         "missing_verdict": missing_verdict,
         "ppi_lambda": ppi_lambda,
         "scale": parse_scale(scale) if scale is not None else None,
-    }
-    try:
-        options = AnalysisOptions.model_validate(raw)
-    except ValidationError as err:
-        first = err.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else ""
-        raise InputError(_OPTION_NAMES.get(field, field), None, first["msg"]) from err
-    data = load_judgments(judgments, scale=options.scale)
-    report = analyse(data, options)
-    if json_output:
-        typer.echo(json.dumps(report.to_json_dict(), indent=2, allow_nan=False))
+    })
+    if judgments is not None:
+        given = [name for name, value in study_options.items() if value not in (None, [])]
+        if given:
+            raise InputError("command line", given[0], "runs judges on a DATASET; --judgments "
+                             "analyses judgments that already exist, with no model calls")
+        data = load_judgments(judgments, scale=options.scale)
+        _print(analyse(data, options), json_output)
         return
-    render_report(report, Console(highlight=False))
+    assert dataset is not None
+    judges = _judges(judge or [], offline)
+    if rubric is None:
+        raise InputError("command line", "--rubric", "running judges on a DATASET needs "
+                         "--rubric ID (the rubric the judges use)")
+    _run_study(
+        dataset, judges, rubric, options, json_output,
+        criterion=criterion, samples=1 if samples is None else samples,
+        swap=True if swap is None else swap, allow_ties=True if ties is None else ties,
+        scale_map=scale_map, temperature=temperature,
+        out=out or Path("runs") / f"calibrate-{time.strftime('%Y%m%d-%H%M%S')}",
+        concurrency=8 if concurrency is None else concurrency,
+        cache=cache or Path(".harness/cache.sqlite"), cache_mode=cache_mode,
+        models_config=models_config, base_url=judge_base_url, rubric_dirs=rubrics_dir or [],
+    )
+
+
+def _judges(judges: list[str], offline: bool) -> list[str]:
+    """The judge models: ``mock:judge`` with --offline and no --judge; with --offline every
+    judge must be a mock: model."""
+    if not judges:
+        if offline:
+            return ["mock:judge"]
+        raise InputError("command line", "--judge", "running judges on a DATASET needs "
+                         "--judge MODEL (e.g. openai:gpt-4.1), or --offline for mock:judge")
+    if offline:
+        real = [j for j in judges if not j.startswith("mock:")]
+        if real:
+            raise InputError("--offline", None, f"{real[0]} is not an offline model; with "
+                             "--offline use mock: judges (mock:judge, mock:judge-strict, "
+                             "mock:judge-lenient, mock:judge-first)")
+    return judges
+
+
+def _run_study(dataset: Path, judges: list[str], rubric: str, options: AnalysisOptions,
+               json_output: bool, *, criterion: str | None, samples: int, swap: bool,
+               allow_ties: bool, scale_map: str | None, temperature: float | None, out: Path,
+               concurrency: int, cache: Path, cache_mode: CacheMode,
+               models_config: Path | None, base_url: str | None,
+               rubric_dirs: list[Path]) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from harness.calibration.study import run_calibration
+    from harness.calibration.study_dir import JUDGMENTS_FILE, STUDY_FILE
+    from harness.calibration.study_records import parse_scale_map
+
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    mapping = parse_scale_map(scale_map) if scale_map is not None else None
+    config = ModelsConfig.from_yaml(models_config) if models_config is not None else None
+    progress = Progress(TextColumn("[bold]judging"), BarColumn(), MofNCompleteColumn(),
+                        console=err, disable=not err.is_terminal)
+    task = progress.add_task("judging", total=None)
+
+    def advance(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=total)
+
+    try:
+        with progress:
+            report = asyncio.run(run_calibration(
+                dataset, judges, rubric, samples=samples, out_dir=out, criterion=criterion,
+                scale_map=mapping, swap=swap, allow_ties=allow_ties, temperature=temperature,
+                concurrency=concurrency, options=options, rubric_dirs=rubric_dirs,
+                models=config, cache_path=cache, cache_mode=cache_mode, base_url=base_url,
+                progress=advance))
+    except KeyboardInterrupt:
+        err.print(f"[yellow]interrupted: the finished judgments are in "
+                  f"{escape(str(out / JUDGMENTS_FILE))}; run the same command to resume[/]")
+        raise typer.Exit(130) from None
+    offline = [n for n in report.notes if n.startswith("OFFLINE:")]
+    if offline and not json_output:
+        Console(highlight=False).print(f"[bold yellow]{escape(offline[0])}[/]")
+    _print(report, json_output)
+    counts = json.loads((out / STUDY_FILE).read_text(encoding="utf-8"))["counts"]
+    usage = counts["usage"]
+    err.print(
+        f"[dim]study {escape(str(out))}: {counts['units_judged']} judge×item judged, "
+        f"{counts['units_resumed']} resumed; {usage.get('calls', 0)} model calls "
+        f"({usage.get('cached_calls', 0)} cached), {counts['failed_calls']} failed; wrote "
+        f"{JUDGMENTS_FILE}, report.json, {STUDY_FILE}[/]")

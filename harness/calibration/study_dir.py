@@ -1,0 +1,186 @@
+"""A calibration study's directory: what makes a study durable and resumable.
+
+- ``judgments.jsonl``: contract-3 judgment records, a (judge, item)'s lines appended and
+  flushed as soon as all its samples are in, so a killed study keeps what it judged; at the
+  end rewritten in a fixed order (judges as given, items in dataset order), so
+  ``harness calibrate --judgments DIR/judgments.jsonl`` reproduces the report exactly.
+- ``study.json``: the :class:`~harness.calibration.study_records.StudySettings`, the judges,
+  the status (``running``/``finished``) and the counts.
+- ``report.json``: the report, written at the end.
+
+Opening a directory again resumes it: the settings must match, a last line cut off by a kill
+is dropped, units with a failed call or missing samples are dropped (to be judged again), and
+everything else, other judges' records included, is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from harness.calibration.files import parse_record
+from harness.calibration.judgments import PairwiseJudgment, PointwiseJudgment
+from harness.calibration.scale import rating_values
+from harness.calibration.study_records import (
+    Record,
+    StudyCounts,
+    StudySettings,
+    has_error,
+    record_line,
+)
+from harness.errors import InputError
+
+JUDGMENTS_FILE = "judgments.jsonl"
+STUDY_FILE = "study.json"
+REPORT_FILE = "report.json"
+
+Unit = tuple[str, str]  # (judge id, item id)
+
+
+def canonical_order(records: Iterable[Record], judges: Sequence[str], items: Sequence[str]
+                    ) -> list[Record]:
+    """Records in a fixed order: judges as given (then any others by id), items in dataset
+    order, the original order before the swapped one, samples ascending. The report's judge
+    order and bootstrap draws depend on record order, so they must not depend on which call
+    finished first."""
+    judge_rank = {j: i for i, j in enumerate(judges)}
+    item_rank = {item: i for i, item in enumerate(items)}
+
+    def key(record: Record) -> tuple[int, str, int, int, int]:
+        jid = record.judge_id or ""
+        swapped = isinstance(record, PairwiseJudgment) and record.swapped
+        sample = record.sample if isinstance(record, PairwiseJudgment) else None
+        return (judge_rank.get(jid, len(judges)), jid, item_rank.get(record.item_id, 0),
+                int(swapped), sample or 0)
+
+    return sorted(records, key=key)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one step (never a half-written file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def complete_units(records: Sequence[Record], settings: StudySettings) -> dict[Unit, list[Record]]:
+    """The units whose records are complete (every sample, every order asked) and hold no
+    failed call."""
+    units: dict[Unit, list[Record]] = {}
+    for record in records:
+        units.setdefault((record.judge_id or "", record.item_id), []).append(record)
+    orders = 2 if settings.swap else 1
+    done = {}
+    for key, unit in units.items():
+        if any(has_error(r) for r in unit):
+            continue
+        if isinstance(unit[0], PointwiseJudgment):
+            complete = len(unit) == 1 and len(rating_values(unit[0].judge)) == settings.samples
+        else:
+            cells = {(r.swapped, r.sample) for r in unit if isinstance(r, PairwiseJudgment)}
+            complete = len(cells) == len(unit) == settings.samples * orders
+        if complete:
+            done[key] = unit
+    return done
+
+
+class StudyDirectory:
+    """One study directory, opened for a run (see the module docstring)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.judgments = path / JUDGMENTS_FILE
+        self.kept: list[Record] = []
+        self._log: IO[str] | None = None
+
+    def open(self, settings: StudySettings, judges: Sequence[str], items: Sequence[str]
+             ) -> set[Unit]:
+        """Check the directory's settings, keep its finished records (rewriting the file
+        without the dropped ones) and return the units of ``judges`` already done. Raises
+        InputError for other settings, a stray judgments file or a bad line."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        existing = self._read(settings)
+        wanted, known_items = set(judges), set(items)
+        done = {key: unit for key, unit in complete_units(existing, settings).items()
+                if key[0] in wanted and key[1] in known_items}
+        self.kept = [r for r in existing if (r.judge_id or "") not in wanted]
+        self.kept += [r for unit in done.values() for r in unit]
+        self.rewrite(self.kept, judges, items)
+        self._log = self.judgments.open("a", encoding="utf-8")
+        return set(done)
+
+    def _read(self, settings: StudySettings) -> list[Record]:
+        study = self.path / STUDY_FILE
+        if study.is_file():
+            self._check_settings(study, settings)
+        elif self.judgments.exists():
+            raise InputError(self.judgments, None, f"found without {STUDY_FILE}: not a study "
+                             "directory written by harness calibrate; use another --out")
+        if not self.judgments.is_file():
+            return []
+        text = self.judgments.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        records: list[Record] = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except ValueError:
+                if number == len(lines) and not text.endswith("\n"):
+                    continue  # cut off by a kill mid-write: that unit is judged again
+                raise InputError(self.judgments, None, "invalid JSON", location=number) from None
+            if not isinstance(data, dict):
+                raise InputError(self.judgments, None, "expected a JSON object", location=number)
+            if settings.kind == "pointwise":
+                records.append(parse_record(PointwiseJudgment, self.judgments, number, data))
+            else:
+                records.append(parse_record(PairwiseJudgment, self.judgments, number, data))
+        return records
+
+    @staticmethod
+    def _check_settings(study: Path, settings: StudySettings) -> None:
+        try:
+            stored = StudySettings.model_validate(
+                json.loads(study.read_text(encoding="utf-8"))["settings"])
+        except (OSError, ValueError, KeyError, TypeError, ValidationError) as err:
+            raise InputError(study, "settings", f"not a readable study file ({err}); use "
+                             "another --out") from None
+        for name in StudySettings.model_fields:
+            ours, theirs = getattr(settings, name), getattr(stored, name)
+            if name != "dataset" and ours != theirs:
+                raise InputError(study, f"settings.{name}", f"this directory holds a study with "
+                                 f"{name}={theirs!r}, not {ours!r}; resume with the same "
+                                 "settings or use another --out")
+
+    def append(self, records: Sequence[Record]) -> None:
+        """Append one unit's records and flush them to the OS, so a kill cannot lose them."""
+        assert self._log is not None, "open the study directory first"
+        self._log.write("".join(record_line(r) + "\n" for r in records))
+        self._log.flush()
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def rewrite(self, records: Iterable[Record], judges: Sequence[str], items: Sequence[str]
+                ) -> None:
+        """Replace ``judgments.jsonl`` with ``records`` in canonical order."""
+        ordered = canonical_order(records, judges, items)
+        write_atomic(self.judgments, "".join(record_line(r) + "\n" for r in ordered))
+
+    def write_study(self, settings: StudySettings, judges: Sequence[str], counts: StudyCounts,
+                    status: str) -> None:
+        payload = {"settings": settings.model_dump(mode="json"), "judges": list(judges),
+                   "status": status, "counts": counts.model_dump(mode="json")}
+        write_atomic(self.path / STUDY_FILE, json.dumps(payload, indent=2, allow_nan=False) + "\n")
+
+    def write_report(self, report_json: dict[str, Any]) -> None:
+        write_atomic(self.path / REPORT_FILE,
+                     json.dumps(report_json, indent=2, allow_nan=False) + "\n")
