@@ -1,0 +1,111 @@
+"""The OpenAI requests the model layer sends through ``client.post`` are byte-for-byte what
+``client.chat.completions.create`` would send: the same JSON body, the same headers, the same
+reply type and the same SDK exceptions (real SDK against the loopback server)."""
+
+from __future__ import annotations
+
+import httpx2
+import openai
+import pytest
+from openai.types.chat import ChatCompletion
+
+from harness.models.formats import to_openai_messages, to_openai_tools
+from harness.models.openai_provider import chat_completion_sender, make_client
+from harness.models.types import Message, ToolCall, ToolSpec
+from harness.testing.replies import Reply
+
+LOOKUP = ToolSpec(
+    name="lookup",
+    description="Look an order up.",
+    parameters={
+        "type": "object",
+        "properties": {"order_id": {"type": "string", "format": "uuid"},
+                       "when": {"type": "string", "format": "date-time"},
+                       "items": {"type": "array", "items": {"$ref": "#/$defs/Item"}}},
+        "required": ["order_id"],
+        "$defs": {"Item": {"type": "object", "properties": {"sku": {"type": "string"}}}},
+    },
+)
+HISTORY = [
+    Message(role="system", content="Be brief."),
+    Message(role="user", content="Where is order A-1? «ünïcode»"),
+    Message(role="assistant", content="", tool_calls=(
+        ToolCall(id="c1", name="lookup", arguments={"order_id": "A-1"}),
+        ToolCall(id="c2", name="lookup", raw_arguments="{not json"),
+    )),
+    Message(role="tool", tool_call_id="c1", name="lookup", content='{"status": "shipped"}'),
+    Message(role="tool", tool_call_id="c2", name="lookup", content="bad arguments",
+            is_error=True),
+    Message(role="assistant", content="It shipped."),
+    Message(role="user", content="Thanks."),
+]
+REQUESTS = {
+    "chat with tools": {
+        "model": "m", "messages": to_openai_messages(HISTORY), "max_tokens": 64,
+        "temperature": 0.3, "top_p": 0.9, "seed": 7, "stop": ["END"],
+        "tools": to_openai_tools([LOOKUP]), "tool_choice": "auto",
+    },
+    "forced function (instructor tools mode, with a re-ask turn)": {
+        "model": "m", "max_completion_tokens": 32,
+        "messages": [*to_openai_messages(HISTORY[:2]),
+                     {"role": "assistant", "content": None, "tool_calls": [
+                         {"id": "t1", "type": "function",
+                          "function": {"name": "Verdict", "arguments": "{}"}}]},
+                     {"role": "tool", "tool_call_id": "t1", "name": "Verdict",
+                      "content": "Validation Error found: score missing"}],
+        "tools": [{"type": "function", "function": {
+            "name": "Verdict", "description": "A verdict.",
+            "parameters": {"type": "object", "properties": {"score": {"type": "integer"}},
+                           "required": ["score"]}}}],
+        "tool_choice": {"type": "function", "function": {"name": "Verdict"}},
+    },
+    "response_format json_schema": {
+        "model": "m", "max_tokens": 16, "messages": to_openai_messages(HISTORY[:2]),
+        "response_format": {"type": "json_schema", "json_schema": {
+            "name": "Verdict", "schema": {"type": "object",
+                                          "properties": {"score": {"type": "integer"}}}}},
+    },
+}
+
+
+@pytest.fixture
+async def client(loopback):
+    http = httpx2.AsyncClient()
+    sdk = make_client("sk-test-wire-0123456789", loopback.openai_base_url, http, 5.0)
+    yield sdk
+    await http.aclose()
+
+
+@pytest.mark.parametrize("name", REQUESTS)
+async def test_post_sends_what_create_sends(name, client, loopback):
+    request = REQUESTS[name]
+    loopback.enqueue(Reply.text_reply("one"), Reply.text_reply("two"))
+    via_create = await client.chat.completions.create(**request)
+    via_post = await chat_completion_sender(client)(**request)
+
+    sent_create, sent_post = loopback.requests
+    assert sent_post.path == sent_create.path == "/v1/chat/completions"
+    assert sent_post.body == sent_create.body
+    assert "stream" not in sent_post.body
+    assert sent_post.headers == sent_create.headers
+    assert sent_post.headers["authorization"] == "<redacted>"  # the key was sent
+    assert type(via_post) is type(via_create) is ChatCompletion
+    assert via_post.choices[0].message.content == "two"
+
+
+@pytest.mark.parametrize(("reply", "error"), [
+    (Reply.not_found(), openai.NotFoundError),
+    (Reply.rate_limited(2.0), openai.RateLimitError),
+    (Reply.server_error(503), openai.InternalServerError),
+    (Reply.unauthorized(), openai.AuthenticationError),
+])
+async def test_post_raises_the_sdk_errors_create_raises(reply, error, client, loopback):
+    request = REQUESTS["chat with tools"]
+    loopback.enqueue(reply, reply)
+    with pytest.raises(error) as from_create:
+        await client.chat.completions.create(**request)
+    with pytest.raises(error) as from_post:
+        await chat_completion_sender(client)(**request)
+    assert from_post.value.status_code == from_create.value.status_code
+    assert from_post.value.response.headers.get("retry-after") == \
+        from_create.value.response.headers.get("retry-after")
