@@ -7,3 +7,4 @@ from harness.cli import validate_cmd  # noqa: F401
 from harness.cli import calibrate_cmd  # noqa: F401
 from harness.cli import stats_cmd  # noqa: F401
 from harness.cli import run_cmd  # noqa: F401
+from harness.cli import demo_cmd  # noqa: F401

@@ -1,0 +1,76 @@
+"""``harness demo``: the whole pipeline offline, with no key and no network.
+
+It runs the example scenarios with offline ``mock:`` models (a deliberately flaky agent, so
+the intervals have something to measure), then a judge calibration study with an offline
+judge on the small labelled example set. Every number it prints says it comes from offline
+models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from harness.cli.app import app
+from harness.errors import HarnessError
+from harness.runs.api import run_suite
+from harness.runs.config import RunConfig
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_SCENARIOS = PROJECT_ROOT / "scenarios"
+EXAMPLE_CALIBRATION = PROJECT_ROOT / "examples" / "calibration"
+
+
+@app.command()
+def demo(
+    out: Annotated[Path | None, typer.Option(help="where to write (default runs/demo-<time>)")
+                   ] = None,
+    epochs: Annotated[int, typer.Option(help="samples per scenario")] = 5,
+) -> None:
+    """Run the example suite and a judge calibration study offline (mock: models)."""
+    from harness.report.terminal import render_run
+
+    if not EXAMPLE_SCENARIOS.is_dir():
+        raise HarnessError(
+            f"the example scenarios are not at {EXAMPLE_SCENARIOS}; run the demo from a "
+            "checkout installed with `pip install -e .`")
+    out = out or Path("runs") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
+    console = Console(highlight=False)
+    console.rule("[bold]1. The example suite, offline")
+    console.print(f"scenarios: {EXAMPLE_SCENARIOS}; agent mock:agent-flaky, simulator "
+                  f"mock:simulator, judge mock:judge; {epochs} epochs each")
+    config = RunConfig(
+        scenario_paths=[str(EXAMPLE_SCENARIOS)], offline=True, agent="mock:agent-flaky",
+        epochs=epochs, cache_mode="off",
+    )
+    result = asyncio.run(run_suite(config, out / "suite"))
+    render_run(result.summary, console, run_dir=str(out / "suite"))
+
+    console.rule("[bold]2. Judge calibration, offline")
+    _calibration(out / "calibration", console)
+
+    console.rule("[bold]Next")
+    console.print(
+        f"- the suite's files: {out / 'suite'}/summary.json, samples.jsonl, run.sqlite\n"
+        "- statistics from any score file: harness stats "
+        f"{out / 'suite'}/samples.jsonl\n"
+        "- with real models: harness run scenarios --agent anthropic:claude-sonnet-4-5 "
+        "--simulator anthropic:claude-haiku-4-5 --judge openai:gpt-4.1 (keys from "
+        "ANTHROPIC_API_KEY / OPENAI_API_KEY)"
+    )
+
+
+def _calibration(out: Path, console: Console) -> None:
+    from harness.calibration.render import render_report
+    from harness.calibration.study import run_calibration
+
+    dataset = EXAMPLE_CALIBRATION / "pointwise_items.jsonl"
+    console.print(f"labelled items: {dataset}; judge mock:judge, 3 samples per item")
+    report = asyncio.run(run_calibration(
+        dataset, ["mock:judge"], "final_response_quality", samples=3, out_dir=out))
+    render_report(report, console)

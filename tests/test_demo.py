@@ -1,0 +1,28 @@
+"""The README's main command: `harness demo` runs the whole pipeline offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_demo_runs_the_suite_and_a_calibration_study_offline(tmp_path: Path) -> None:
+    env_free_of_keys = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "demo", "--out", str(tmp_path / "demo"),
+         "--epochs", "2"],
+        capture_output=True, text=True, timeout=600, env=env_free_of_keys, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert "1. The example suite, offline" in out and "2. Judge calibration, offline" in out
+    assert out.count("OFFLINE") >= 2, "both parts must say their numbers come from mock models"
+    summary = json.loads((tmp_path / "demo" / "suite" / "summary.json").read_text())
+    assert summary["offline"] is True
+    assert summary["counts"]["samples"] == 2 * summary["counts"]["scenarios"] >= 20
+    assert summary["counts"]["errored"] == 0
+    report = json.loads((tmp_path / "demo" / "calibration" / "report.json").read_text())
+    assert any("OFFLINE" in note for note in report["notes"])
+    assert (tmp_path / "demo" / "calibration" / "judgments.jsonl").stat().st_size > 0
