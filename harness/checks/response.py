@@ -32,7 +32,7 @@ def _is_latin_script(text: str) -> bool:
 @functools.cache
 def _scorer(use_stemmer: bool) -> Any:
     # Imported lazily: rouge_score pulls in nltk, which is slow to import.
-    from rouge_score import rouge_scorer  # type: ignore[import-untyped]
+    from rouge_score import rouge_scorer
 
     return rouge_scorer.RougeScorer(["rouge1"], use_stemmer=use_stemmer)
 

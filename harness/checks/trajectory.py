@@ -66,8 +66,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.sparse import csr_matrix  # type: ignore[import-untyped]
-from scipy.sparse.csgraph import maximum_bipartite_matching  # type: ignore[import-untyped]
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from harness.checks.args import ArgDiff, CompiledMatching
 from harness.checks.result import Finding

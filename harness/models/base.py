@@ -52,7 +52,7 @@ class ModelSpec(BaseModel):
             raise ModelConfigError(
                 f"unknown provider {provider!r} in {text!r}; expected one of {', '.join(PROVIDERS)}"
             )
-        return cls(provider=provider, name=name.strip(), base_url=base_url)  # type: ignore[arg-type]
+        return cls(provider=provider, name=name.strip(), base_url=base_url)
 
     def __str__(self) -> str:
         return f"{self.provider}:{self.name}"
