@@ -197,15 +197,19 @@ class Runner:
         """Run the given (scenario id, epoch) samples, at most ``concurrency`` at a time,
         storing each as it finishes. Returns the state (how many finished, why it stopped)."""
         self.state.planned += len(keys)
-        semaphore = asyncio.Semaphore(self.config.concurrency)
+        # `concurrency` workers take the samples in order, rather than a task per sample
+        # waiting on a semaphore: the same bound and order, without holding thousands of
+        # pending tasks (memory, and garbage-collector passes over them) in a long run.
+        pending = iter(keys)
 
-        async def guarded(key: SampleKey) -> None:
-            async with semaphore:
+        async def worker() -> None:
+            for key in pending:
                 if self.state.stopped:
                     return
                 await self._run_one(*key)
 
-        tasks = [asyncio.create_task(guarded(key)) for key in keys]
+        workers = min(self.config.concurrency, len(keys))
+        tasks = [asyncio.create_task(worker()) for _ in range(workers)]
         try:
             await asyncio.gather(*tasks)
         finally:
