@@ -10,8 +10,10 @@ finished is kept.
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -209,12 +211,13 @@ class Runner:
                 await self._run_one(*key)
 
         workers = min(self.config.concurrency, len(keys))
-        tasks = [asyncio.create_task(worker()) for _ in range(workers)]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for task in tasks:
-                task.cancel()
+        with collector_tuned_for_run():
+            tasks = [asyncio.create_task(worker()) for _ in range(workers)]
+            try:
+                await asyncio.gather(*tasks)
+            finally:
+                for task in tasks:
+                    task.cancel()
         return self.state
 
     def _stop(self, reason: str, message: str) -> None:
@@ -274,6 +277,32 @@ class Runner:
         self.state.errored += int(record.status == "errored")
         if self.on_sample is not None:
             self.on_sample(record)
+
+
+# Allocations between two young-generation collections during a run (Python's default: 700).
+RUN_GC_THRESHOLD = 10_000
+
+
+@contextmanager
+def collector_tuned_for_run() -> Iterator[None]:
+    """Tune Python's cyclic garbage collector for the run inside, then restore it.
+
+    A run allocates many short-lived objects (requests, replies, pydantic models) beside some
+    200,000 long-lived ones (imported modules, SDK classes, the suite). With the defaults the
+    collector spent ~10% of the run's CPU, most of it in full passes over the long-lived
+    objects. Inside, the objects that exist at the start are frozen (left out of collections
+    until the end, :func:`gc.freeze`), and young collections run every
+    :data:`RUN_GC_THRESHOLD` allocations instead of 700. Garbage is still collected; the
+    settings and the frozen objects are given back on the way out, errors included.
+    """
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(threshold[0], RUN_GC_THRESHOLD), *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
 
 
 def _fatal_error(error: ErrorInfo | None) -> str | None:
