@@ -33,6 +33,7 @@ from harness.errors import (
 from harness.models.base import ChatModel, ModelSpec
 from harness.models.cache import ResponseCache, cache_key
 from harness.models.endpoint import Endpoint
+from harness.models.instructor_speedups import memoise_async_validator_check
 from harness.models.prices import PriceTable
 from harness.models.retry import ErrorContext, RetryPolicy, TransientFailure, classify, redact
 from harness.models.types import (
@@ -333,6 +334,7 @@ class RemoteChatModel(ChatModel):
         from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
 
         if self._instructor_create is None:
+            memoise_async_validator_check()
             self._instructor_create = self._patch_for_instructor(self._instructor_send)
         request = self._structured_request(messages, params)
         name = getattr(response_model, "__name__", "the response model")
