@@ -24,10 +24,13 @@ StopReason = Literal[
     "tool_call_limit",  # the agent exceeded the scenario's max tool calls
     "agent_error",  # the agent's model call (or Python agent) failed
     "simulator_error",  # the simulator's model call failed
+    "time_limit",  # the episode ran past its wall-clock limit (limits.max_seconds)
     "imported",  # an existing conversation brought in for scoring
 ]
 
-ERROR_STOP_REASONS: frozenset[str] = frozenset({"agent_error", "simulator_error"})
+# An episode that ends for one of these reasons is an errored sample: stored with its reason,
+# reported apart and never scored (the time limit is a safety stop against a hung agent).
+ERROR_STOP_REASONS: frozenset[str] = frozenset({"agent_error", "simulator_error", "time_limit"})
 
 
 class UsageTotals(BaseModel):

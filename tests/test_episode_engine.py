@@ -284,6 +284,17 @@ def agents_dir(tmp_path: Path) -> Path:
         "    raise RuntimeError('agent bug')\n"
         "def wrong_type_agent(messages, toolbox):\n"
         "    return 42\n"
+        "release = threading.Event()\n"
+        "def hangs_on_second_turn(messages, toolbox):\n"
+        "    if len([m for m in messages if m.role == 'user']) == 2:\n"
+        "        toolbox.call('get_weather', city='Paris')\n"
+        "        release.wait()\n"
+        "    return 'ok'\n"
+        "async def async_hangs_on_second_turn(messages, toolbox):\n"
+        "    if len([m for m in messages if m.role == 'user']) == 2:\n"
+        "        toolbox.call('get_weather', city='Oslo')\n"
+        "        await asyncio.Event().wait()\n"
+        "    return 'ok'\n"
     )
     return tmp_path
 
@@ -352,6 +363,82 @@ async def test_python_agent_failures_are_agent_errors(
     assert (t.error.kind, t.error.role) == (kind, "agent") and text_part in t.error.message
     if function == "crashing_agent":
         assert len(t.tool_calls) == 1 and t.messages[-1].role == "tool"  # kept
+
+
+@pytest.mark.parametrize("function", ["hangs_on_second_turn", "async_hangs_on_second_turn"])
+async def test_a_hung_python_agent_ends_at_the_time_limit_keeping_what_happened(
+    agents_dir: Path, function: str
+) -> None:
+    sc = python_scenario(agents_dir, function).with_source(agents_dir / "s.yaml")
+    sc = sc.model_copy(update={"limits": sc.limits.model_copy(update={"max_seconds": 0.3})})
+    try:
+        t = await run(sc, None, None)
+    finally:
+        import pyagents_episode
+
+        pyagents_episode.release.set()  # let the abandoned thread finish
+    assert t.stop_reason == "time_limit" and t.errored
+    assert t.error is not None and (t.error.kind, t.error.role) == ("EpisodeTimeout", "agent")
+    assert "0.3 s" in t.error.message and "user turn 1" in t.error.message
+    assert t.stop_detail is not None and "limits.max_seconds" in t.stop_detail
+    # The finished first turn, the second user message and its tool call are kept.
+    assert [m.content for m in t.messages] == ["Weather?", "ok", "Again?"]
+    assert [r.turn for r in t.tool_calls] == [1]
+    assert 0.3 <= t.duration_s < 5
+    assert Transcript.model_validate_json(t.model_dump_json()) == t
+
+
+async def test_the_runs_episode_timeout_applies_when_the_scenario_sets_none() -> None:
+    class HangingSimulator(FakeModel):
+        async def structured(self, *args: Any, **kwargs: Any) -> Any:
+            await asyncio.Event().wait()
+
+    sc = scenario(user={"opening_message": None})
+    t = await run_episode(sc, agent_model=FakeModel(), simulator_model=HangingSimulator(),
+                          time_limit_s=0.2)
+    assert t.stop_reason == "time_limit" and t.error is not None
+    assert t.error.role == "simulator" and "user turn 0" in t.error.message
+    assert t.stop_detail is not None and "--episode-timeout" in t.stop_detail
+    assert t.messages == []
+
+    # The scenario's own limit wins over the run's.
+    sc = scenario(user={"opening_message": None}, limits={"max_seconds": 0.1})
+    t = await run_episode(sc, agent_model=FakeModel(), simulator_model=HangingSimulator(),
+                          time_limit_s=60)
+    assert t.stop_reason == "time_limit" and t.duration_s < 5
+    assert t.stop_detail is not None and "limits.max_seconds" in t.stop_detail
+
+
+async def test_a_time_limit_that_is_not_reached_changes_nothing() -> None:
+    sc = scenario(limits={"max_seconds": 30})
+    agent = FakeModel(replies=[calls(("get_weather", {"city": "Paris"})), text("18 C.")])
+    sim = FakeModel(replies=[done("goal_met")])
+    t = await run(sc, agent, sim)
+    assert t.stop_reason == "goal_met" and t.error is None and not t.errored
+
+
+def test_a_hung_sync_agent_does_not_keep_the_process_alive(agents_dir: Path) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import asyncio, copy, sys\n"
+        "from pathlib import Path\n"
+        "from harness.scenarios import parse_scenario\n"
+        "from harness.simulation import run_episode\n"
+        f"d = Path({str(agents_dir)!r})\n"
+        "data = {'id': 'x', 'user': {'goal': 'g', 'script': ['a', 'b']},\n"
+        "        'agent': {'callable': 'pyagents_episode:hangs_on_second_turn'},\n"
+        "        'tools': [{'name': 'get_weather', 'returns': 1}],\n"
+        "        'limits': {'max_seconds': 0.3}}\n"
+        "sc = parse_scenario(data, base_dir=d).with_source(d / 's.yaml')\n"
+        "t = asyncio.run(run_episode(sc, agent_model=None, simulator_model=None))\n"
+        "print(t.stop_reason)\n"
+    )
+    done_ = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           timeout=60)
+    assert done_.returncode == 0, done_.stderr[-2000:]
+    assert done_.stdout.strip() == "time_limit"
 
 
 async def test_python_agent_that_does_not_import_is_an_input_error(tmp_path: Path) -> None:

@@ -120,3 +120,23 @@ def test_bad_options_are_named(tmp_path: Path) -> None:
     done = harness("run", str(WEATHER), "--offline", "--epochs", "0", "--out",
                    str(tmp_path / "x"))
     assert done.returncode == 2 and "--epochs" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_episode_timeout_turns_a_hung_sync_agent_into_an_error_and_the_cli_exits(
+        tmp_path: Path) -> None:
+    (tmp_path / "stuck_agent_cli.py").write_text(
+        "import threading\n"
+        "def answer(messages, toolbox):\n"
+        "    threading.Event().wait()  # never returns\n"
+    )
+    (tmp_path / "s.yaml").write_text(
+        "id: stuck\nuser: {goal: g, script: [hello]}\nagent: {callable: stuck_agent_cli:answer}\n"
+    )
+    done = harness("run", str(tmp_path / "s.yaml"), "--episode-timeout", "0.3", "--epochs", "2",
+                   "--cache-mode", "off", "--out", str(tmp_path / "run"), "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["counts"]["errored"] == 2 and summary["score"] is None  # nothing scored
+    bad = harness("run", str(tmp_path / "s.yaml"), "--episode-timeout", "0",
+                  "--out", str(tmp_path / "other"))
+    assert bad.returncode == 2 and "--episode-timeout" in bad.stderr

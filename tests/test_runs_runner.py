@@ -187,6 +187,46 @@ async def test_adaptive_sampling_reaches_the_width_and_reports_savings(tmp_path:
     assert savings["model_calls_per_sample"] > 0
 
 
+async def test_a_hung_agent_is_an_errored_sample_and_the_run_goes_on(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "sleepy_agents_run.py").write_text(
+        "import asyncio\n"
+        "async def answer(messages, toolbox):\n"
+        "    if messages[-1].content == 'hang':\n"
+        "        await asyncio.Event().wait()\n"
+        "    return 'fine'\n"
+    )
+    (suite / "s.yaml").write_text(
+        "- id: answers\n"
+        "  user: {goal: g, script: [hello]}\n"
+        "  agent: {callable: sleepy_agents_run:answer}\n"
+        "  expectations: {no_tool_calls: true}\n"
+        "- id: hangs\n"
+        "  user: {goal: g, script: [hang]}\n"
+        "  agent: {callable: sleepy_agents_run:answer}\n"
+        "  expectations: {no_tool_calls: true}\n"
+    )
+    config = RunConfig(scenario_paths=[str(suite)], epochs=2, concurrency=4,
+                       episode_timeout_s=0.2, cache_mode="off", bootstrap_resamples=0)
+    result = await run_suite(config, tmp_path / "run")
+    lines = read_lines(tmp_path / "run" / "samples.jsonl")
+    status = {(x["scenario_id"], x["epoch"]): x["status"] for x in lines}
+    assert status == {("answers", 0): "scored", ("answers", 1): "scored",
+                      ("hangs", 0): "errored", ("hangs", 1): "errored"}
+    hung = [x for x in lines if x["scenario_id"] == "hangs"]
+    assert all(x["score"] is None and x["error"]["kind"] == "EpisodeTimeout" for x in hung)
+    assert result.summary["counts"]["errored"] == 2
+    assert result.summary["score"]["n_samples"] == 2  # errors excluded, not zero scores
+
+    # A stalled run can be resumed with a timeout; other settings stay as stored.
+    again = await resume_run(tmp_path / "run", retry_errors=True,
+                             overrides={"episode_timeout_s": 0.1})
+    assert again.summary["counts"]["errored"] == 2
+    with pytest.raises(HarnessError, match="only"):
+        await resume_run(tmp_path / "run", overrides={"epochs": 9})
+
+
 async def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("id: x\nuser: {goal: g, opening_mesage: hi}\nagent: {model: mock:agent}\n")

@@ -112,6 +112,9 @@ def run(
         help="count errored samples as failures instead of excluding them")] = False,
     max_cost: Annotated[float | None, typer.Option(help="stop at this spend (USD)")] = None,
     max_calls: Annotated[int | None, typer.Option(help="stop at this many model calls")] = None,
+    episode_timeout: Annotated[float | None, typer.Option(
+        help="seconds per episode for scenarios without limits.max_seconds; past it the "
+        "sample is an error (time_limit)", min=0.001)] = None,
     target_ci_width: Annotated[float | None, typer.Option(
         help="adaptive sampling: stop when the suite interval is narrower than this")] = None,
     pilot_epochs: Annotated[int, typer.Option(help="adaptive pilot epochs")] = 3,
@@ -139,6 +142,8 @@ def run(
                 overrides["max_cost_usd"] = max_cost
             if max_calls is not None:
                 overrides["max_calls"] = max_calls
+            if episode_timeout is not None:
+                overrides["episode_timeout_s"] = episode_timeout
             coro = resume_run(resume, overrides=overrides, retry_errors=retry_errors,
                               on_start=progress.start, on_sample=progress.sample)
         else:
@@ -152,6 +157,7 @@ def run(
                 concurrency=concurrency,
                 error_policy="as_failures" if errors_as_failures else "exclude",
                 confidence=confidence, seed=seed, max_cost_usd=max_cost, max_calls=max_calls,
+                episode_timeout_s=episode_timeout,
                 models_config=None if models_config is None else str(models_config),
                 cache_path=str(cache), cache_mode=cache_mode,
                 adaptive=None if target_ci_width is None else {

@@ -73,7 +73,8 @@ async def resume_run(
 ) -> RunResult:
     """Continue a stopped run with its stored configuration; no finished sample is repeated
     (errored ones are, with ``retry_errors``). ``overrides`` may change only settings that do
-    not change results: concurrency and budgets."""
+    not change finished results: concurrency, budgets and the episode timeout (a run stalled by
+    a hung agent can be resumed with one)."""
     store = RunStore.open(run_dir)
     try:
         stored = RunConfig.model_validate(store.config["run"])
@@ -81,7 +82,7 @@ async def resume_run(
         store.close()
         raise StoreError(f"{store.path}: the stored run configuration does not parse ({err})"
                          ) from None
-    allowed = {"concurrency", "max_cost_usd", "max_calls"}
+    allowed = {"concurrency", "max_cost_usd", "max_calls", "episode_timeout_s"}
     unknown = set(overrides or {}) - allowed
     if unknown:
         store.close()

@@ -60,6 +60,10 @@ class RunConfig(BaseModel):
     adaptive: AdaptiveSettings | None = None
     max_cost_usd: float | None = Field(default=None, ge=0)
     max_calls: int | None = Field(default=None, ge=0)
+    episode_timeout_s: float | None = Field(
+        default=None, gt=0,
+        description="wall-clock seconds per episode for scenarios without limits.max_seconds",
+    )
     models_config: str | None = Field(default=None, description="a models YAML file")
     cache_path: str | None = Field(default=".harness/cache.sqlite")
     cache_mode: CacheMode = "read-write"

@@ -234,6 +234,7 @@ class Runner:
                 agent_model=self.agent_model(scenario),
                 simulator_model=self.simulator_model(scenario),
                 epoch=epoch,
+                time_limit_s=self.config.episode_timeout_s,
             )
             fatal = _fatal_error(transcript.error)
             if fatal:

@@ -330,6 +330,12 @@ class Limits(_Strict):
         default=10, ge=1, description="agent model calls per user turn at most"
     )
     max_tool_calls: int = Field(default=50, ge=0, description="tool calls per episode at most")
+    max_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="wall-clock seconds per episode at most; past it the episode stops as an "
+        "errored sample (stop reason time_limit). Unset: the run's --episode-timeout, if any",
+    )
 
 
 class Scenario(_Strict):

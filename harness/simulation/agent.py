@@ -7,7 +7,10 @@ per result, then the assistant's reply; every call is recorded by the :class:`To
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -127,8 +130,8 @@ class ModelAgent(Agent):
 class CallableAgent(Agent):
     """A Python agent ``f(messages, toolbox) -> str | Message``, sync or async. It receives the
     conversation so far (user, assistant and tool messages) and calls mocked
-    tools through ``toolbox.call(name, **args)``. Sync functions run in a worker thread so they
-    cannot stall other episodes. Any exception it raises is an ``agent_error``."""
+    tools through ``toolbox.call(name, **args)``. Sync functions run in a thread of their own so
+    they cannot stall other episodes. Any exception it raises is an ``agent_error``."""
 
     def __init__(
         self, function: Callable[..., Any], *, label: str, system_prompt: str = ""
@@ -183,10 +186,42 @@ class CallableAgent(Agent):
     async def _call(self, conversation: list[Message], toolbox: Toolbox) -> Any:
         if _is_async(self.function):
             return await self.function(conversation, toolbox)
-        result = await asyncio.to_thread(self.function, conversation, toolbox)
+        result = await _in_daemon_thread(self.function, conversation, toolbox)
         if inspect.isawaitable(result):
             result = await result
         return result
+
+
+async def _in_daemon_thread(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)`` in a thread of its own, awaited without blocking the event loop.
+
+    Unlike :func:`asyncio.to_thread` the thread is a daemon outside the loop's executor: when
+    the episode's time limit abandons a sync agent that never returns, the run still finishes
+    and the process still exits (an executor thread would be waited for at shutdown)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if done.cancelled():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)
+
+    def work() -> None:
+        try:
+            result, error = context.run(function, *args), None
+        except BaseException as err:  # handed to the awaiting coroutine
+            result, error = None, err
+        # A closed loop means nobody waits for this answer any more.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name=f"agent:{getattr(function, '__name__', '?')}",
+                     daemon=True).start()
+    return await done
 
 
 def _is_async(function: Callable[..., Any]) -> bool:

@@ -13,11 +13,14 @@ Turn order, for user turn ``t`` (0-based):
    tool calls end the episode there.
 
 Model failures never raise: they end the episode as ``agent_error``/``simulator_error`` with
-the error recorded, and everything that happened before is kept.
+the error recorded, and everything that happened before is kept. So does a wall-clock limit
+(``limits.max_seconds`` or the run's episode timeout), a safety stop against a hung agent: it
+ends the episode as ``time_limit``, keeping every finished turn and every tool call made.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import time
 from typing import Any
@@ -26,7 +29,7 @@ from harness.errors import ModelConfigError, ModelError
 from harness.models.base import ChatModel
 from harness.models.types import ChatResponse, Message, Role, StructuredResponse
 from harness.scenarios.schema import Scenario
-from harness.simulation.agent import AgentTurn, agent_for
+from harness.simulation.agent import Agent, agent_for
 from harness.simulation.simulator import UserSimulator
 from harness.tools.toolbox import Toolbox
 from harness.transcript import (
@@ -77,23 +80,103 @@ def agent_hints(scenario: Scenario) -> dict[str, Any]:
     }
 
 
+_Stop = tuple[StopReason, str | None, ErrorInfo | None]  # reason, detail, error
+
+
+class _Conversation:
+    """The turns of one episode; what happened so far stays readable if it is cut short."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        agent: Agent,
+        simulator: UserSimulator | None,
+        toolbox: Toolbox,
+    ) -> None:
+        self.scenario, self.agent, self.simulator, self.toolbox = (
+            scenario, agent, simulator, toolbox,
+        )
+        self.accounts = _Accounts()
+        self.messages: list[Message] = []
+        self.turn = 0
+        self.waiting_on: Role = "simulator"
+
+    async def play(self) -> _Stop:
+        user, limits = self.scenario.user, self.scenario.limits
+        while True:
+            turn = self.turn
+            # 1. the user's move
+            self.waiting_on = "simulator"
+            if user.script is not None:
+                if turn >= len(user.script):
+                    return "script_finished", None, None
+                user_text = user.script[turn]
+            elif turn == 0 and user.opening_message is not None:
+                user_text = user.opening_message
+            else:
+                assert self.simulator is not None
+                try:
+                    response = await self.simulator.next_turn(self.messages, turn=turn)
+                except ModelError as err:
+                    return "simulator_error", None, ErrorInfo(
+                        kind=type(err).__name__, message=str(err), role="simulator"
+                    )
+                self.accounts.add("simulator", turn, 0, response)
+                move = response.value
+                if move.done:
+                    assert move.stop_reason is not None  # SimulatorTurn guarantees it
+                    return move.stop_reason, move.message.strip() or None, None
+                user_text = move.message
+            if turn >= limits.max_user_turns:
+                detail = f"{limits.max_user_turns} user turns (limits.max_user_turns)"
+                return "turn_limit", detail, None
+            self.messages.append(Message(role="user", content=user_text))
+
+            # 2. the agent's turn
+            self.waiting_on = "agent"
+            outcome = await self.agent.respond(list(self.messages), self.toolbox, turn=turn)
+            self.messages.extend(outcome.messages)
+            for step, chat_response in outcome.responses:
+                self.accounts.add("agent", turn, step, chat_response)
+            for step, latency in outcome.callable_steps:
+                self.accounts.steps.append(StepRecord(
+                    role="agent", turn=turn, step=step, model=self.agent.label, latency_s=latency
+                ))
+            if outcome.stop_reason is not None:
+                return outcome.stop_reason, outcome.stop_detail, outcome.error
+            self.turn += 1
+
+    def time_limit(self, limit: float, source: str) -> _Stop:
+        detail = f"{limit:g} s ({source})"
+        message = (
+            f"the episode ran past {limit:g} s, waiting on the {self.waiting_on} "
+            f"at user turn {self.turn}"
+        )
+        return "time_limit", detail, ErrorInfo(
+            kind="EpisodeTimeout", message=message, role=self.waiting_on
+        )
+
+
 async def run_episode(
     scenario: Scenario,
     *,
     agent_model: ChatModel | None,
     simulator_model: ChatModel | None,
     epoch: int = 0,
+    time_limit_s: float | None = None,
 ) -> Transcript:
     """Run one episode of ``scenario`` and return its transcript.
 
     ``agent_model`` may be None only when the scenario's agent is a Python callable;
     ``simulator_model`` only when the user is fully scripted. ``epoch`` is the sample index of
-    every model call (epochs differ; a repeated epoch replays from the cache).
+    every model call (epochs differ; a repeated epoch replays from the cache). The episode's
+    wall-clock time is bounded by the scenario's ``limits.max_seconds``, else by
+    ``time_limit_s`` (else unbounded).
 
     Raises :class:`~harness.errors.ModelConfigError` when a needed model is missing and
     :class:`~harness.errors.InputError` when the scenario's Python code does not import.
     Failures of the models or the agent during the episode never raise: the transcript ends
-    with ``agent_error`` or ``simulator_error`` and carries the error.
+    with ``agent_error``, ``simulator_error`` or ``time_limit`` and carries the error.
     """
     user = scenario.user
     if simulator_model is None and not user.scripted:
@@ -108,64 +191,18 @@ async def run_episode(
         if simulator_model is not None and not user.scripted
         else None
     )
-    accounts = _Accounts()
-    messages: list[Message] = []
-    stop_reason: StopReason | None = None
-    stop_detail: str | None = None
-    error: ErrorInfo | None = None
+    conversation = _Conversation(scenario, agent, simulator, toolbox)
+    limit = scenario.limits.max_seconds or time_limit_s
+    try:
+        async with asyncio.timeout(limit) as clock:
+            stop_reason, stop_detail, error = await conversation.play()
+    except TimeoutError:
+        if not clock.expired():
+            raise
+        assert limit is not None
+        source = "limits.max_seconds" if scenario.limits.max_seconds else "--episode-timeout"
+        stop_reason, stop_detail, error = conversation.time_limit(limit, source)
 
-    turn = 0
-    while stop_reason is None:
-        # 1. the user's move
-        user_text: str | None = None
-        if user.script is not None:
-            if turn >= len(user.script):
-                stop_reason = "script_finished"
-                break
-            user_text = user.script[turn]
-        elif turn == 0 and user.opening_message is not None:
-            user_text = user.opening_message
-        else:
-            assert simulator is not None
-            try:
-                response = await simulator.next_turn(messages, turn=turn)
-            except ModelError as err:
-                stop_reason = "simulator_error"
-                error = ErrorInfo(kind=type(err).__name__, message=str(err), role="simulator")
-                break
-            accounts.add("simulator", turn, 0, response)
-            move = response.value
-            if move.done:
-                assert move.stop_reason is not None  # SimulatorTurn guarantees it
-                stop_reason = move.stop_reason
-                stop_detail = move.message.strip() or None
-                break
-            user_text = move.message
-        if turn >= scenario.limits.max_user_turns:
-            stop_reason = "turn_limit"
-            stop_detail = f"{scenario.limits.max_user_turns} user turns (limits.max_user_turns)"
-            break
-        messages.append(Message(role="user", content=user_text))
-
-        # 2. the agent's turn
-        outcome: AgentTurn = await agent.respond(list(messages), toolbox, turn=turn)
-        messages.extend(outcome.messages)
-        for step, chat_response in outcome.responses:
-            accounts.add("agent", turn, step, chat_response)
-        for step, latency in outcome.callable_steps:
-            accounts.steps.append(
-                StepRecord(role="agent", turn=turn, step=step, model=agent.label, latency_s=latency)
-            )
-        if outcome.stop_reason is not None:
-            stop_reason, stop_detail, error = (
-                outcome.stop_reason,
-                outcome.stop_detail,
-                outcome.error,
-            )
-            break
-        turn += 1
-
-    assert stop_reason is not None
     models: dict[Role, str] = {"agent": agent.label}
     specs = []
     if agent_model is not None and scenario.agent.callable is None:
@@ -178,10 +215,10 @@ async def run_episode(
         epoch=epoch,
         system_prompt=scenario.agent.system_prompt or None,
         tools=toolbox.specs,
-        messages=messages,
+        messages=conversation.messages,
         tool_calls=list(toolbox.records),
-        steps=accounts.steps,
-        usage=accounts.usage,
+        steps=conversation.accounts.steps,
+        usage=conversation.accounts.usage,
         stop_reason=stop_reason,
         stop_detail=stop_detail,
         error=error,
