@@ -56,6 +56,24 @@ def test_constant_judge_gets_lambda_zero() -> None:
     assert power_tuned_lambda(y, np.ones(3), np.ones(10)) == 0.0
 
 
+def test_tuned_lambda_is_clipped_to_the_unit_interval_as_in_ppi_py() -> None:
+    rng = np.random.default_rng(5)
+    y, f, f_tilde = _data(rng, 50, 500)
+    # A judge that disagrees with people: the raw optimum is negative; clipped to classical.
+    raw = np.cov(y, -f, bias=True)[0, 1] / ((1 + 50 / 500) * np.var(np.r_[-f, -f_tilde], ddof=1))
+    assert raw < -0.5
+    assert power_tuned_lambda(y, -f, -f_tilde) == 0.0
+    flipped = ppi_mean(y, -f, -f_tilde, 0.95)
+    assert flipped.estimate == pytest.approx(flipped.classical_estimate)
+    # A judge on a compressed scale: the raw optimum is about 3; clipped to the original PPI.
+    raw = np.cov(y, f / 3, bias=True)[0, 1] / ((1 + 50 / 500) * np.var(np.r_[f, f_tilde] / 3,
+                                                                        ddof=1))
+    assert raw > 2
+    assert power_tuned_lambda(y, f / 3, f_tilde / 3) == 1.0
+    compressed = ppi_mean(y, f / 3, f_tilde / 3, 0.95)
+    assert compressed.estimate == pytest.approx(np.mean(f_tilde / 3) + np.mean(y - f / 3))
+
+
 def test_needs_labelled_and_unlabelled_items() -> None:
     with pytest.raises(UndefinedStatistic, match="judge-only items"):
         ppi_mean(np.array([1.0, 2.0]), np.array([1.0, 2.0]), np.array([]), 0.95)

@@ -238,6 +238,9 @@ async def test_no_swap_asks_the_original_order_only(
     assert judge.accuracy_original_order.value == 1.0
     assert judge.position_consistency.value is None
     assert judge.position_consistency.undefined
+    # In one order, naming the first output cannot be told from naming the gold one.
+    assert judge.first_position_rate.value is None
+    assert "confounded" in str(judge.first_position_rate.undefined)
 
 
 async def test_a_failing_pairwise_call_is_a_counted_missing_verdict(

@@ -147,8 +147,10 @@ def pairwise_statistics(units: PairwiseUnits, missing_verdict: str) -> Statistic
         np.add.at(matrix, (first[keep], second[keep]), w[keep])
         return agreement.kappa_from_confusion(matrix)
 
-    # the output shown first is A in the original order and B when swapped
-    decisive = np.concatenate([np.isin(first, (A, B)), np.isin(second, (A, B))])
+    # The output shown first is A in the original order and B when swapped. Only units judged
+    # in both orders count: each output is then shown first once, so a judge without position
+    # bias names the first output half the time whatever the gold answers are.
+    decisive = np.concatenate([np.isin(first, (A, B)) & both_ok, np.isin(second, (A, B)) & both_ok])
     picked_first = np.concatenate([first == A, second == B])
     given = np.concatenate([first >= 0, second >= 0])
     ties = np.concatenate([first == TIE, second == TIE])
@@ -175,9 +177,10 @@ def pairwise_statistics(units: PairwiseUnits, missing_verdict: str) -> Statistic
         "order_kappa": (order_kappa, "Cohen's kappa, original-order vs swapped verdicts (given "
                         "verdicts only)"),
         "first_position_rate": (
-            lambda idx: _share("first_position_rate: no decisive (A/B) verdict", picked_first,
-                               decisive, doubled(idx)),
-            "share of A/B verdicts naming the output shown first",
+            lambda idx: _share(f"first_position_rate: {no_pairs} with decisive (A/B) "
+                               "verdicts; in one order, position and gold answer are confounded",
+                               picked_first, decisive, doubled(idx)),
+            "share of A/B verdicts naming the output shown first (units judged in both orders)",
         ),
         "tie_rate": (
             lambda idx: _share("tie_rate: no verdict given", ties, given, doubled(idx)),

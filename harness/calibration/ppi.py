@@ -12,9 +12,11 @@ alone; λ = 1 is the original PPI. The power-tuned λ minimises the variance:
 
     λ̂ = Cov(Y, f) / ((1 + n/N) Var(f))
 
-with Cov over the labelled items and Var(f) over all n + N judge predictions (as in the
-authors' ``ppi_py``). It is valid for any λ chosen this way (asymptotically), and never worse
-than the classical interval in large samples. The human-labelled items must be a random
+with Cov over the labelled items and Var(f) over all n + N judge predictions, then clipped to
+[0, 1] (both as in the authors' ``ppi_py``): the estimate stays between the classical one and
+the original PPI, and a judge that disagrees with people (negative covariance) falls back to
+the classical estimate instead of being used upside down. It is valid for any λ chosen this way
+(asymptotically), and never worse than the classical interval in large samples. The human-labelled items must be a random
 sample of all items, or neither interval means anything.
 """
 
@@ -31,14 +33,15 @@ from harness.calibration.report import PPIResult
 
 
 def power_tuned_lambda(y: np.ndarray, f_labelled: np.ndarray, f_unlabelled: np.ndarray) -> float:
-    """PPI++'s variance-minimising λ for a mean; 0 when the judge predictions are constant."""
+    """PPI++'s variance-minimising λ for a mean, clipped to [0, 1]; 0 when the judge
+    predictions are constant."""
     n, big_n = len(y), len(f_unlabelled)
     all_f = np.concatenate([f_labelled, f_unlabelled])
     var_f = float(np.var(all_f, ddof=1))
     if var_f == 0:
         return 0.0  # a constant judge carries no information about Y
     cov = float(np.mean((y - y.mean()) * (f_labelled - f_labelled.mean())))
-    return cov / ((1 + n / big_n) * var_f)
+    return min(1.0, max(0.0, cov / ((1 + n / big_n) * var_f)))
 
 
 def ppi_mean(
