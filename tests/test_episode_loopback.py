@@ -421,3 +421,49 @@ async def test_anthropic_wire_import_matches_the_episode(
         ("status_page", True),
         ("status_page", False),
     ]
+
+
+WEATHER_TOOL: dict[str, Any] = {
+    "name": "get_weather",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"],
+    },
+    "rules": [
+        {"when": {"city": {"$regex": "(?i)^paris$"}}, "returns": {"temp_c": 18}},
+        {"when": {"city": "Oslo", "days": 3}, "match": "exact", "returns": {"forecast": "snow"}},
+        {"when": {"city": "Oslo"}, "returns": {"temp_c": -2}},
+    ],
+    "default": {"error": "unknown city ${args.city}"},
+}
+
+
+@pytest.mark.parametrize("agent", ["openai:agent-model", "anthropic:agent-model"])
+async def test_argument_rules_answer_the_real_sdks_tool_calls(
+    loopback: LoopbackServer, hub: ModelHub, agent: str
+) -> None:
+    loopback.set_responder(
+        Script(
+            agent=[
+                Reply.tool_call("get_weather", {"city": "PARIS"}),  # regex, case-insensitive
+                Reply.tool_call("get_weather", {"city": "Oslo", "days": 3}),  # exact match
+                Reply.tool_call("get_weather", {"city": "Oslo", "days": 4}),  # subset match
+                Reply.tool_call("get_weather", {"city": "Rome"}),  # default
+                Reply.text_reply("Done."),
+            ],
+            simulator=[goal_met()],
+        )
+    )
+    sc = scenario(tools=[WEATHER_TOOL], state=None, limits={"max_agent_steps": 5})
+    t = await episode(hub, sc, agent=agent)
+    assert [(r.arguments, r.result, r.is_error) for r in t.tool_calls] == [
+        ({"city": "PARIS"}, {"temp_c": 18}, False),
+        ({"city": "Oslo", "days": 3}, {"forecast": "snow"}, False),
+        ({"city": "Oslo", "days": 4}, {"temp_c": -2}, False),
+        ({"city": "Rome"}, {"error": "unknown city Rome"}, True),
+    ]
+    # The answers reached the model on the wire as the tool results of its calls.
+    last = agent_requests(loopback)[-1]
+    wire = str(last.messages)
+    assert "snow" in wire and "unknown city Rome" in wire and t.stop_reason == "goal_met"

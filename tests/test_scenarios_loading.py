@@ -182,6 +182,7 @@ def test_references_to_unknown_tools(tmp_path: Path) -> None:
             "tool_calls": [{"name": "get_wether", "args": {}}],
             "tool_order": ["get_weather", "nope"],
             "parameters": [{"tool": "ghost"}],
+            "forbidden_tools": ["delete_everything"],
         }
     )
     bad["agent"]["tools"] = ["get_weather", "missing"]
@@ -190,7 +191,10 @@ def test_references_to_unknown_tools(tmp_path: Path) -> None:
     assert any("expectations.tool_calls[0].name: unknown tool 'get_wether'" in m for m in messages)
     assert any("expectations.tool_order[1]: unknown tool 'nope'" in m for m in messages)
     assert any("expectations.parameters[0].tool: unknown tool 'ghost'" in m for m in messages)
-    assert len(messages) == 4
+    # a misspelt forbidden tool would be "avoided" by every agent
+    assert any("expectations.forbidden_tools[0]: unknown tool 'delete_everything'" in m
+               for m in messages)
+    assert len(messages) == 5
 
 
 def test_expectation_on_a_tool_the_agent_cannot_see(tmp_path: Path) -> None:
@@ -305,6 +309,23 @@ def test_every_problem_in_every_file_is_reported(tmp_path: Path) -> None:
     assert any("b.yaml:" in line and "[0].agent" in line for line in lines)
     assert any("b.yaml:" in line and "[1].extra: unknown key 'extra'" in line for line in lines)
     assert any("missing.yaml: no such file or directory" in line for line in lines)
+
+
+def test_field_errors_do_not_hide_the_checks_that_span_fields(tmp_path: Path) -> None:
+    bad = variant(user__opening_mesage="hi", agent={"callable": "nope_mod_xyz:fn"})
+    bad["expectations"]["tool_calls"].append({"name": "ghost"})
+    messages = [str(e) for e in errors_for(tmp_path, bad)]
+    assert any("user.opening_mesage: unknown key" in m for m in messages)
+    assert any("agent.callable:" in m and "does not import" in m for m in messages)
+    assert any("expectations.tool_calls[1].name: unknown tool 'ghost'" in m for m in messages)
+    assert len(messages) == 3
+    # A field that is itself wrong is reported once, not again by the later checks.
+    wrong = variant(tools__0__parameters={"type": "objekt"})
+    wrong["expectations"]["tool_calls"].append({"name": "ghost"})
+    messages = [str(e) for e in errors_for(tmp_path, wrong)]
+    assert sum("tools[0].parameters" in m for m in messages) == 1
+    # A missing required field leaves nothing to check across fields; it alone is reported.
+    assert len(errors_for(tmp_path, variant(user__goal=...))) == 1
 
 
 def test_duplicate_ids_across_files(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ strings (tool results must be JSON). Duplicate keys are errors rather than last-
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
 import types
@@ -252,15 +253,54 @@ def _check_item(
     try:
         scenario = Scenario.model_validate(item)
     except ValidationError as err:
-        return [_problem_from_pydantic(e) for e in err.errors()], None
+        errors = err.errors()
+        problems = [_problem_from_pydantic(e) for e in errors]
+        # The checks that span fields still run on what is valid, so one pass shows them too.
+        rest = _without_bad_keys(item, [tuple(e["loc"]) for e in errors])
+        if rest is not None:
+            bad = [p.path for p in problems]
+            problems += [
+                p for p in _cross_field_problems(rest, path, base_dir, known_rubrics, check_imports)
+                if not any(p.path[: len(b)] == b or b[: len(p.path)] == p.path for b in bad)
+            ]
+        return problems, None
+    return _cross_field_problems(scenario, path, base_dir, known_rubrics, check_imports), scenario
+
+
+def _cross_field_problems(
+    scenario: Scenario,
+    path: Path | None,
+    base_dir: Path | None,
+    known_rubrics: Collection[str] | None,
+    check_imports: bool,
+) -> list[Problem]:
     scenario.with_source(path.resolve() if path is not None else None)
-    problems = scenario_problems(
+    return scenario_problems(
         scenario,
         base_dir=base_dir if base_dir is not None else scenario.base_dir,
         known_rubrics=known_rubrics,
         check_imports=check_imports,
     )
-    return problems, scenario
+
+
+def _without_bad_keys(item: dict[str, Any], locations: list[FieldPath]) -> Scenario | None:
+    """The scenario with every key that failed validation removed, when that leaves a valid
+    scenario (the bad keys were optional); else None."""
+    data = copy.deepcopy(item)
+    for loc in locations:
+        parent: Any = data
+        for part in loc[:-1]:
+            try:
+                parent = parent[part]
+            except (KeyError, IndexError, TypeError):
+                return None
+        if not (isinstance(parent, dict) and loc and loc[-1] in parent):
+            return None  # a missing field, or an error not tied to one key
+        del parent[loc[-1]]
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError:
+        return None
 
 
 # --- pydantic errors as one-line messages --------------------------------------------------

@@ -172,6 +172,9 @@ def _reference_problems(scenario: Scenario) -> Iterator[Problem]:
         yield from check(name, ("expectations", "single_tool_use", i))
     for i, param in enumerate(exp.parameters):
         yield from check(param.tool, ("expectations", "parameters", i, "tool"))
+    # A misspelt forbidden tool would be "avoided" by every agent, so it must be declared too.
+    for i, name in enumerate(exp.forbidden_tools):
+        yield from check(name, ("expectations", "forbidden_tools", i), must_be_visible=False)
     if exp.final_state is not None and scenario.state is None:
         yield Problem(
             ("expectations", "final_state"), "final_state needs a top-level 'state' in the scenario"
