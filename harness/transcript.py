@@ -191,12 +191,114 @@ def _records_from_messages(messages: list[Message]) -> list[ToolCallRecord]:
     return records
 
 
-def _imported(scenario_id: str, messages: list[Message]) -> Transcript:
+class ToolDefinitionError(ValueError):
+    """A tool definition of no shape we read. ``field`` is its path (e.g. ``[1].function``),
+    ``expected`` says what was expected there."""
+
+    def __init__(self, field: str, expected: str) -> None:
+        super().__init__(f"{field}: {expected}")
+        self.field = field
+        self.expected = expected
+
+
+TOOL_DEFINITION_SHAPES = (
+    '{"name", "description", "parameters"} (ours), '
+    '{"type": "function", "function": {"name", "description", "parameters"}} (OpenAI) '
+    'or {"name", "description", "input_schema"} (Anthropic)'
+)
+
+# Keys each shape may carry beside the ones we read. OpenAI's `strict` and Anthropic's
+# `cache_control` change how the provider serves the tool, not what the tool is.
+_OURS = frozenset({"name", "description", "parameters"})
+_OPENAI_OUTER = frozenset({"type", "function"})
+_OPENAI_FUNCTION = frozenset({"name", "description", "parameters", "strict"})
+_ANTHROPIC = frozenset({"type", "name", "description", "input_schema", "cache_control"})
+
+
+def _at(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _tool_fields(where: str, data: dict[str, Any], allowed: frozenset[str], schema_key: str,
+                 shape: str) -> ToolSpec:
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ToolDefinitionError(_at(where, unknown[0]), f"not a key of {shape} tool "
+                                  f"definitions (allowed: {', '.join(sorted(allowed))})")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise ToolDefinitionError(_at(where, "name"), "a non-empty string: the tool's name")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise ToolDefinitionError(_at(where, "description"), "a string")
+    schema = data.get(schema_key, {"type": "object", "properties": {}})
+    if not isinstance(schema, dict):
+        raise ToolDefinitionError(_at(where, schema_key),
+                                  "an object: the JSON Schema of the tool's arguments")
+    return ToolSpec(name=name, description=description, parameters=schema)
+
+
+def tool_spec_from_definition(definition: Any, where: str = "") -> ToolSpec:
+    """One tool definition in any of :data:`TOOL_DEFINITION_SHAPES` as a :class:`ToolSpec`.
+
+    The shape is told by its keys: ``function`` (OpenAI), ``input_schema`` (Anthropic), else
+    ours. Unknown keys are errors, not ignored. Raises :class:`ToolDefinitionError` naming
+    the field below ``where``.
+    """
+    if not isinstance(definition, dict):
+        raise ToolDefinitionError(where or "tool", f"an object: {TOOL_DEFINITION_SHAPES}")
+    if "function" in definition:
+        if definition.get("type", "function") != "function":
+            raise ToolDefinitionError(_at(where, "type"), '"function" for an OpenAI tool')
+        unknown = sorted(set(definition) - _OPENAI_OUTER)
+        if unknown:
+            raise ToolDefinitionError(_at(where, unknown[0]),
+                                      'not a key of OpenAI tool definitions (allowed: '
+                                      '"type", "function")')
+        function = definition["function"]
+        if not isinstance(function, dict):
+            raise ToolDefinitionError(_at(where, "function"),
+                                      'an object with "name", "description", "parameters"')
+        return _tool_fields(_at(where, "function"), function, _OPENAI_FUNCTION, "parameters",
+                            "OpenAI function")
+    if "input_schema" in definition:
+        if definition.get("type", "custom") != "custom":
+            raise ToolDefinitionError(_at(where, "type"), '"custom" (or absent) for an '
+                                      "Anthropic tool with an input_schema")
+        return _tool_fields(where, definition, _ANTHROPIC, "input_schema", "Anthropic")
+    if "type" in definition:
+        raise ToolDefinitionError(_at(where, "type"), "only in OpenAI or Anthropic tool "
+                                  f"definitions with their schema; {TOOL_DEFINITION_SHAPES} "
+                                  f"(got type {definition['type']!r})")
+    return _tool_fields(where, definition, _OURS, "parameters", "our")
+
+
+def tool_specs_from_definitions(definitions: Iterable[Any]) -> list[ToolSpec]:
+    """Several tool definitions (shapes may be mixed) as :class:`ToolSpec` s, in order.
+    Raises :class:`ToolDefinitionError` naming ``[index]`` and the field, also for a name
+    defined twice."""
+    specs: list[ToolSpec] = []
+    first_index: dict[str, int] = {}
+    for i, definition in enumerate(definitions):
+        spec = tool_spec_from_definition(definition, f"[{i}]")
+        if spec.name in first_index:
+            raise ToolDefinitionError(f"[{i}].name", f"a unique tool name ({spec.name!r} is "
+                                      f"also defined at [{first_index[spec.name]}])")
+        first_index[spec.name] = i
+        specs.append(spec)
+    return specs
+
+
+def _imported(scenario_id: str, messages: list[Message], *, tools: Iterable[ToolSpec] = (),
+              system_prompt: str | None = None) -> Transcript:
     system = next((m.content for m in messages if m.role == "system"), None)
+    if system is not None and system_prompt is not None:
+        raise ValueError("the system prompt is given twice: as a system message and apart")
     convo = [m for m in messages if m.role != "system"]
     return Transcript(
         scenario_id=scenario_id,
-        system_prompt=system,
+        system_prompt=system if system is not None else system_prompt,
+        tools=list(tools),
         messages=convo,
         tool_calls=_records_from_messages(convo),
         stop_reason="imported",
@@ -204,17 +306,22 @@ def _imported(scenario_id: str, messages: list[Message]) -> Transcript:
 
 
 def transcript_from_openai(
-    scenario_id: str, messages: Iterable[dict[str, Any]]
+    scenario_id: str, messages: Iterable[dict[str, Any]], *,
+    tools: Iterable[ToolSpec] = (), system_prompt: str | None = None,
 ) -> Transcript:
     """Build a transcript from an OpenAI chat-format message list (tool calls included), so an
-    existing conversation can be scored without re-running it. Raises ``ValueError`` on a
-    message with an unknown role."""
-    return _imported(scenario_id, from_openai_messages(messages))
+    existing conversation can be scored without re-running it. ``tools`` (see
+    :func:`tool_specs_from_definitions`) and ``system_prompt`` are what the agent was given,
+    shown to tool-use judges. Raises ``ValueError`` on a message with an unknown role, or
+    when ``system_prompt`` is given and the messages also have a system message."""
+    return _imported(scenario_id, from_openai_messages(messages), tools=tools,
+                     system_prompt=system_prompt)
 
 
 def transcript_from_anthropic(
-    scenario_id: str, messages: Iterable[dict[str, Any]], *, system: str | None = None
+    scenario_id: str, messages: Iterable[dict[str, Any]], *, system: str | None = None,
+    tools: Iterable[ToolSpec] = (),
 ) -> Transcript:
     """Build a transcript from an Anthropic-format message list (``tool_use`` and
-    ``tool_result`` blocks included)."""
-    return _imported(scenario_id, from_anthropic_messages(messages, system=system))
+    ``tool_result`` blocks included), with the agent's ``system`` prompt and ``tools``."""
+    return _imported(scenario_id, from_anthropic_messages(messages, system=system), tools=tools)

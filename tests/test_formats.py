@@ -10,10 +10,19 @@ from harness.models.formats import (
     from_anthropic_messages,
     from_openai_messages,
     to_anthropic_messages,
+    to_anthropic_tools,
     to_openai_messages,
+    to_openai_tools,
 )
-from harness.models.types import Message, ToolCall
-from harness.transcript import Transcript, transcript_from_anthropic, transcript_from_openai
+from harness.models.types import Message, ToolCall, ToolSpec
+from harness.transcript import (
+    ToolDefinitionError,
+    Transcript,
+    tool_spec_from_definition,
+    tool_specs_from_definitions,
+    transcript_from_anthropic,
+    transcript_from_openai,
+)
 
 CONVERSATION = [
     Message(role="system", content="You are a weather bot."),
@@ -75,3 +84,38 @@ def test_imported_transcripts_pair_calls_with_results_and_round_trip_json() -> N
         ]
         assert t.final_response == "It is 18 °C in Paris."
         assert Transcript.model_validate(json.loads(t.model_dump_json())) == t
+
+
+WEATHER_TOOL = ToolSpec(name="get_weather", description="Current weather.",
+                        parameters={"type": "object", "properties": {"city": {"type": "string"}}})
+
+
+def test_tool_definitions_read_back_from_each_wire_shape() -> None:
+    # what we send to OpenAI and to Anthropic, and our own shape, all give the same ToolSpec
+    shapes = [to_openai_tools([WEATHER_TOOL])[0], to_anthropic_tools([WEATHER_TOOL])[0],
+              WEATHER_TOOL.model_dump()]
+    assert [tool_spec_from_definition(d) for d in shapes] == [WEATHER_TOOL] * 3
+    # description and schema are optional; a missing schema means "no arguments"
+    bare = tool_spec_from_definition({"type": "function", "function": {"name": "ping"}})
+    assert bare == ToolSpec(name="ping")
+
+
+def test_bad_tool_definitions_name_the_field() -> None:
+    with pytest.raises(ToolDefinitionError) as info:
+        tool_spec_from_definition({"name": "a", "input_schema": {}, "strict": True})
+    assert info.value.field == "strict" and "Anthropic" in info.value.expected
+    with pytest.raises(ToolDefinitionError, match=r"^\[1\]\.name: a unique tool name"):
+        tool_specs_from_definitions([WEATHER_TOOL.model_dump(), WEATHER_TOOL.model_dump()])
+
+
+def test_imported_transcripts_carry_tools_and_a_separate_system_prompt() -> None:
+    wire = to_openai_messages(CONVERSATION[1:])
+    openai = transcript_from_openai("t1", wire, tools=[WEATHER_TOOL], system_prompt="Be brief.")
+    assert openai.tools == [WEATHER_TOOL] and openai.system_prompt == "Be brief."
+    assert Transcript.model_validate(json.loads(openai.model_dump_json())) == openai
+    system, anthropic_wire = to_anthropic_messages(CONVERSATION)
+    anthropic = transcript_from_anthropic("t1", anthropic_wire, system=system,
+                                          tools=[WEATHER_TOOL])
+    assert anthropic.tools == [WEATHER_TOOL]
+    with pytest.raises(ValueError, match="system prompt is given twice"):
+        transcript_from_openai("t1", to_openai_messages(CONVERSATION), system_prompt="Be brief.")

@@ -7,7 +7,7 @@ import pytest
 from judging_fakes import ScriptedJudge, criterion_reply, weather_transcript
 
 from harness.errors import BudgetExceededError, ModelConfigError, ModelUnavailableError
-from harness.judging.judge import judge_once
+from harness.judging.judge import JudgeSettings, judge_once, judge_transcript
 from harness.judging.prompts import PROMPT_VERSION, JudgeContext, template_hash
 from harness.judging.rubric import load_rubrics, parse_rubric
 from harness.judging.verdicts import JudgeError, Judgment, outcome_from_json
@@ -198,8 +198,58 @@ async def test_all_na_judgment_is_not_scored() -> None:
     assert outcome.score is None and outcome.passed is None and outcome.unscored_reason
 
 
+# A simulated user's profile, so simulator fidelity applies to the (imported) weather episode.
+PROFILE = JudgeContext(goal="Know the weather in Paris", persona="A terse traveller")
+
+
 async def test_every_builtin_rubric_accepts_a_well_formed_reply() -> None:
     for rubric in load_rubrics().values():
         reply = {c.id: criterion_reply(rubric.scale_of(c).highest) for c in rubric.criteria}
-        outcome = await judge_once(ScriptedJudge(queue=[reply]), rubric, weather_transcript())
+        outcome = await judge_once(ScriptedJudge(queue=[reply]), rubric, weather_transcript(),
+                                   PROFILE)
         assert isinstance(outcome, Judgment) and outcome.score == 1.0 and outcome.passed
+
+
+@pytest.mark.parametrize("context", [None, JudgeContext(goal="Know the weather in Paris")])
+async def test_simulator_fidelity_on_an_imported_transcript_without_a_profile_is_not_applicable(
+        context: JudgeContext | None) -> None:
+    rubric = load_rubrics()["simulator_fidelity"]
+    judge = ScriptedJudge(queue=[])
+    outcome = await judge_once(judge, rubric, weather_transcript(), context)
+    assert isinstance(outcome, Judgment) and not judge.calls  # no model call at all
+    assert outcome.score is None and outcome.passed is None
+    assert outcome.criterion_scores == {c.id: None for c in rubric.criteria}
+    assert (outcome.unscored_reason or "").startswith("not applicable: simulator fidelity")
+    assert "imported" in (outcome.unscored_reason or "")
+
+
+@pytest.mark.parametrize("profile", [
+    JudgeContext(persona="A terse traveller"), JudgeContext(user_facts={"city": "Paris"}),
+    JudgeContext(user_unknowns=["the date"]), JudgeContext(plan=["ask about Paris"])])
+async def test_simulator_fidelity_is_judged_when_a_profile_is_given(
+        profile: JudgeContext) -> None:
+    rubric = load_rubrics()["simulator_fidelity"]
+    reply = {c.id: criterion_reply(rubric.scale_of(c).highest) for c in rubric.criteria}
+    judge = ScriptedJudge(queue=[reply])
+    outcome = await judge_once(judge, rubric, weather_transcript(), profile)
+    assert isinstance(outcome, Judgment) and outcome.score == 1.0 and len(judge.calls) == 1
+
+
+async def test_simulator_fidelity_of_a_simulated_episode_needs_no_imported_profile() -> None:
+    # Only imported conversations lack a simulated user; a run episode is judged as before.
+    rubric = load_rubrics()["simulator_fidelity"]
+    reply = {c.id: criterion_reply(rubric.scale_of(c).highest) for c in rubric.criteria}
+    episode = weather_transcript().model_copy(update={"stop_reason": "goal_met"})
+    outcome = await judge_once(ScriptedJudge(queue=[reply]), rubric, episode)
+    assert isinstance(outcome, Judgment) and outcome.score == 1.0
+
+
+async def test_aggregates_keep_the_not_applicable_reason() -> None:
+    # samples and a panel alike: the specific reason, not the generic "all N/A"
+    rubric = load_rubrics()["simulator_fidelity"]
+    settings = JudgeSettings(samples=2)
+    for judges in ([ScriptedJudge(queue=[])], [ScriptedJudge(queue=[]), ScriptedJudge(queue=[])]):
+        result = await judge_transcript(judges, rubric, weather_transcript(), settings=settings)
+        assert result.status == "not_scored" and result.score is None
+        assert (result.unscored_reason or "").startswith("not applicable: simulator fidelity")
+        assert result.n_failed == 0 and not any(j.calls for j in judges)

@@ -9,6 +9,7 @@ import pytest
 from judging_fakes import BehaviourModel, weather_transcript
 
 from harness.errors import ModelConfigError
+from harness.judging.context import JudgeContext
 from harness.judging.judge import JudgeSettings, judge_once, judge_transcript
 from harness.judging.offline import MockJudge
 from harness.judging.rubric import load_rubrics
@@ -25,7 +26,9 @@ def mock(name: str = "judge") -> BehaviourModel:
 
 @pytest.mark.parametrize("rubric_id", sorted(RUBRICS))
 async def test_every_builtin_rubric_gets_a_valid_offline_judgment(rubric_id: str) -> None:
-    outcome = await judge_once(mock(), RUBRICS[rubric_id], weather_transcript())
+    # a profile, so that simulator fidelity applies to this imported episode
+    profile = JudgeContext(goal="Know the weather in Paris", persona="A terse traveller")
+    outcome = await judge_once(mock(), RUBRICS[rubric_id], weather_transcript(), profile)
     assert isinstance(outcome, Judgment) and outcome.offline
     assert {v.criterion_id for v in outcome.verdicts} == {
         c.id for c in RUBRICS[rubric_id].criteria}

@@ -60,6 +60,15 @@ def test_builtin_rubric_files_validate_against_the_exported_json_schema() -> Non
         jsonschema.validate(yaml.safe_load(path.read_text(encoding="utf-8")), schema)
 
 
+def test_committed_rubric_schema_matches_the_generated_one() -> None:
+    # schemas/rubric.schema.json is what editors load; a rubric model change must regenerate
+    # it (`harness schema --out schemas`), or this fails.
+    from harness.scenarios.export import schema_documents
+
+    committed = Path(__file__).resolve().parents[1] / "schemas" / "rubric.schema.json"
+    assert committed.read_text(encoding="utf-8") == schema_documents()["rubric.schema.json"]
+
+
 def test_json_schema_rejects_a_misspelt_key() -> None:
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**GOOD, "treshold": 0.5}, rubric_json_schema())

@@ -186,3 +186,119 @@ def test_malformed_arguments_never_crash(tmp_path: Path) -> None:
     assert row["trajectory_recall"] == 0.0 and row["trajectory_precision"] == 0.0
     # every one but "" (no arguments at all) is not a JSON object: four warnings
     assert len(row["warnings"]) == 4
+
+
+# --- tool definitions and the system prompt on a line ----------------------------------------
+
+WEATHER_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}},
+                  "required": ["city"]}
+TOOLS_IN_THREE_SHAPES = [
+    {"name": "get_weather", "description": "Current weather for a city.",
+     "parameters": WEATHER_SCHEMA},
+    {"type": "function", "function": {"name": "get_forecast", "description": "Five-day forecast.",
+                                      "parameters": WEATHER_SCHEMA, "strict": True}},
+    {"name": "book_taxi", "description": "Book a taxi.",
+     "input_schema": {"type": "object", "properties": {"to": {"type": "string"}}}},
+]
+
+
+def test_tools_and_system_prompt_reach_the_transcript_and_the_tool_use_judge(
+        tmp_path: Path) -> None:
+    from harness.judging.batch import context_for_record
+    from harness.judging.prompts import build_judge_prompt
+    from harness.judging.rubric import load_rubrics
+
+    path = _write(tmp_path, _line(tools=TOOLS_IN_THREE_SHAPES,
+                                  system_prompt="You are a travel desk. Never guess."))
+    transcript = load_transcript_file(path)[0].transcript
+    assert [(t.name, t.description) for t in transcript.tools] == [
+        ("get_weather", "Current weather for a city."), ("get_forecast", "Five-day forecast."),
+        ("book_taxi", "Book a taxi.")]
+    assert transcript.tools[1].parameters == WEATHER_SCHEMA
+    assert transcript.tools[2].parameters["properties"] == {"to": {"type": "string"}}
+    assert transcript.system_prompt == "You are a travel desk. Never guess."
+    record = load_transcript_file(path)[0]
+    prompt = build_judge_prompt(load_rubrics()["tool_use_quality"], record.transcript,
+                                context_for_record(record)).material
+    assert "(no tool definitions were given)" not in prompt
+    assert "- get_forecast: Five-day forecast." in prompt
+    assert '"required": ["city"]' in prompt and "- book_taxi: Book a taxi." in prompt
+    assert "You are a travel desk. Never guess." in prompt
+
+
+def test_lines_without_tools_stay_valid_and_say_no_tools_were_given(tmp_path: Path) -> None:
+    from harness.judging.prompts import build_judge_prompt
+    from harness.judging.rubric import load_rubrics
+
+    transcript = load_transcript_file(_write(tmp_path, _line()))[0].transcript
+    assert transcript.tools == [] and transcript.system_prompt is None
+    prompt = build_judge_prompt(load_rubrics()["tool_use_quality"], transcript).material
+    assert "(no tool definitions were given)" in prompt
+
+
+def test_a_system_message_still_gives_the_system_prompt(tmp_path: Path) -> None:
+    line = _line(messages=[{"role": "developer", "content": "Be brief."},
+                           {"role": "user", "content": "hi"}])
+    assert load_transcript_file(_write(tmp_path, line))[0].transcript.system_prompt == (
+        "Be brief.")
+
+
+@pytest.mark.parametrize(
+    ("tools", "location", "fragment"),
+    [
+        ("get_weather", ":1: tools:", "valid list"),
+        (["get_weather"], ":1: tools[0]:", "an object"),
+        ([{"description": "no name"}], ":1: tools[0].name:", "non-empty string"),
+        ([{"name": "a"}, {"name": "b", "paramters": {}}], ":1: tools[1].paramters:",
+         "not a key of our tool definitions"),
+        ([{"type": "function", "function": {"name": "a", "params": {}}}],
+         ":1: tools[0].function.params:", "OpenAI function"),
+        ([{"type": "function", "function": "a"}], ":1: tools[0].function:", "an object"),
+        ([{"type": "retrieval", "function": {"name": "a"}}], ":1: tools[0].type:",
+         '"function"'),
+        ([{"name": "a", "input_schema": []}], ":1: tools[0].input_schema:", "JSON Schema"),
+        ([{"type": "web_search_20250305", "name": "web_search"}], ":1: tools[0].type:",
+         "'web_search_20250305'"),
+        ([{"name": "a", "parameters": "{}"}], ":1: tools[0].parameters:", "an object"),
+        ([{"name": "a"}, {"type": "function", "function": {"name": "a"}}],
+         ":1: tools[1].name:", "also defined at [0]"),
+    ],
+)
+def test_bad_tool_definitions_name_line_and_field(tmp_path: Path, tools: Any, location: str,
+                                                  fragment: str) -> None:
+    path = _write(tmp_path, _line(tools=tools))
+    with pytest.raises(InputError) as info:
+        load_transcript_file(path)
+    message = str(info.value)
+    assert message.startswith(str(path) + location), message
+    assert fragment in message
+
+
+def test_system_prompt_given_twice_is_an_error(tmp_path: Path) -> None:
+    line = _line(system_prompt="A", messages=[{"role": "system", "content": "B"},
+                                               {"role": "user", "content": "hi"}])
+    with pytest.raises(InputError, match=r":1: system_prompt: given only once \(messages\[0\]"):
+        load_transcript_file(_write(tmp_path, line))
+    with pytest.raises(InputError, match=r":1: system_prompt: .*a valid string"):
+        load_transcript_file(_write(tmp_path, _line(system_prompt=["A"])))
+
+
+def test_simulator_fidelity_on_imported_lines_is_unscored_with_the_reason(
+        tmp_path: Path) -> None:
+    path = _write(tmp_path, _line(metadata={"goal": "say hello"}), _line(id="y"))
+    result = _run(str(path), "--json", "--judge", "mock:judge", "--rubric",
+                  "simulator_fidelity", "--rubric", "final_response_quality")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    for row in out["transcripts"]:
+        assert row["rubric:simulator_fidelity"] is None
+        assert row["rubric:final_response_quality"] is not None
+        fidelity = next(j for j in row["judgments"] if j["rubric_id"] == "simulator_fidelity")
+        assert fidelity["status"] == "not_scored"
+        assert fidelity["unscored_reason"].startswith("not applicable: simulator fidelity")
+    assert out["summary"]["metrics"]["rubric:simulator_fidelity"] == {"mean": None, "n": 0}
+    assert out["summary"]["judges"]["judgments"]["not_scored"] == 2
+    # one warning for the rubric, naming both transcripts, also on stderr
+    warned = [w for w in out["warnings"] if "simulator_fidelity" in w]
+    assert len(warned) == 1 and "2 transcript(s) (x, y)" in warned[0]
+    assert "not applicable" in result.stderr

@@ -8,6 +8,8 @@ One JSON object per line::
      "expectations": { ...optional, any field of the scenario expectations block... },
      "reference_answer": "optional text, shorthand for expectations.reference_answer",
      "final_state": { ...optional: the tools' state at the end, for the final-state check... },
+     "tools": [ ...optional: the tool definitions the agent was given... ],
+     "system_prompt": "optional: the agent's system prompt, when not a system message",
      "metadata": { ...optional, passed through to the output... }}
 
 ``id``, ``messages`` and ``expected_tool_calls`` are required (``[]`` when no tool call is
@@ -16,6 +18,12 @@ are errors, as everywhere. Blank lines are skipped. Bad input raises
 :class:`~harness.errors.InputError` naming the file, the line and the field; tool-call
 arguments that are not a JSON object are not an error: those calls score as non-matching and
 the output carries a warning.
+
+``tools`` and ``system_prompt`` are what the agent was given; judges of tool use are shown
+them. A tool definition may be ours (``{name, description, parameters}``), OpenAI's
+(``{"type": "function", "function": {...}}``) or Anthropic's (``{name, description,
+input_schema}``), mixed freely. The system prompt is given once: as a ``system`` (or
+``developer``) message or as ``system_prompt``.
 """
 
 from __future__ import annotations
@@ -33,7 +41,12 @@ from harness.checks.result import CheckReport
 from harness.checks.run import PreparedExpectations, prepare_expectations, run_checks
 from harness.checks.spec import Expectations, ExpectedToolCall
 from harness.errors import InputError
-from harness.transcript import Transcript, transcript_from_openai
+from harness.transcript import (
+    ToolDefinitionError,
+    Transcript,
+    tool_specs_from_definitions,
+    transcript_from_openai,
+)
 
 KNOWN_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
@@ -49,6 +62,8 @@ class TranscriptLine(BaseModel):
     expectations: Expectations | None = None
     reference_answer: str | None = None
     final_state: dict[str, Any] | None = None
+    tools: list[Any] | None = None
+    system_prompt: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -159,7 +174,18 @@ def parse_line(path: Path, line: int, text: str) -> TranscriptRecord:
             where = f"expectations.{where}"
         raise InputError(path, where, err.expected, location=line) from None
     try:
-        transcript = transcript_from_openai(parsed.id, parsed.messages)
+        tools = tool_specs_from_definitions(parsed.tools or [])
+    except ToolDefinitionError as err:
+        raise InputError(path, f"tools{err.field}", err.expected, location=line) from None
+    if parsed.system_prompt is not None:
+        system_at = next((i for i, m in enumerate(parsed.messages)
+                          if m.get("role") in ("system", "developer")), None)
+        if system_at is not None:
+            raise InputError(path, "system_prompt", f"given only once (messages[{system_at}] "
+                             "is also a system prompt)", location=line)
+    try:
+        transcript = transcript_from_openai(parsed.id, parsed.messages, tools=tools,
+                                            system_prompt=parsed.system_prompt)
     except (ValueError, TypeError, AttributeError) as err:
         raise InputError(path, "messages", f"OpenAI chat-format messages ({err})",
                          location=line) from None

@@ -223,10 +223,17 @@ def _finish(
         )
     criteria, disagreement, scores = aggregate_votes(rubric, votes, method)
     result = score_rubric(rubric, {c.criterion_id: c.value for c in criteria})
+    reason = result.unscored_reason
+    if result.score is None:
+        # Keep the votes' own reason (e.g. "not applicable: ...") when they all agree on it,
+        # rather than the generic "no criterion applied" of the recomputed score.
+        given = {v.unscored_reason for v in (judgments or []) + (members or [])}
+        if len(given) == 1 and None not in given:
+            reason = given.pop()
     return AggregatedJudgment(
         status="scored" if result.score is not None else "not_scored",
         score=result.score, passed=result.passed, failed_criteria=result.failed_criteria,
-        unscored_reason=result.unscored_reason, criteria=criteria, vote_scores=scores,
+        unscored_reason=reason, criteria=criteria, vote_scores=scores,
         disagreement=disagreement, **common,
     )
 

@@ -7,7 +7,10 @@ offline models.
 
 For a contract-4 transcript line, the judge context is taken from the line: the reference
 answer and reference tool calls from its expectations, and the user's goal from
-``metadata.goal`` when given (otherwise the judge infers it from the conversation).
+``metadata.goal`` when given (otherwise the judge infers it from the conversation). The
+agent's system prompt and tool definitions travel on the transcript itself. A line has no
+simulated-user profile, so ``simulator_fidelity`` rubrics come back not scored, with the
+reason, and one warning per rubric and reason.
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ def summarise_run(
     judgments: dict[str, list[dict[str, Any]]] = {}
     warnings: list[str] = []
     counts = {"scored": 0, "not_scored": 0, "judge_error": 0}
+    unscored: dict[tuple[str, str], list[str]] = {}
     failed_votes = 0
     offline = False
     for item_id, aggregates in results.items():
@@ -94,6 +98,9 @@ def summarise_run(
         judgments[item_id] = [a.model_dump(mode="json") for a in aggregates]
         for a in aggregates:
             counts[a.status] += 1
+            if a.status == "not_scored":
+                unscored.setdefault((a.rubric_id, a.unscored_reason or "not scored"),
+                                    []).append(item_id)
             failed_votes += a.n_failed
             offline = offline or a.offline
             if a.status == "judge_error":
@@ -102,6 +109,12 @@ def summarise_run(
             elif a.n_failed:
                 warnings.append(f"id {item_id}: rubric {a.rubric_id}: {a.n_failed} of "
                                 f"{a.n_votes} judge votes failed; scored on the others")
+    # One warning per rubric and reason, not per transcript: an inapplicable rubric on a
+    # large file would otherwise bury every other warning.
+    for (rubric_id, reason), ids in unscored.items():
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        warnings.append(f"rubric {rubric_id}: no score for {len(ids)} transcript(s) "
+                        f"({shown}): {reason}")
     summary: dict[str, Any] = {
         "models": list(judge_names),
         "rubrics": {r.id: {"version": r.version, "target": r.target, "threshold": r.threshold,

@@ -84,6 +84,28 @@ async def _ask(
     return response, verdicts
 
 
+NO_USER_PROFILE = (
+    "not applicable: simulator fidelity judges a simulated user against its profile, and this "
+    "transcript was imported with no profile (persona, known or unknown facts, plan) to judge "
+    "against"
+)
+
+
+def _not_applicable(rubric: Rubric, transcript: Transcript,
+                    context: JudgeContext | None) -> str | None:
+    """Why ``rubric`` cannot be judged on ``transcript`` at all (no model call), or None.
+
+    An imported conversation has no simulator profile unless the caller supplies one; a judge
+    asked about fidelity to nothing would still return a number, which would mean nothing.
+    """
+    if rubric.target != "simulator_fidelity" or transcript.stop_reason != "imported":
+        return None
+    ctx = context or JudgeContext()
+    if ctx.persona or ctx.user_facts or ctx.user_unknowns or ctx.plan:
+        return None
+    return NO_USER_PROFILE
+
+
 async def judge_once(
     model: ChatModel,
     rubric: Rubric,
@@ -98,8 +120,10 @@ async def judge_once(
 
     Returns a :class:`Judgment` (per-criterion verdicts, the rubric score and pass verdict,
     the judge model, rubric id/version and prompt hash) or a :class:`JudgeError` when a call
-    failed after retries or stayed invalid after ``max_reasks`` re-asks. Errors that are not
-    model errors (e.g. a spent budget) propagate.
+    failed after retries or stayed invalid after ``max_reasks`` re-asks. A rubric that cannot
+    apply (``agent_turn`` with no agent turn; ``simulator_fidelity`` on an imported transcript
+    whose context has no user profile) gives an unscored Judgment with the reason and makes
+    no model call. Errors that are not model errors (e.g. a spent budget) propagate.
     """
     params = params or GenerationParams()
     base: dict[str, Any] = dict(
@@ -111,10 +135,12 @@ async def judge_once(
     turns: list[int | None] = (
         list(agent_turns(transcript)) if rubric.target == "agent_turn" else [None]
     )
-    if not turns:
+    reason = "not scored: the agent took no turn" if not turns else _not_applicable(
+        rubric, transcript, context)
+    if reason is not None:
         return Judgment(
             **base, verdicts=[], criterion_scores={c.id: None for c in rubric.criteria},
-            score=None, passed=None, unscored_reason="not scored: the agent took no turn",
+            score=None, passed=None, unscored_reason=reason,
         )
     results = await asyncio.gather(
         *(_ask(model, rubric, transcript, context, turn=turn, sample_index=sample_index,
