@@ -5,6 +5,7 @@ from __future__ import annotations
 from harness.cli import (
     calibrate_cmd,  # noqa: F401
     demo_cmd,  # noqa: F401
+    pairwise_cmd,  # noqa: F401
     run_cmd,  # noqa: F401
     score_cmd,  # noqa: F401
     stats_cmd,  # noqa: F401

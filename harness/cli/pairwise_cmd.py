@@ -1,0 +1,115 @@
+"""``harness pairwise RUN_A RUN_B``: judge two runs' transcripts against each other, pair by
+pair, in both orders (:mod:`harness.runs.pairwise`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from harness.cli.app import EXIT_GATE_FAILED, app
+from harness.errors import InputError
+from harness.models.config import CacheMode, ModelsConfig
+
+OFFLINE_JUDGES = ("mock:judge", "mock:judge-strict", "mock:judge-lenient", "mock:judge-first")
+
+
+def pairwise_judges(judges: list[str], offline: bool) -> list[str]:
+    """The judge models: ``mock:judge`` with --offline and no --judge; with --offline every
+    judge must be a mock: model. Raises InputError."""
+    if not judges:
+        if offline:
+            return ["mock:judge"]
+        raise InputError("command line", "--judge", "comparing runs pairwise needs a judge: "
+                         "--judge MODEL (e.g. openai:gpt-4.1; repeat for a panel), or "
+                         "--offline for mock:judge")
+    real = [j for j in judges if not j.startswith("mock:")]
+    if offline and real:
+        raise InputError("--offline", None, f"{real[0]} is not an offline model; with "
+                         f"--offline use mock: judges ({', '.join(OFFLINE_JUDGES)})")
+    return judges
+
+
+@app.command()
+def pairwise(
+    run_a: Annotated[Path, typer.Argument(help="run directory A (the baseline)")],
+    run_b: Annotated[Path, typer.Argument(help="run directory B (the candidate)")],
+    judge: Annotated[list[str] | None, typer.Option(
+        "--judge", metavar="MODEL", help="judge model (provider:model); repeat for a panel. "
+        "mock:judge (and mock:judge-strict, -lenient, -first) run offline.")] = None,
+    rubric: Annotated[str | None, typer.Option(
+        "--rubric", metavar="ID", help="the rubric the transcripts are compared under")] = None,
+    rubrics: Annotated[list[Path] | None, typer.Option(
+        help="extra rubric files or folders beside the built-ins")] = None,
+    samples: Annotated[int, typer.Option(
+        help="judge samples per pair and judge (sample indexes 0..K-1)", min=1)] = 1,
+    concurrency: Annotated[int, typer.Option(
+        help="comparisons in flight (two calls each)", min=1)] = 8,
+    offline: Annotated[bool, typer.Option(
+        help="judge with mock:judge when no --judge is given; refuse non-mock judges")] = False,
+    models_config: Annotated[Path | None, typer.Option(
+        help="models YAML (keys, base URLs, retries, concurrency)")] = None,
+    judge_base_url: Annotated[str | None, typer.Option(
+        help="base URL for non-mock judges (an OpenAI-compatible server)")] = None,
+    cache: Annotated[Path, typer.Option(help="response cache file")] = Path(
+        ".harness/cache.sqlite"),
+    cache_mode: Annotated[CacheMode, typer.Option(
+        help="read-write, refresh, off, or replay (cached answers only)")] = "read-write",
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    out: Annotated[Path | None, typer.Option(
+        help="write one JSON line per (scenario, epoch) here: verdict, votes, comparisons, "
+        "or why it was not compared")] = None,
+    fail_on_regression: Annotated[bool, typer.Option(
+        help="exit 1 when B is significantly worse than A (the interval of B's win rate "
+        "lies below 0.5)")] = False,
+) -> None:
+    """Compare two runs' transcripts pairwise: every (scenario, epoch) present and not errored
+    in both is judged A against B under a rubric by every judge, --samples times, in both
+    orders (a winner only when both orders agree). Reports wins, ties, the inconsistency
+    rate and B's win rate with an interval clustered by scenario."""
+    from harness.report.pairwise import render_pairwise
+    from harness.runs.pairwise import compare_runs_pairwise
+
+    judges = pairwise_judges(judge or [], offline)
+    if rubric is None:
+        raise InputError("command line", "--rubric", "comparing runs pairwise needs --rubric "
+                         "ID (the rubric the transcripts are compared under)")
+    config = ModelsConfig.from_yaml(models_config) if models_config is not None else None
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    progress = Progress(TextColumn("[bold]judging pairs"), BarColumn(), MofNCompleteColumn(),
+                        console=err, disable=not err.is_terminal)
+    task = progress.add_task("judging", total=None)
+
+    def advance(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=total)
+
+    try:
+        with progress:
+            result = asyncio.run(compare_runs_pairwise(
+                run_a, run_b, judges, rubric, samples=samples, concurrency=concurrency,
+                rubric_dirs=rubrics or [], models=config, cache_path=cache,
+                cache_mode=cache_mode, base_url=judge_base_url, progress=advance))
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted: nothing was written; judged comparisons are in the "
+                  "response cache, so running the same command again repeats no call[/]")
+        raise typer.Exit(130) from None
+    data = result.report.model_dump(mode="json")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", encoding="utf-8") as handle:
+            for line in result.lines:
+                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+    if as_json:
+        typer.echo(json.dumps(data, indent=2, allow_nan=False))
+    else:
+        render_pairwise(data, Console(highlight=False))
+    if out is not None:
+        err.print(f"[dim]wrote {escape(str(out))} ({len(result.lines)} lines)[/]")
+    if fail_on_regression and result.report.significant_regression:
+        raise typer.Exit(EXIT_GATE_FAILED)

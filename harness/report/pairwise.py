@@ -1,0 +1,83 @@
+"""Rich tables for a pairwise comparison of two runs (``harness pairwise``): the headline
+figures with their intervals, the per-scenario table, and what was not compared. Text from
+runs and models is escaped, so it can never inject console markup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+
+from harness.report.terminal import _ci, _num, _table
+
+
+def _proportion_row(p: dict[str, Any]) -> tuple[str, str, str]:
+    return (_num(p["value"]), _ci(p["ci_low"], p["ci_high"]), f"{p['k']}/{p['n']}, Wilson")
+
+
+def render_pairwise(report: dict[str, Any], console: Console, *, max_rows: int = 50) -> None:
+    """Print a :class:`~harness.runs.pairwise.PairwiseRunReport` (as its JSON dict)."""
+    if report["notice"]:
+        console.print(Panel(escape(report["notice"]), style="bold yellow"))
+    counts = report["counts"]
+    rubric = report["rubric"]
+    console.print(
+        f"[bold]Pairwise[/] A = {escape(report['run_a'])}  B = {escape(report['run_b'])}\n"
+        f"rubric {escape(str(rubric['id']))} v{escape(str(rubric['version']))}, judges "
+        f"{escape(', '.join(report['judges']))}, {report['samples']} sample(s) each, both "
+        f"orders; {counts['pairs']} pairs in {counts['common_scenarios']} common scenarios")
+    table = _table("B against A", "figure", "value", "95% interval", "how")
+    table.columns[-1].justify = "left"
+    table.add_row("wins A / wins B / ties",
+                  f"{report['wins_a']} / {report['wins_b']} / {report['ties']}", "",
+                  f"of {counts['decided']} decided pairs")
+    rate = report["b_win_rate"]
+    if rate is None:
+        table.add_row("B win rate", "—", "—", "no decided pair")
+    else:
+        table.add_row("B win rate", _num(rate["value"]), _ci(rate["ci_low"], rate["ci_high"]),
+                      f"B 1, tie 0.5, A 0; clustered by scenario, t on C-1 df, C = "
+                      f"{rate['n_clusters']}")
+    table.add_row("inconsistency rate", *_proportion_row(report["inconsistency_rate"]))
+    table.add_row("first-position rate", *_proportion_row(report["first_position_rate"]))
+    table.add_row("judge errors (pairs)", str(counts["judge_errors"]), "",
+                  f"{counts['failed_comparisons']} failed comparison(s)")
+    console.print(table)
+    if len(report["judges"]) > 1:
+        judges = _table("By judge (comparisons)", "judge", "A", "B", "ties", "errors",
+                        "inconsistency")
+        for name, s in report["by_judge"].items():
+            judges.add_row(escape(name), str(s["wins_a"]), str(s["wins_b"]), str(s["ties"]),
+                           str(s["n_errors"]), _num(s["inconsistency_rate"]["value"]))
+        console.print(judges)
+    rows = sorted(report["scenarios"], key=lambda s: (s["b_win_rate"] is None,
+                                                      s["b_win_rate"] or 0.0))
+    per = _table("Per scenario (B worst first)", "scenario", "pairs", "A/B/tie", "err",
+                 "skip", "B rate", "incons.")
+    per.columns[0].overflow = "ellipsis"
+    per.columns[0].min_width = 16
+    for s in rows[:max_rows]:
+        per.add_row(escape(s["scenario_id"]), str(s["pairs"]),
+                    f"{s['wins_a']}/{s['wins_b']}/{s['ties']}", str(s["judge_errors"]),
+                    str(s["skipped"]), _num(s["b_win_rate"]),
+                    f"{s['inconsistent_comparisons']}/{s['comparisons']}")
+    console.print(per)
+    if len(rows) > max_rows:
+        console.print(f"[dim]… {len(rows) - max_rows} more scenarios (--json lists all)[/]")
+    for side in ("a", "b"):
+        only = report[f"scenarios_only_in_{side}"]
+        if only:
+            console.print(f"[yellow]scenarios only in run {side.upper()} (not compared):[/] "
+                          + escape(", ".join(only)))
+    for note in report["notes"]:
+        console.print(f"[dim]{escape(note)}[/]")
+    if report["significant_regression"]:
+        console.print("[bold red]significant regression: B loses to A (the interval of B's win "
+                      "rate lies below 0.5)[/]")
+    elif report["significant_improvement"]:
+        console.print("[bold green]significant improvement: B beats A (the interval of B's "
+                      "win rate lies above 0.5)[/]")
+    else:
+        console.print("no significant difference")
