@@ -69,19 +69,31 @@ def test_invalid_json_names_the_line(tmp_path: Path) -> None:
     assert _error(path).startswith(f"{path}:2: invalid JSON")
 
 
-def test_label_off_the_scale_names_line_item_and_field(tmp_path: Path) -> None:
+def test_label_off_the_scale_is_a_named_missing_label(tmp_path: Path) -> None:
     path = _jsonl(tmp_path, [
         {"item_id": "a", "human": 3, "judge": 4, "scale": {"min": 1, "max": 5}},
         {"item_id": "b", "human": [2, 7], "judge": 4},
     ])
-    assert _error(path) == (f"{path}:2: human: 7 is off the declared scale; expected a number "
-                            "from 1 to 5 in steps of 1 (item 'b')")
-    # a scale from the caller wins over the file's
-    assert "judge: 4 is off" in _error(path, scale=Scale(min=1, max=3))
+    data = load_judgments(path)
+    assert isinstance(data, PointwiseJudgments)
+    assert [r.human for r in data.records] == [3, [2, None]]
+    [entry] = data.off_scale
+    assert entry.describe() == (f"{path}:2: human: 7 is off the declared scale; expected a "
+                                "number from 1 to 5 in steps of 1 (item 'b'); counted as missing")
+    assert (entry.position, entry.value) == (1, 7)
+    # a scale from the caller wins over the file's: 7 is on 1..10, and on 1..3 both 4s are off
+    assert load_judgments(path, scale=Scale(min=1, max=10)).off_scale == []  # type: ignore[union-attr]
+    narrow = load_judgments(path, scale=Scale(min=1, max=3))
+    assert isinstance(narrow, PointwiseJudgments)
+    assert [(e.line, e.field, e.value) for e in narrow.off_scale] == [
+        (1, "judge", 4), (2, "human", 7), (2, "judge", 4)]
+    assert [r.judge for r in narrow.records] == [None, None]
     # half points are off a scale with step 1
     half = _jsonl(tmp_path, [{"item_id": "a", "human": 2.5, "judge": 2, "scale": {"min": 1,
                                                                                    "max": 5}}])
-    assert "2.5 is off the declared scale" in _error(half)
+    halves = load_judgments(half)
+    assert isinstance(halves, PointwiseJudgments) and halves.records[0].human is None
+    assert "2.5 is off the declared scale" in halves.off_scale[0].describe()
 
 
 def test_verdict_outside_a_b_tie(tmp_path: Path) -> None:
@@ -176,8 +188,9 @@ def test_pairwise_samples_are_numbered_in_file_order(tmp_path: Path) -> None:
 def test_dataset_errors(tmp_path: Path) -> None:
     path = _jsonl(tmp_path, [{"item_id": "a", "text": "t", "human": 6,
                               "scale": {"min": 1, "max": 5}}])
-    with pytest.raises(InputError, match=r":1: human: 6 is off the declared scale"):
-        load_dataset(path)
+    off = load_dataset(path)
+    assert isinstance(off, PointwiseDataset) and off.items[0].human is None
+    assert off.off_scale[0].describe().startswith(f"{path}:1: human: 6 is off the declared")
     dup = _jsonl(tmp_path, [{"item_id": "p", "input": "i", "output_a": "a", "output_b": "b"},
                             {"item_id": "p", "input": "i", "output_a": "a", "output_b": "b"}],
                  "dup.jsonl")
@@ -202,3 +215,38 @@ def test_records_from_dataset_items_for_the_judge_runner() -> None:
     assert [(r.swapped, r.sample, r.verdict) for r in records] == [
         (False, 0, "A"), (False, 1, "A"), (True, 0, "B")]
     assert records[0].length_a == len(pairs.items[0].output_a.split())
+
+
+def test_pairwise_dataset_from_csv_equals_the_jsonl_one(tmp_path: Path) -> None:
+    csv_path = tmp_path / "pairs.csv"
+    csv_path.write_text(
+        "item_id,input,output_a,output_b,gold_1,gold_2,gold_3\n"
+        'p1,"Capital of Australia?",Sydney,Canberra,B,B,A\n'
+        'p2,"12 x 12?",144,124,A,,tie\n'
+        'p3,"Say hi, politely.","Hi, nice to meet you.",Yo,,,\n',
+        encoding="utf-8")
+    from_csv = load_dataset(csv_path)
+    assert isinstance(from_csv, PairwiseDataset)
+    jsonl = _jsonl(tmp_path, [
+        {"item_id": "p1", "input": "Capital of Australia?", "output_a": "Sydney",
+         "output_b": "Canberra", "gold": ["B", "B", "A"]},
+        {"item_id": "p2", "input": "12 x 12?", "output_a": "144", "output_b": "124",
+         "gold": ["A", None, "tie"]},
+        {"item_id": "p3", "input": "Say hi, politely.", "output_a": "Hi, nice to meet you.",
+         "output_b": "Yo", "gold": [None, None, None]},
+    ])
+    assert [i.model_dump() for i in from_csv.items] == [
+        i.model_dump() for i in load_dataset(jsonl).items]  # type: ignore[union-attr]
+    # numbers stay text in output columns: "144" is an answer, not a score
+    assert from_csv.items[1].output_a == "144"
+    one_gold = tmp_path / "one.csv"
+    one_gold.write_text("item_id,input,output_a,output_b,gold\np,i,a,b,tie\n", encoding="utf-8")
+    loaded = load_dataset(one_gold)
+    assert isinstance(loaded, PairwiseDataset) and loaded.items[0].gold == "tie"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("item_id,input,output_a,output_b,gold\np,i,a,b,A\nq,i,a,b,C\n",
+                   encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_dataset(bad)
+    assert str(info.value) == (f"{bad}:3: gold: expected \"A\", \"B\", \"tie\", a list of those "
+                               "(one per rater), or null, got 'C' (item 'q')")

@@ -24,10 +24,16 @@ from harness.calibration.judgments import (
     PointwiseJudgment,
     PointwiseJudgments,
     build_pointwise,
+    restore_off_scale,
 )
 from harness.calibration.pairwise import PairwiseUnits, analyse_pairwise_judge, pairwise_statistics
 from harness.calibration.pointwise import analyse_pointwise_judge, category_scale
-from harness.calibration.report import AnalysisOptions, CalibrationReport, Comparison
+from harness.calibration.report import (
+    AnalysisOptions,
+    CalibrationReport,
+    Comparison,
+    OffScaleLabel,
+)
 from harness.calibration.scale import Scale, rating_values
 
 POINTWISE_POLICIES = [
@@ -38,7 +44,11 @@ POINTWISE_POLICIES = [
     "nominal/ordinal alpha round that mean half up to the nearest scale point",
     "pass/fail with boolean labels: an item passes when at least half its raters (or judge "
     "samples) pass it; with scores: when its mean is at or above the pass threshold",
+    "labels off the declared scale: a human rating or judge sample off it is a missing one "
+    "(also in the n_missing_* counts), counted in n_off_scale_labels and each judge's "
+    "n_off_scale_* counts and named in off_scale_labels and the notes",
 ]
+MAX_NAMED = 20  # off-scale labels named one by one in the notes; all are in off_scale_labels
 PAIRWISE_POLICIES = [
     "several gold raters: the unique majority preference; an item without one is left out of "
     "the accuracies and counted",
@@ -67,8 +77,8 @@ def analyse(judgments: JudgmentSet, options: AnalysisOptions | None = None) -> C
     """Analyse judgment records: per-judge agreement with every statistic and its interval, the
     human–human baseline, and pairwise comparisons of judges.
 
-    Never raises for undefined statistics (they are reported with the reason); raises
-    InputError only when ``options.scale`` is given and a label is off it.
+    Never raises for undefined statistics (they are reported with the reason) or for labels
+    off the scale (they are missing labels, counted and named in the report).
     """
     options = options or AnalysisOptions()
     if isinstance(judgments, PointwiseJudgments):
@@ -78,7 +88,8 @@ def analyse(judgments: JudgmentSet, options: AnalysisOptions | None = None) -> C
 
 def _analyse_pointwise(data: PointwiseJudgments, options: AnalysisOptions) -> CalibrationReport:
     if options.scale is not None and options.scale != data.scale:
-        data = build_pointwise(data.records, data.source, scale=options.scale)
+        data = build_pointwise(restore_off_scale(data), data.source, data.lines or None,
+                               scale=options.scale)
     groups = _groups(data.records, lambda r: r.judge_id)
     judges = [analyse_pointwise_judge(data, recs, jid, options) for jid, recs in groups.items()]
     notes = []
@@ -96,6 +107,7 @@ def _analyse_pointwise(data: PointwiseJudgments, options: AnalysisOptions) -> Ca
     if lacking:
         notes.append(f"{len(lacking)} item(s) lack a human label or a judge score (see each "
                      "judge's n_missing_* counts)")
+    notes += off_scale_notes(data.off_scale)
     return CalibrationReport(
         kind="pointwise",
         source=data.source,
@@ -105,8 +117,19 @@ def _analyse_pointwise(data: PointwiseJudgments, options: AnalysisOptions) -> Ca
         human_baseline=pointwise_baseline(data, options),
         judges=judges,
         comparisons=_pointwise_comparisons(data, groups, options),
+        n_off_scale_labels=len(data.off_scale),
+        off_scale_labels=data.off_scale,
         notes=notes,
     )
+
+
+def off_scale_notes(entries: Sequence[OffScaleLabel]) -> list[str]:
+    """One note per label off the scale (the first MAX_NAMED), then how many more."""
+    notes = [entry.describe() for entry in entries[:MAX_NAMED]]
+    if len(entries) > MAX_NAMED:
+        notes.append(f"… and {len(entries) - MAX_NAMED} more label(s) off the declared scale, "
+                     "counted as missing (all are listed in off_scale_labels)")
+    return notes
 
 
 def _analyse_pairwise(data: PairwiseJudgments, options: AnalysisOptions) -> CalibrationReport:

@@ -23,8 +23,11 @@ CSV conventions). The kind is recognised from the first record's fields.
 - ``gold``: ``"A"``, ``"B"`` or ``"tie"``, a list of such preferences (one per rater), or
   ``null`` when not labelled.
 
-An unknown field, a label off the scale, a preference outside A/B/tie, a duplicate ``item_id``
-or an empty file is an :class:`~harness.errors.InputError` naming the file, line and field.
+An unknown field, a label that is not a number (or true/false), a preference outside
+A/B/tie, a duplicate ``item_id`` or an empty file is an :class:`~harness.errors.InputError`
+naming the file, line and field. A number off the declared scale is not: it becomes a missing
+rating of its item and is listed in the dataset's ``off_scale`` (the report counts and names
+it), so one mistyped label does not stop a study.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.calibration.files import parse_record, read_records
+from harness.calibration.report import OffScaleLabel
 from harness.calibration.scale import (
     Preference,
     Ratings,
@@ -80,6 +84,7 @@ class PointwiseDataset(BaseModel):
     source: str
     scale: Scale | None
     items: list[PointwiseItem]
+    off_scale: list[OffScaleLabel] = Field(default_factory=list)
 
 
 class PairwiseDataset(BaseModel):
@@ -93,9 +98,10 @@ class PairwiseDataset(BaseModel):
 def load_dataset(path: Path, scale: Scale | None = None) -> PointwiseDataset | PairwiseDataset:
     """Read a labelled-item dataset (JSONL or CSV), pointwise or pairwise by its first record.
 
-    ``scale`` overrides any scale declared in the file. Raises InputError for an empty file, an
-    unknown kind, a record that fails validation, a duplicate ``item_id``, a scale that differs
-    between lines, a label off the scale, or booleans mixed with numbers.
+    ``scale`` overrides any scale declared in the file. A human rating off the scale becomes
+    ``None`` (a missing rating) and is listed in ``off_scale``. Raises InputError for an empty
+    file, an unknown kind, a record that fails validation, a duplicate ``item_id``, a scale that
+    differs between lines, a rating that is not a finite number, or booleans mixed with numbers.
     """
     records = read_records(path)
     first_line, first = records[0]
@@ -108,9 +114,12 @@ def load_dataset(path: Path, scale: Scale | None = None) -> PointwiseDataset | P
         _check_unique(path, records, [item.item_id for item in items])
         lines = [line for line, _ in records]
         declared = resolve_scale(path, lines, [item.scale for item in items], scale)
-        check_ratings(path, lines, [item.item_id for item in items],
-                      {"human": [item.human for item in items]}, declared)
-        return PointwiseDataset(source=str(path), scale=declared, items=items)
+        screened, off_scale = screen_ratings(path, lines, [item.item_id for item in items],
+                                             {"human": [item.human for item in items]}, declared)
+        items = [item if human is item.human else item.model_copy(update={"human": human})
+                 for item, human in zip(items, screened["human"], strict=True)]
+        return PointwiseDataset(source=str(path), scale=declared, items=items,
+                                off_scale=off_scale)
     raise InputError(
         path,
         None,
@@ -152,17 +161,27 @@ def resolve_scale(
     return found
 
 
-def check_ratings(
+def screen_ratings(
     path: Path,
     lines: list[int],
     item_ids: list[str],
     fields: dict[str, list[Ratings]],
     scale: Scale | None,
-) -> None:
-    """Check, line by line, that every rating in ``fields`` (field name → one value per line)
-    is a finite number on ``scale`` (when declared), and that no field mixes booleans with
-    numbers across the file. Raises InputError naming the first bad line, its item and field."""
+    judge_ids: list[str | None] | None = None,
+) -> tuple[dict[str, list[Ratings]], list[OffScaleLabel]]:
+    """Check, line by line, every rating in ``fields`` (field name → one value per line) and set
+    aside the numbers off ``scale``; ``judge_ids`` (one per line) name the judge of the
+    ``judge`` field's samples.
+
+    Returns the fields with each off-scale number replaced by ``None`` (the value object itself
+    when nothing in it changed) and one :class:`OffScaleLabel` per replaced number. Raises
+    InputError naming the first bad line, its item and field for a rating that is not a finite
+    number and for a field that mixes booleans with numbers across the file: those say the
+    file is not what it claims to be, where an off-scale number is one mistyped label.
+    """
     kinds_seen: dict[str, set[str]] = {name: set() for name in fields}
+    screened: dict[str, list[Ratings]] = {name: [] for name in fields}
+    off_scale: list[OffScaleLabel] = []
     for row, (line, item_id) in enumerate(zip(lines, item_ids, strict=True)):
         for field, values in fields.items():
             value = values[row]
@@ -175,6 +194,7 @@ def check_ratings(
                     location=line,
                 )
             if "bool" in kinds:
+                screened[field].append(value)
                 continue
             for number in rating_values(value):
                 if number is not None and not math.isfinite(number):
@@ -182,10 +202,33 @@ def check_ratings(
                         path, field, f"expected a finite number, got {number} (item {item_id!r})",
                         location=line,
                     )
-                if number is not None and scale is not None and not scale.contains(number):
-                    raise InputError(
-                        path, field,
-                        f"{number:g} is off the declared scale; expected {scale.describe()} "
-                        f"(item {item_id!r})",
-                        location=line,
-                    )
+            kept, dropped = _without_off_scale(value, scale)
+            screened[field].append(kept)
+            off_scale += [
+                OffScaleLabel(source=str(path), line=line, item_id=item_id,
+                              field=field,
+                              judge_id=judge_ids[row] if judge_ids and field == "judge"
+                              else None,
+                              position=position, value=number,
+                              expected=scale.describe() if scale is not None else "")
+                for position, number in dropped
+            ]
+    return screened, off_scale
+
+
+def _without_off_scale(
+    value: Ratings, scale: Scale | None
+) -> tuple[Ratings, list[tuple[int | None, float]]]:
+    """``value`` with its numbers off ``scale`` replaced by ``None``, and those numbers with
+    their positions (``None`` for a single value)."""
+    if scale is None or value is None or isinstance(value, bool):
+        return value, []
+    if not isinstance(value, list):
+        return (value, []) if scale.contains(float(value)) else (None, [(None, float(value))])
+    dropped: list[tuple[int | None, float]] = [
+        (i, float(v)) for i, v in enumerate(value)
+        if v is not None and not isinstance(v, bool) and not scale.contains(float(v))]
+    if not dropped:
+        return value, []
+    off = {i for i, _ in dropped}
+    return [None if i in off else v for i, v in enumerate(value)], dropped

@@ -14,7 +14,8 @@ produces the same records (see :func:`pointwise_judgment` and :func:`pairwise_ju
   analysed separately and compared on their common items. Each (``judge_id``, ``item_id``)
   appears once, and the human labels of an item must be the same on every line.
 - ``scale``: ``{"min": 1, "max": 5, "step": 1}`` (``step: null`` for a continuous scale); the
-  same on every line that has it (``--scale`` on the CLI wins). Labels off it are errors.
+  same on every line that has it (``--scale`` on the CLI wins). A human rating or judge sample
+  off it counts as missing for that item, and the report counts and names it.
 - ``length`` (a number in any unit, e.g. tokens) or ``output`` (the judged text; its length is
   counted in words): for the verbosity-bias statistic. Use one of the two throughout a file.
 - ``metadata``: any object, kept and ignored.
@@ -43,10 +44,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from harness.calibration.datasets import (
     PairwiseItem,
     PointwiseItem,
-    check_ratings,
     resolve_scale,
+    screen_ratings,
 )
 from harness.calibration.files import parse_record, read_records
+from harness.calibration.report import OffScaleLabel
 from harness.calibration.scale import Preference, Ratings, Scale, rating_kinds
 from harness.errors import InputError
 
@@ -89,7 +91,9 @@ class PointwiseJudgments(BaseModel):
     """Validated pointwise judgment records from one source.
 
     ``human_kind``/``judge_kind`` say whether the labels are numbers or booleans (``None`` when
-    every label is missing); ``length_source`` says where lengths come from.
+    every label is missing); ``length_source`` says where lengths come from. Labels off
+    ``scale`` are ``None`` in ``records`` and listed, with their values, in ``off_scale``;
+    ``lines`` are the records' line numbers in ``source``.
     """
 
     kind: Literal["pointwise"] = "pointwise"
@@ -99,6 +103,8 @@ class PointwiseJudgments(BaseModel):
     judge_kind: Literal["number", "bool"] | None = None
     length_source: LengthSource = "none"
     records: list[PointwiseJudgment]
+    lines: list[int] = Field(default_factory=list)
+    off_scale: list[OffScaleLabel] = Field(default_factory=list)
 
 
 class PairwiseJudgments(BaseModel):
@@ -119,7 +125,8 @@ def load_judgments(path: Path, scale: Scale | None = None) -> JudgmentSet:
 
     Raises InputError for an empty file, an unknown kind, a record that fails validation
     (naming line, item and field), duplicates, human labels or gold that differ between lines
-    of the same item, labels off the scale, or mixed length units.
+    of the same item, or mixed length units. Labels off the scale are not errors: see
+    :func:`build_pointwise`.
     """
     records = read_records(path)
     first_line, first = records[0]
@@ -143,19 +150,24 @@ def build_pointwise(
     source: str,
     lines: Sequence[int] | None = None,
     scale: Scale | None = None,
+    off_scale: Sequence[OffScaleLabel] = (),
 ) -> PointwiseJudgments:
-    """Check pointwise records as a set (uniqueness, one scale, labels on it, consistent human
-    labels and length units) and wrap them. ``lines`` are the records' line numbers (default:
-    their positions, 1-based). Raises InputError naming the offending line."""
+    """Check pointwise records as a set (uniqueness, one scale, consistent human labels and
+    length units) and wrap them. ``lines`` are the records' line numbers (default: their
+    positions, 1-based). A human rating or judge sample off the scale becomes ``None`` (missing)
+    and is listed in ``off_scale`` (a human label once per item), after any ``off_scale``
+    entries found upstream (e.g. in the dataset the records were made from). Raises InputError
+    naming the offending line."""
     path = Path(source)
     numbers = list(lines) if lines is not None else list(range(1, len(records) + 1))
     if not records:
         raise InputError(path, None, "no judgment records")
     declared = resolve_scale(path, numbers, [r.scale for r in records], scale)
     ids = [r.item_id for r in records]
-    check_ratings(path, numbers, ids,
-                  {"human": [r.human for r in records], "judge": [r.judge for r in records]},
-                  declared)
+    screened, found = screen_ratings(
+        path, numbers, ids,
+        {"human": [r.human for r in records], "judge": [r.judge for r in records]},
+        declared, [r.judge_id for r in records])
     seen: dict[tuple[str | None, str], int] = {}
     human_of: dict[str, tuple[Ratings, int]] = {}
     for line, record in zip(numbers, records, strict=True):
@@ -189,14 +201,66 @@ def build_pointwise(
             location=only_text[0],
         )
     source_kind: LengthSource = "length" if with_length else ("words" if only_text else "none")
+    kept = [
+        record if human is record.human and judge is record.judge
+        else record.model_copy(update={"human": human, "judge": judge})
+        for record, human, judge in zip(records, screened["human"], screened["judge"],
+                                        strict=True)
+    ]
     return PointwiseJudgments(
         source=source,
         scale=declared,
-        human_kind=_kind([r.human for r in records]),
-        judge_kind=_kind([r.judge for r in records]),
+        human_kind=_kind([r.human for r in kept]),
+        judge_kind=_kind([r.judge for r in kept]),
         length_source=source_kind,
-        records=list(records),
+        records=kept,
+        lines=numbers,
+        off_scale=_once_per_label([*off_scale, *found]),
     )
+
+
+def _once_per_label(entries: Sequence[OffScaleLabel]) -> list[OffScaleLabel]:
+    """An item's human labels repeat on every judge's line: name each off-scale one once (at
+    its first line). Judge samples are each judge's own."""
+    seen: set[tuple[str | None, str, str, int | None]] = set()
+    out = []
+    for entry in entries:
+        key = (entry.judge_id if entry.field == "judge" else None, entry.item_id, entry.field,
+               entry.position)
+        if key not in seen:
+            seen.add(key)
+            out.append(entry)
+    return out
+
+
+def restore_off_scale(data: PointwiseJudgments) -> list[PointwiseJudgment]:
+    """``data``'s records with the off-scale labels put back (to check them against another
+    scale)."""
+    human: dict[str, list[OffScaleLabel]] = {}
+    judge: dict[tuple[str | None, str], list[OffScaleLabel]] = {}
+    for entry in data.off_scale:
+        if entry.field == "human":
+            human.setdefault(entry.item_id, []).append(entry)
+        else:
+            judge.setdefault((entry.judge_id, entry.item_id), []).append(entry)
+
+    def put_back(value: Ratings, entries: list[OffScaleLabel]) -> Ratings:
+        for entry in entries:
+            if entry.position is None:
+                value = entry.value
+            elif isinstance(value, list) and entry.position < len(value):
+                value = [*value[:entry.position], entry.value, *value[entry.position + 1:]]
+        return value
+
+    restored = []
+    for record in data.records:
+        update: dict[str, Ratings] = {}
+        if record.item_id in human:
+            update["human"] = put_back(record.human, human[record.item_id])
+        if (record.judge_id, record.item_id) in judge:
+            update["judge"] = put_back(record.judge, judge[(record.judge_id, record.item_id)])
+        restored.append(record.model_copy(update=update) if update else record)
+    return restored
 
 
 def _kind(values: Sequence[Ratings]) -> Literal["number", "bool"] | None:

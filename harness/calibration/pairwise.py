@@ -15,10 +15,14 @@ Policies (also written into the report):
 - **Gold.** A list of rater preferences gives the majority; no unique majority, or no gold at
   all, leaves the item out of the accuracies (counted) but not out of the consistency
   statistics, which do not need gold.
+- **Beside the humans.** With several raters per item, each rater (by position in the
+  ``gold`` lists) is scored against the majority of the item's other raters, and the judge
+  against that same leave-one-out gold (:class:`PairwiseBesideHumans`).
 """
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -32,6 +36,7 @@ from harness.calibration.report import (
     AnalysisOptions,
     Estimate,
     LengthPreference,
+    PairwiseBesideHumans,
     PairwiseJudgeReport,
     PairwiseSelfConsistency,
 )
@@ -47,17 +52,27 @@ A, B, TIE = CODES["A"], CODES["B"], CODES["tie"]
 def gold_code(gold: Preference | list[Preference | None] | None) -> int:
     """The gold preference's code: the label itself, or the unique majority of a list of rater
     preferences; MISSING when absent, NO_MAJORITY when the raters split evenly."""
+    return majority(rater_codes(gold))
+
+
+def rater_codes(gold: Preference | list[Preference | None] | None) -> list[int]:
+    """One code per rater position of a gold label (MISSING for a rater who gave none)."""
     if gold is None:
-        return MISSING
-    if isinstance(gold, str):
-        return CODES[gold]
-    votes = Counter(g for g in gold if g is not None)
+        return []
+    listed = [gold] if isinstance(gold, str) else gold
+    return [MISSING if g is None else CODES[g] for g in listed]
+
+
+def majority(codes: Sequence[int]) -> int:
+    """The unique most common of the given codes; MISSING when none is given, NO_MAJORITY when
+    the top two are tied."""
+    votes = Counter(int(c) for c in codes if c >= 0)
     if not votes:
         return MISSING
     ranked = votes.most_common()
     if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
         return NO_MAJORITY
-    return CODES[ranked[0][0]]
+    return ranked[0][0]
 
 
 class PairwiseUnits:
@@ -67,6 +82,7 @@ class PairwiseUnits:
         self.item_ids: list[str] = []
         position: dict[str, int] = {}
         gold: list[int] = []
+        self.gold_raters: list[list[int]] = []
         lengths: list[tuple[float, float] | None] = []
         cells: dict[tuple[int, int], list[int]] = {}
         for record in records:
@@ -74,6 +90,7 @@ class PairwiseUnits:
                 position[record.item_id] = len(self.item_ids)
                 self.item_ids.append(record.item_id)
                 gold.append(gold_code(record.gold))
+                self.gold_raters.append(rater_codes(record.gold))
                 lengths.append(None)
             item = position[record.item_id]
             if record.length_a is not None and record.length_b is not None:
@@ -90,6 +107,13 @@ class PairwiseUnits:
         self.second = np.array([cells[key][1] for key in keys], dtype=int)
         self.unit_gold = self.gold[self.unit_item] if keys else np.zeros(0, dtype=int)
         self.lengths = lengths
+
+    def with_gold(self, gold: np.ndarray) -> PairwiseUnits:
+        """The same units judged against another gold label per item."""
+        other = copy.copy(self)
+        other.gold = gold
+        other.unit_gold = gold[self.unit_item] if len(self.unit_item) else self.unit_gold
+        return other
 
     def weights(self, idx: np.ndarray) -> np.ndarray:
         """Unit weights for an item resample."""
@@ -212,6 +236,70 @@ def analyse_pairwise_judge(
         **estimates,
         self_consistency=_self_consistency(records, units, options),
         length_preference=_length_preference(units, boot),
+        beside_humans=_beside_humans(units, boot, options.missing_verdict),
+    )
+
+
+def _beside_humans(
+    units: PairwiseUnits, boot: ItemBootstrap, missing_verdict: str
+) -> PairwiseBesideHumans | None:
+    counts = [sum(c >= 0 for c in row) for row in units.gold_raters]
+    if not counts or max(counts) < 2:
+        return None
+    width = max(len(row) for row in units.gold_raters)
+    raters = np.full((units.n_items, width), MISSING, dtype=np.int64)
+    for item, row in enumerate(units.gold_raters):
+        raters[item, : len(row)] = row
+    # per rater position: the items where it and a majority of the others both exist, whether
+    # it agrees with that majority, and the judge's accuracy against the same gold
+    positions: list[tuple[np.ndarray, np.ndarray, Callable[[np.ndarray], float]]] = []
+    eligible = np.zeros(units.n_items, dtype=bool)
+    for r in range(width):
+        rest = np.array([majority(np.delete(row, r).tolist()) for row in raters],
+                        dtype=np.int64)
+        keep = (raters[:, r] >= 0) & (rest >= 0)
+        if not keep.any():
+            continue
+        eligible |= keep
+        gold = np.where(keep, rest, MISSING)
+        accuracy = pairwise_statistics(units.with_gold(gold), missing_verdict)["accuracy"][0]
+        positions.append((keep, raters[:, r] == rest, accuracy))
+    if not positions:
+        return None
+
+    def both(idx: np.ndarray) -> tuple[float, float]:
+        w = np.bincount(idx, minlength=units.n_items).astype(float)
+        humans, judges = [], []
+        for keep, hits, accuracy in positions:
+            total = float((w * keep).sum())
+            if total == 0:
+                continue
+            try:
+                judges.append(accuracy(idx))
+            except UndefinedStatistic:
+                continue
+            humans.append(float((w * (hits & keep)).sum()) / total)
+        if not humans:
+            raise UndefinedStatistic("beside_humans: no rater position with a leave-one-out "
+                                     "majority and a judge verdict")
+        return float(np.mean(humans)), float(np.mean(judges))
+
+    def human(idx: np.ndarray) -> float:
+        return both(idx)[0]
+
+    def judge(idx: np.ndarray) -> float:
+        return both(idx)[1]
+
+    rated = [c for c in counts if c >= 2]
+    return PairwiseBesideHumans(
+        n_items=int(eligible.sum()),
+        raters_per_item=(min(rated), max(rated)),
+        human_vs_rest_accuracy=boot.estimate(
+            human, detail="each rater vs the majority of the other raters, averaged over rater "
+            "positions"),
+        judge_vs_rest_accuracy=boot.estimate(
+            judge, detail="judge vs the same leave-one-out majorities (mean of the two orders)"),
+        accuracy_difference=boot.difference(judge, human, detail="judge − human (paired)"),
     )
 
 

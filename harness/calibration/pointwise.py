@@ -6,7 +6,8 @@ Policies (also written into the report):
   with several samples the judge score is the mean of its samples. Correlations, bias, MAE,
   Bland–Altman and interval alpha use these means. Kappa, the confusion matrix and nominal and
   ordinal alpha need categories: the mean is rounded half up to the nearest scale point.
-- **Missing labels.** An item without any human rating, or without any judge score, is left
+- **Missing labels.** A rating or judge sample off the declared scale is a missing one
+  (counted apart as well). An item without any human rating, or without any judge score, is left
   out of the agreement statistics and counted (``n_missing_human``, ``n_missing_judge``); a
   missing score is never imputed. Items with a judge score and no human label are the
   unlabelled items of prediction-powered inference. A missing rating inside a list is counted
@@ -222,6 +223,7 @@ def analyse_pointwise_judge(
         )
 
     pass_fail, thresholds, human_pass = _pass_fail(data, items, boot, options)
+    ours = {r.item_id for r in records}
     return PointwiseJudgeReport(
         judge_id=judge_id,
         n_records=items.n_records,
@@ -231,6 +233,10 @@ def analyse_pointwise_judge(
         n_missing_both=items.n_missing_both,
         n_missing_human_ratings=items.n_missing_human_ratings,
         n_missing_judge_samples=items.n_missing_judge_samples,
+        n_off_scale_human_ratings=sum(1 for e in data.off_scale
+                                      if e.field == "human" and e.item_id in ours),
+        n_off_scale_judge_samples=sum(1 for e in data.off_scale
+                                      if e.field == "judge" and e.judge_id == judge_id),
         raters_per_item=items.per_item_counts(items.human),
         samples_per_item=items.per_item_counts(items.judge_all),
         spearman=boot.estimate(on_means(agreement.spearman)),

@@ -16,8 +16,8 @@ with Cov over the labelled items and Var(f) over all n + N judge predictions, th
 [0, 1] (both as in the authors' ``ppi_py``): the estimate stays between the classical one and
 the original PPI, and a judge that disagrees with people (negative covariance) falls back to
 the classical estimate instead of being used upside down. It is valid for any λ chosen this way
-(asymptotically), and never worse than the classical interval in large samples. The human-labelled items must be a random
-sample of all items, or neither interval means anything.
+(asymptotically), and never worse than the classical interval in large samples. The
+human-labelled items must be a random sample of all items, or neither interval means anything.
 """
 
 from __future__ import annotations

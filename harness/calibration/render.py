@@ -146,6 +146,11 @@ def _pairwise(judge: PairwiseJudgeReport, level: str, console: Console) -> None:
     if judge.length_preference:
         _row(table, "judge picks longer", judge.length_preference.judge_longer_rate)
         _row(table, "gold picks longer", judge.length_preference.gold_longer_rate)
+    if judge.beside_humans:
+        bh = judge.beside_humans
+        _row(table, "human vs rest accuracy", bh.human_vs_rest_accuracy)
+        _row(table, "judge vs rest accuracy", bh.judge_vs_rest_accuracy)
+        _row(table, "judge − human accuracy", bh.accuracy_difference)
     console.print(table)
 
 

@@ -65,6 +65,29 @@ class AnalysisOptions(_Model):
     )
 
 
+class OffScaleLabel(_Model):
+    """A label off the declared scale: not an error, but a missing rating (or judge sample) of
+    its item, counted and named in the report. ``position`` is its index in a list of ratings
+    or samples (``None`` for a single value); ``line`` is its line in ``source`` (for records
+    built in Python, the record's position, 1-based)."""
+
+    source: str
+    line: int
+    item_id: str
+    field: Literal["human", "judge"]
+    judge_id: str | None = None
+    position: int | None = None
+    value: float
+    expected: str
+
+    def describe(self) -> str:
+        """One line naming where the label is, what it is and what was expected."""
+        where = f"item {self.item_id!r}" + (
+            f", judge {self.judge_id!r}" if self.judge_id is not None else "")
+        return (f"{self.source}:{self.line}: {self.field}: {self.value:g} is off the declared "
+                f"scale; expected {self.expected} ({where}); counted as missing")
+
+
 class ConfusionMatrix(_Model):
     """Counts of (human consensus, judge consensus) categories: ``counts[i][j]`` is the number
     of items the humans put in ``categories[i]`` and the judge in ``categories[j]``."""
@@ -202,6 +225,11 @@ class PointwiseJudgeReport(_Model):
     n_missing_both: int
     n_missing_human_ratings: int
     n_missing_judge_samples: int
+    n_off_scale_human_ratings: int = Field(
+        default=0, description="human ratings of these items off the declared scale (counted "
+        "as missing, so also in the n_missing_* counts)")
+    n_off_scale_judge_samples: int = Field(
+        default=0, description="judge samples off the declared scale (counted as missing)")
     raters_per_item: tuple[int, int]
     samples_per_item: tuple[int, int]
     spearman: Estimate
@@ -243,6 +271,21 @@ class LengthPreference(_Model):
     gold_longer_rate: Estimate
 
 
+class PairwiseBesideHumans(_Model):
+    """Is the judge as good as another rater? For each rater position, that rater's preference
+    is scored against the majority of the item's other raters (leave-one-out gold), and the
+    judge's verdicts against that same gold (``accuracy``'s rule: the mean of the two orders);
+    both are averaged over the rater positions where both are defined. An item whose other
+    raters have no unique majority is left out for that position. The difference (judge −
+    human) has a paired bootstrap interval over items."""
+
+    n_items: int = Field(description="items where at least one rater can be left out")
+    raters_per_item: tuple[int, int]
+    human_vs_rest_accuracy: Estimate
+    judge_vs_rest_accuracy: Estimate
+    accuracy_difference: Estimate
+
+
 class PairwiseJudgeReport(_Model):
     """Agreement of one judge with the gold preferences on pairwise items.
 
@@ -272,6 +315,7 @@ class PairwiseJudgeReport(_Model):
     tie_rate: Estimate
     self_consistency: PairwiseSelfConsistency | None = None
     length_preference: LengthPreference | None = None
+    beside_humans: PairwiseBesideHumans | None = None
 
 
 class HumanBaseline(_Model):
@@ -310,6 +354,10 @@ class CalibrationReport(_Model):
     human_baseline: HumanBaseline | None = None
     judges: list[PointwiseJudgeReport] | list[PairwiseJudgeReport]
     comparisons: list[Comparison] = Field(default_factory=list)
+    n_off_scale_labels: int = Field(
+        default=0, description="labels (human ratings, judge samples) off the declared scale, "
+        "treated as missing; each is in off_scale_labels")
+    off_scale_labels: list[OffScaleLabel] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 judgment records.
 
 A scale has bounds and, for a discrete scale, a step: ``{"min": 1, "max": 5}`` is the 1–5
-Likert scale (step 1), ``{"min": 0, "max": 1, "step": null}`` is a continuous score. Labels off
-the declared scale are input errors. Boolean labels (pass/fail) live on the scale 0–1.
+Likert scale (step 1), ``{"min": 0, "max": 1, "step": null}`` is a continuous score. A label off
+the declared scale is a missing label, counted and named in the report. Boolean labels
+(pass/fail) live on the scale 0–1.
 """
 
 from __future__ import annotations

@@ -23,6 +23,10 @@ A call that fails after retries or re-asks is a missing score or verdict for tha
 configuration failure (missing key, unknown model, a replay-cache miss) would fail every call
 alike, so it stops the study instead; what was judged is kept.
 
+With several rubrics (two prompts for the same question), every (model, rubric) pair is its
+own judge, with the id ``MODEL@RUBRIC_ID`` (with one rubric the id is the model name), so the
+report compares prompts exactly as it compares models: paired, on the same items.
+
 With ``out_dir`` the study is durable and resumable (:mod:`harness.calibration.study_dir`):
 running it again with the same directory judges only what is missing or failed.
 """
@@ -210,37 +214,44 @@ async def judge_pairwise(model: ChatModel, plan: StudyPlan, item: PairwiseItem,
 # --- the study -----------------------------------------------------------------------------
 
 
-class _Runner:
-    """Judges the units not done yet, writing each unit's records as it finishes."""
+def judge_id(model: str, rubric: Rubric, several_rubrics: bool) -> str:
+    """The id a (model, rubric) pair is reported under: the model name, or ``MODEL@RUBRIC_ID``
+    when the study compares several rubrics."""
+    return f"{model}@{rubric.id}" if several_rubrics else model
 
-    def __init__(self, plan: StudyPlan, models: Mapping[str, ChatModel], concurrency: int,
+
+class _Runner:
+    """Judges the units not done yet, writing each unit's records as it finishes.
+    ``judges`` maps each judge id to its model and its plan (rubric)."""
+
+    def __init__(self, judges: Mapping[str, tuple[ChatModel, StudyPlan]], concurrency: int,
                  counts: StudyCounts, directory: StudyDirectory | None,
                  progress: ProgressCallback | None) -> None:
-        self.plan, self.models, self.counts = plan, models, counts
+        self.judges, self.counts = judges, counts
         self.directory, self.progress = directory, progress
         self.semaphore = asyncio.Semaphore(concurrency)
         self.records: list[Record] = []
 
-    async def _sample(self, model: ChatModel, item: Item, index: int) -> SampleResult:
+    async def _sample(self, model: ChatModel, plan: StudyPlan, item: Item, index: int
+                      ) -> SampleResult:
         async with self.semaphore:
             if isinstance(item, PointwiseItem):
-                return await judge_pointwise(model, self.plan, item, index)
-            return await judge_pairwise(model, self.plan, item, index)
+                return await judge_pointwise(model, plan, item, index)
+            return await judge_pairwise(model, plan, item, index)
 
     async def _unit(self, judge_id: str, item: Item) -> None:
-        model = self.models[judge_id]
+        model, plan = self.judges[judge_id]
         async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(self._sample(model, item, i))
-                     for i in range(self.plan.settings.samples)]
+            tasks = [group.create_task(self._sample(model, plan, item, i))
+                     for i in range(plan.settings.samples)]
         results = [task.result() for task in tasks]
         offline = model.spec.is_offline
         records: list[Record]
         if isinstance(item, PointwiseItem):
-            records = [pointwise_record(item, judge_id, results, self.plan.settings,
-                                        self.plan.rubric, self.plan.scale, offline)]
+            records = [pointwise_record(item, judge_id, results, plan.settings, plan.rubric,
+                                        plan.scale, offline)]
         else:
-            records = list(pairwise_records(item, judge_id, results, self.plan.settings,
-                                            offline))
+            records = list(pairwise_records(item, judge_id, results, plan.settings, offline))
         self.counts.failed_calls += sum(len(r.errors) for r in results)
         self.counts.not_applicable += sum(r.not_applicable for r in results)
         self.counts.units_judged += 1
@@ -266,13 +277,8 @@ class _Runner:
             raise first from None
 
 
-def study_notes(settings: StudySettings, judges: Sequence[str], counts: StudyCounts,
-                others: Sequence[str], threshold_note: str | None
-                ) -> tuple[list[str], list[str]]:
-    """The policies and notes a study adds to its report: how judge answers were obtained
-    and compared, the offline notice, failed calls and N/A answers."""
-    offline = [j for j in judges if ModelSpec.parse(j).is_offline]
-    notes = [OFFLINE_NOTICE.format(models=", ".join(offline))] if offline else []
+def _policy(settings: StudySettings) -> str:
+    """How one rubric's judge answers were obtained and compared with the labels."""
     if settings.kind == "pointwise":
         how = {"levels": "its level is compared with the human labels directly (same scale)",
                "mapped": "its level is mapped onto the human scale by --scale-map "
@@ -280,16 +286,30 @@ def study_notes(settings: StudySettings, judges: Sequence[str], counts: StudyCou
                "pass": "its pass verdict (normalised score at or above the criterion's "
                        "threshold) is compared with the true/false human labels",
                }[settings.labels]
-        policies = [f"judge scores: rubric {settings.rubric}, criterion {settings.criterion}, "
-                    f"{settings.samples} sample(s) per item; {how}; an N/A answer and a call "
-                    "that failed after retries are missing judge samples, never scores"]
-    else:
-        orders = "both orders" if settings.swap else "the original order only (--no-swap)"
-        policies = [f"judge verdicts: pairwise comparison under rubric {settings.rubric}"
-                    + (f", criterion {settings.criterion}" if settings.criterion else "")
-                    + f", {settings.samples} sample(s) per item in {orders}, ties "
-                    + ("allowed" if settings.allow_ties else "not allowed")
-                    + "; a call that failed after retries is a missing verdict"]
+        return (f"judge scores: rubric {settings.rubric}, criterion {settings.criterion}, "
+                f"{settings.samples} sample(s) per item; {how}; an N/A answer and a call "
+                "that failed after retries are missing judge samples, never scores")
+    orders = "both orders" if settings.swap else "the original order only (--no-swap)"
+    return (f"judge verdicts: pairwise comparison under rubric {settings.rubric}"
+            + (f", criterion {settings.criterion}" if settings.criterion else "")
+            + f", {settings.samples} sample(s) per item in {orders}, ties "
+            + ("allowed" if settings.allow_ties else "not allowed")
+            + "; a call that failed after retries is a missing verdict")
+
+
+def study_notes(settings: StudySettings | Sequence[StudySettings], models: Sequence[str],
+                counts: StudyCounts, others: Sequence[str], threshold_note: str | None
+                ) -> tuple[list[str], list[str]]:
+    """The policies and notes a study adds to its report: how judge answers were obtained
+    and compared (one policy per rubric), the offline notice for mock ``models``, failed
+    calls and N/A answers."""
+    every = [settings] if isinstance(settings, StudySettings) else list(settings)
+    offline = [m for m in models if ModelSpec.parse(m).is_offline]
+    notes = [OFFLINE_NOTICE.format(models=", ".join(offline))] if offline else []
+    policies = [_policy(one) for one in every]
+    if len(every) > 1:
+        policies.append("several rubrics: each (model, rubric) pair is a judge of its own, "
+                        "named MODEL@RUBRIC_ID, and compared with the others on the same items")
     if counts.failed_calls:
         notes.append(f"{counts.failed_calls} judge call(s) failed after retries or re-asks and "
                      "are missing scores/verdicts (see the policies); running the study again "
@@ -304,28 +324,37 @@ def study_notes(settings: StudySettings, judges: Sequence[str], counts: StudyCou
     return policies, notes
 
 
-def _default_threshold(plan: StudyPlan, options: AnalysisOptions
+def _gate(plan: StudyPlan) -> float:
+    """The criterion's own pass threshold in its scale's units."""
+    assert plan.settings.criterion is not None
+    crit = plan.rubric.criterion(plan.settings.criterion)
+    levels = plan.rubric.scale_of(crit)
+    return levels.lowest + plan.rubric.criterion_threshold(crit) * (
+        levels.highest - levels.lowest)
+
+
+def _default_threshold(plans: Sequence[StudyPlan], options: AnalysisOptions
                        ) -> tuple[AnalysisOptions, str | None]:
     """Numeric labels on the criterion's own scale, no --pass-threshold: use the criterion's
     own pass threshold in scale units, so pass/fail agreement is measured at the rubric's
-    gate."""
-    settings = plan.settings
-    if options.pass_threshold is not None or settings.labels != "levels":
+    gate (the first rubric's, when several rubrics' criteria gate differently)."""
+    first = plans[0].settings
+    if options.pass_threshold is not None or first.labels != "levels":
         return options, None
-    assert settings.criterion is not None
-    crit = plan.rubric.criterion(settings.criterion)
-    levels = plan.rubric.scale_of(crit)
-    threshold = levels.lowest + plan.rubric.criterion_threshold(crit) * (
-        levels.highest - levels.lowest)
-    note = (f"pass/fail statistics use criterion {crit.id}'s own pass threshold, {threshold:g} "
-            f"on its scale (rubric {settings.rubric}); --pass-threshold overrides it")
+    threshold = _gate(plans[0])
+    note = (f"pass/fail statistics use criterion {first.criterion}'s own pass threshold, "
+            f"{threshold:g} on its scale (rubric {first.rubric}); --pass-threshold overrides it")
+    others = [p.settings.rubric for p in plans[1:] if _gate(p) != threshold]
+    if others:
+        note += (f"; the criteria of rubric(s) {', '.join(others)} gate elsewhere, but one "
+                 "threshold applies to every judge")
     return options.model_copy(update={"pass_threshold": threshold}), note
 
 
 async def run_calibration(
     dataset_path: str | Path,
     judges: Sequence[str],
-    rubric_id: str,
+    rubric_id: str | Sequence[str],
     *,
     samples: int = 1,
     out_dir: str | Path | None = None,
@@ -348,6 +377,7 @@ async def run_calibration(
     """Run ``judges`` (``provider:model``; ``mock:judge`` runs offline) on every item of the
     labelled dataset at ``dataset_path`` under rubric ``rubric_id``, ``samples`` times each,
     and analyse the judgments into a :class:`CalibrationReport` (see the module docstring).
+    Several rubric ids make every (model, rubric) pair a judge of its own, ``MODEL@RUBRIC_ID``.
 
     ``out_dir`` makes the study durable and resumable. ``concurrency`` bounds judge samples
     in flight (a pairwise sample is two calls). ``options`` are the analysis options: their
@@ -358,28 +388,37 @@ async def run_calibration(
     OpenAI-compatible server. ``progress(done, total)`` is called as (judge, item) units
     finish.
 
-    Raises InputError for a bad dataset, option, rubric, criterion, scale mismatch, or a study
-    directory with other settings; ModelConfigError for a bad model name, a missing key or a
-    replay-cache miss (what was judged before it stays in ``out_dir``).
+    Raises InputError for a bad dataset, option, rubric, criterion, scale mismatch (also
+    between two rubrics' criteria), or a study directory with other settings;
+    ModelConfigError for a bad model name, a missing key or a replay-cache miss (what was
+    judged before it stays in ``out_dir``).
     """
     path = Path(dataset_path)
     options = options or AnalysisOptions()
-    judge_ids = list(dict.fromkeys(judges))
-    if not judge_ids:
+    model_names = list(dict.fromkeys(judges))
+    if not model_names:
         raise InputError("--judge", None, "at least one judge model is needed")
     if concurrency < 1:
         raise InputError("--concurrency", None, f"expected at least 1, got {concurrency}")
-    for name in judge_ids:
+    for name in model_names:
         ModelSpec.parse(name)  # a malformed name fails before any work
-    [rubric] = resolve_rubrics([rubric_id], rubric_dirs)
+    rubric_ids = [rubric_id] if isinstance(rubric_id, str) else list(rubric_id)
+    if not rubric_ids:
+        raise InputError("--rubric", None, "at least one rubric is needed")
+    rubrics = resolve_rubrics(rubric_ids, rubric_dirs)
     dataset = load_dataset(path, scale=options.scale)
-    plan = plan_study(path, dataset, rubric, criterion=criterion, samples=samples, swap=swap,
-                      allow_ties=allow_ties, temperature=temperature, max_reasks=max_reasks,
-                      scale_map=scale_map)
-    settings = plan.settings
+    plans = [plan_study(path, dataset, rubric, criterion=criterion, samples=samples, swap=swap,
+                        allow_ties=allow_ties, temperature=temperature, max_reasks=max_reasks,
+                        scale_map=scale_map) for rubric in rubrics]
+    _check_same_scale(plans)
+    all_settings = [plan.settings for plan in plans]
+    several = len(plans) > 1
+    plan_of = {judge_id(model, plan.rubric, several): (model, plan)
+               for model in model_names for plan in plans}
+    judge_ids = list(plan_of)
     item_ids = [item.item_id for item in dataset.items]
     directory = StudyDirectory(Path(out_dir)) if out_dir is not None else None
-    done = directory.open(settings, judge_ids, item_ids) if directory is not None else set()
+    done = directory.open(all_settings, judge_ids, item_ids) if directory is not None else set()
     counts = StudyCounts(units=len(judge_ids) * len(item_ids), units_resumed=len(done))
 
     config = models or ModelsConfig()
@@ -388,11 +427,12 @@ async def run_calibration(
             update={"cache": CacheConfig(path=Path(cache_path), mode=cache_mode)})
     active = hub or ModelHub(config)
     try:
-        chat_models = {jid: active.get(jid, base_url=None if jid.startswith("mock:")
-                                       else base_url) for jid in judge_ids}
-        runner = _Runner(plan, chat_models, concurrency, counts, directory, progress)
+        chat_models = {name: active.get(name, base_url=None if name.startswith("mock:")
+                                        else base_url) for name in model_names}
+        runner = _Runner({jid: (chat_models[model], plan) for jid, (model, plan)
+                          in plan_of.items()}, concurrency, counts, directory, progress)
         if directory is not None:
-            directory.write_study(settings, judge_ids, counts, "running")
+            directory.write_study(all_settings, judge_ids, counts, "running")
         try:
             await runner.run([(jid, item) for jid in judge_ids for item in dataset.items
                               if (jid, item.item_id) not in done])
@@ -400,7 +440,7 @@ async def run_calibration(
             counts.usage = active.ledger.total.as_dict()
             if directory is not None:
                 directory.close()
-                directory.write_study(settings, judge_ids, counts, "running")
+                directory.write_study(all_settings, judge_ids, counts, "running")
     finally:
         if hub is None:
             await active.aclose()
@@ -411,25 +451,41 @@ async def run_calibration(
                            judge_ids, item_ids)
     others = list(dict.fromkeys(r.judge_id or "" for r in everything
                                 if (r.judge_id or "") not in wanted))
-    options, threshold_note = _default_threshold(plan, options)
+    options, threshold_note = _default_threshold(plans, options)
     data = (build_pointwise([r for r in ours if isinstance(r, PointwiseJudgment)], str(path),
-                            scale=plan.scale) if settings.kind == "pointwise"
+                            scale=plans[0].scale, off_scale=dataset.off_scale)
+            if isinstance(dataset, PointwiseDataset)
             else build_pairwise([r for r in ours if isinstance(r, PairwiseJudgment)], str(path)))
     report = analyse(data, options)
-    policies, notes = study_notes(settings, judge_ids, counts, others, threshold_note)
+    policies, notes = study_notes(all_settings, model_names, counts, others, threshold_note)
     report = report.model_copy(update={"policies": [*policies, *report.policies],
                                        "notes": [*notes, *report.notes]})
     if directory is not None:
         directory.rewrite(everything, judge_ids, item_ids)
         directory.write_report(report.to_json_dict())
-        directory.write_study(settings, judge_ids, counts, "finished")
+        directory.write_study(all_settings, judge_ids, counts, "finished")
     return report
+
+
+def _check_same_scale(plans: Sequence[StudyPlan]) -> None:
+    """Every rubric's judge scores must land on one scale, or they cannot share a report."""
+    first = plans[0]
+    for plan in plans[1:]:
+        if plan.scale != first.scale or plan.settings.labels != first.settings.labels:
+            def says(p: StudyPlan) -> str:
+                scale = p.scale.describe() if p.scale is not None else "no declared scale"
+                return (f"rubric {p.rubric.id!r} (criterion {p.settings.criterion!r}) gives "
+                        f"{p.settings.labels} on {scale}")
+            raise InputError("--rubric", None, f"{says(first)}, but {says(plan)}; prompts are "
+                             "compared on the same scale: choose criteria on one scale "
+                             "(--criterion) or map them (--scale-map)")
 
 
 __all__ = [
     "OFFLINE_NOTICE",
     "TEXT_TARGETS",
     "StudyPlan",
+    "judge_id",
     "judge_pairwise",
     "judge_pointwise",
     "plan_study",

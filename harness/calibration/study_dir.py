@@ -4,11 +4,13 @@
   flushed as soon as all its samples are in, so a killed study keeps what it judged; at the
   end rewritten in a fixed order (judges as given, items in dataset order), so
   ``harness calibrate --judgments DIR/judgments.jsonl`` reproduces the report exactly.
-- ``study.json``: the :class:`~harness.calibration.study_records.StudySettings`, the judges,
-  the status (``running``/``finished``) and the counts.
+- ``study.json``: the :class:`~harness.calibration.study_records.StudySettings` (a list of
+  them, one per rubric, when the study compares several rubrics), the judges, the status
+  (``running``/``finished``) and the counts.
 - ``report.json``: the report, written at the end.
 
-Opening a directory again resumes it: the settings must match, a last line cut off by a kill
+Opening a directory again resumes it: the settings must match (the same rubrics, in the same
+order, each with the same settings), a last line cut off by a kill
 is dropped, units with a failed call or missing samples are dropped (to be judged again), and
 everything else, other judges' records included, is kept.
 """
@@ -70,7 +72,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 def complete_units(records: Sequence[Record], settings: StudySettings) -> dict[Unit, list[Record]]:
     """The units whose records are complete (every sample, every order asked) and hold no
-    failed call."""
+    failed call. ``settings`` gives the samples and orders (shared by every rubric)."""
     units: dict[Unit, list[Record]] = {}
     for record in records:
         units.setdefault((record.judge_id or "", record.item_id), []).append(record)
@@ -98,15 +100,17 @@ class StudyDirectory:
         self.kept: list[Record] = []
         self._log: IO[str] | None = None
 
-    def open(self, settings: StudySettings, judges: Sequence[str], items: Sequence[str]
-             ) -> set[Unit]:
-        """Check the directory's settings, keep its finished records (rewriting the file
-        without the dropped ones) and return the units of ``judges`` already done. Raises
-        InputError for other settings, a stray judgments file or a bad line."""
+    def open(self, settings: StudySettings | Sequence[StudySettings], judges: Sequence[str],
+             items: Sequence[str]) -> set[Unit]:
+        """Check the directory's settings (one per rubric), keep its finished records
+        (rewriting the file without the dropped ones) and return the units of ``judges``
+        already done. Raises InputError for other settings, a stray judgments file or a bad
+        line."""
+        every = _listed(settings)
         self.path.mkdir(parents=True, exist_ok=True)
-        existing = self._read(settings)
+        existing = self._read(every)
         wanted, known_items = set(judges), set(items)
-        done = {key: unit for key, unit in complete_units(existing, settings).items()
+        done = {key: unit for key, unit in complete_units(existing, every[0]).items()
                 if key[0] in wanted and key[1] in known_items}
         self.kept = [r for r in existing if (r.judge_id or "") not in wanted]
         self.kept += [r for unit in done.values() for r in unit]
@@ -114,7 +118,7 @@ class StudyDirectory:
         self._log = self.judgments.open("a", encoding="utf-8")
         return set(done)
 
-    def _read(self, settings: StudySettings) -> list[Record]:
+    def _read(self, settings: list[StudySettings]) -> list[Record]:
         study = self.path / STUDY_FILE
         if study.is_file():
             self._check_settings(study, settings)
@@ -137,26 +141,34 @@ class StudyDirectory:
                 raise InputError(self.judgments, None, "invalid JSON", location=number) from None
             if not isinstance(data, dict):
                 raise InputError(self.judgments, None, "expected a JSON object", location=number)
-            if settings.kind == "pointwise":
+            if settings[0].kind == "pointwise":
                 records.append(parse_record(PointwiseJudgment, self.judgments, number, data))
             else:
                 records.append(parse_record(PairwiseJudgment, self.judgments, number, data))
         return records
 
     @staticmethod
-    def _check_settings(study: Path, settings: StudySettings) -> None:
+    def _check_settings(study: Path, settings: list[StudySettings]) -> None:
         try:
-            stored = StudySettings.model_validate(
-                json.loads(study.read_text(encoding="utf-8"))["settings"])
+            raw = json.loads(study.read_text(encoding="utf-8"))["settings"]
+            stored = [StudySettings.model_validate(one)
+                      for one in (raw if isinstance(raw, list) else [raw])]
         except (OSError, ValueError, KeyError, TypeError, ValidationError) as err:
             raise InputError(study, "settings", f"not a readable study file ({err}); use "
                              "another --out") from None
-        for name in StudySettings.model_fields:
-            ours, theirs = getattr(settings, name), getattr(stored, name)
-            if name != "dataset" and ours != theirs:
-                raise InputError(study, f"settings.{name}", f"this directory holds a study with "
-                                 f"{name}={theirs!r}, not {ours!r}; resume with the same "
-                                 "settings or use another --out")
+        if len(stored) != len(settings):
+            theirs_r = ", ".join(s.rubric for s in stored)
+            ours_r = ", ".join(s.rubric for s in settings)
+            raise InputError(study, "settings.rubric", f"this directory holds a study with "
+                             f"rubric(s) {theirs_r}, not {ours_r}; resume with the same "
+                             "rubrics or use another --out")
+        for mine, stored_one in zip(settings, stored, strict=True):
+            for name in StudySettings.model_fields:
+                ours, theirs = getattr(mine, name), getattr(stored_one, name)
+                if name != "dataset" and ours != theirs:
+                    raise InputError(study, f"settings.{name}", f"this directory holds a study "
+                                     f"with {name}={theirs!r}, not {ours!r}; resume with the "
+                                     "same settings or use another --out")
 
     def append(self, records: Sequence[Record]) -> None:
         """Append one unit's records and flush them to the OS, so a kill cannot lose them."""
@@ -175,12 +187,21 @@ class StudyDirectory:
         ordered = canonical_order(records, judges, items)
         write_atomic(self.judgments, "".join(record_line(r) + "\n" for r in ordered))
 
-    def write_study(self, settings: StudySettings, judges: Sequence[str], counts: StudyCounts,
-                    status: str) -> None:
-        payload = {"settings": settings.model_dump(mode="json"), "judges": list(judges),
+    def write_study(self, settings: StudySettings | Sequence[StudySettings],
+                    judges: Sequence[str], counts: StudyCounts, status: str) -> None:
+        """Write ``study.json``: one settings object, or a list of them for several rubrics."""
+        every = [one.model_dump(mode="json") for one in _listed(settings)]
+        payload = {"settings": every[0] if len(every) == 1 else every, "judges": list(judges),
                    "status": status, "counts": counts.model_dump(mode="json")}
         write_atomic(self.path / STUDY_FILE, json.dumps(payload, indent=2, allow_nan=False) + "\n")
 
     def write_report(self, report_json: dict[str, Any]) -> None:
         write_atomic(self.path / REPORT_FILE,
                      json.dumps(report_json, indent=2, allow_nan=False) + "\n")
+
+
+def _listed(settings: StudySettings | Sequence[StudySettings]) -> list[StudySettings]:
+    listed = [settings] if isinstance(settings, StudySettings) else list(settings)
+    if not listed:
+        raise ValueError("a study has settings for at least one rubric")
+    return listed

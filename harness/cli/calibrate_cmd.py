@@ -7,7 +7,8 @@ Two ways in, one report (terminal or ``--json``):
 - ``harness calibrate DATASET --judge MODEL --rubric ID``: run the judges on a labelled
   dataset first (:func:`harness.calibration.study.run_calibration`), ``--samples`` times per
   item, pairwise in both orders, through the response cache, writing every judgment to
-  ``--out DIR`` as it comes (re-running with the same ``--out`` resumes).
+  ``--out DIR`` as it comes (re-running with the same ``--out`` resumes). ``--rubric`` repeated
+  compares prompts: each (model, rubric) pair is a judge named ``MODEL@RUBRIC``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from harness.calibration.analysis import analyse
+from harness.calibration.analysis import analyse, off_scale_notes
 from harness.calibration.judgments import load_judgments
 from harness.calibration.render import render_report
 from harness.calibration.report import AnalysisOptions, CalibrationReport
@@ -68,7 +69,17 @@ def _analysis_options(raw: dict[str, Any]) -> AnalysisOptions:
         raise InputError(_OPTION_NAMES.get(field, field), None, first["msg"]) from err
 
 
+def _warn_off_scale(report: CalibrationReport) -> None:
+    """One stderr warning per label off the scale (they are missing labels, not errors)."""
+    if not report.off_scale_labels:
+        return
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    for note in off_scale_notes(report.off_scale_labels):
+        err.print(f"[yellow]warning:[/] {escape(note)}")
+
+
 def _print(report: CalibrationReport, json_output: bool) -> None:
+    _warn_off_scale(report)
     if json_output:
         typer.echo(json.dumps(report.to_json_dict(), indent=2, allow_nan=False))
         return
@@ -101,8 +112,9 @@ def calibrate(
         "--judge", metavar="MODEL", help="DATASET: judge model (provider:model); repeat to "
         "compare judges. mock:judge (and mock:judge-strict, -lenient, -first) run offline.")
     ] = None,
-    rubric: Annotated[str | None, typer.Option(
-        "--rubric", metavar="ID", help="DATASET: the rubric the judges use.")] = None,
+    rubric: Annotated[list[str] | None, typer.Option(
+        "--rubric", metavar="ID", help="DATASET: the rubric the judges use; repeat to compare "
+        "prompts (each judge×rubric is then reported as MODEL@RUBRIC).")] = None,
     criterion: Annotated[str | None, typer.Option(
         help="DATASET: the rubric criterion whose score is compared (pointwise; default: the "
         "rubric's first) or compared on (pairwise; default: the whole rubric).")] = None,
@@ -201,7 +213,7 @@ def calibrate(
         return
     assert dataset is not None
     judges = _judges(judge or [], offline)
-    if rubric is None:
+    if not rubric:
         raise InputError("command line", "--rubric", "running judges on a DATASET needs "
                          "--rubric ID (the rubric the judges use)")
     _run_study(
@@ -233,7 +245,7 @@ def _judges(judges: list[str], offline: bool) -> list[str]:
     return judges
 
 
-def _run_study(dataset: Path, judges: list[str], rubric: str, options: AnalysisOptions,
+def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: AnalysisOptions,
                json_output: bool, *, criterion: str | None, samples: int, swap: bool,
                allow_ties: bool, scale_map: str | None, temperature: float | None, out: Path,
                concurrency: int, cache: Path, cache_mode: CacheMode,
