@@ -62,7 +62,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
-    path.write_text('{"item_id": "p", "gold": "A", "verdict": "maybe", "swapped": false}\n')
+    path.write_text('{"item_id": "p", "gold": "A", "verdict": ["A"], "swapped": false}\n')
     proc = _cli("--judgments", str(path), "--json")
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().startswith(f"error: {path}:1: verdict: expected")

@@ -96,13 +96,21 @@ def test_label_off_the_scale_is_a_named_missing_label(tmp_path: Path) -> None:
     assert "2.5 is off the declared scale" in halves.off_scale[0].describe()
 
 
-def test_verdict_outside_a_b_tie(tmp_path: Path) -> None:
+def test_verdict_outside_a_b_tie_is_a_named_missing_verdict(tmp_path: Path) -> None:
     path = _jsonl(tmp_path, [
         {"item_id": "p1", "gold": "A", "verdict": "A", "swapped": False},
         {"item_id": "p1", "gold": "A", "verdict": "C", "swapped": True},
     ])
-    assert _error(path) == (f"{path}:2: verdict: expected \"A\", \"B\", \"tie\", or null when "
-                            "the judge gave no verdict, got 'C' (item 'p1')")
+    data = load_judgments(path)
+    assert isinstance(data, PairwiseJudgments)
+    assert [r.verdict for r in data.records] == ["A", None]
+    [label] = data.off_scale
+    assert label.describe() == (f"{path}:2: verdict: 'C' is off the declared scale; expected "
+                                "\"A\", \"B\" or \"tie\" (item 'p1'); counted as missing")
+    # not a string at all: a structural error
+    wrong = _jsonl(tmp_path, [{"item_id": "p1", "gold": "A", "verdict": 1, "swapped": False}],
+                   "wrong.jsonl")
+    assert _error(wrong).startswith(f"{wrong}:1: verdict: expected")
 
 
 def test_quoted_number_and_unknown_field_and_missing_field(tmp_path: Path) -> None:
@@ -168,9 +176,11 @@ def test_csv_judgments_with_numbered_columns_and_empty_cells(tmp_path: Path) -> 
     assert isinstance(data, PointwiseJudgments)
     assert [r.human for r in data.records] == [[4.0, 5.0], [3.0, None], [None, None]]
     assert data.scale == Scale(min=1, max=5)
-    bad = tmp_path / "bad.csv"
-    bad.write_text("item_id,gold,verdict,swapped\np,A,A,false\np,A,X,true\n")
-    assert _error(bad).startswith(f"{bad}:3: verdict: expected")
+    odd = tmp_path / "odd.csv"
+    odd.write_text("item_id,gold,verdict,swapped\np,A,A,false\np,A,X,true\n")
+    odd_data = load_judgments(odd)
+    assert isinstance(odd_data, PairwiseJudgments)
+    assert [(e.line, e.field, e.value) for e in odd_data.off_scale] == [(3, "verdict", "X")]
 
 
 def test_pairwise_samples_are_numbered_in_file_order(tmp_path: Path) -> None:
@@ -246,7 +256,7 @@ def test_pairwise_dataset_from_csv_equals_the_jsonl_one(tmp_path: Path) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("item_id,input,output_a,output_b,gold\np,i,a,b,A\nq,i,a,b,C\n",
                    encoding="utf-8")
-    with pytest.raises(InputError) as info:
-        load_dataset(bad)
-    assert str(info.value) == (f"{bad}:3: gold: expected \"A\", \"B\", \"tie\", a list of those "
-                               "(one per rater), or null, got 'C' (item 'q')")
+    odd_gold = load_dataset(bad)
+    assert isinstance(odd_gold, PairwiseDataset) and odd_gold.items[1].gold is None
+    assert [(e.line, e.item_id, e.field, e.value) for e in odd_gold.off_scale] == [
+        (3, "q", "gold", "C")]

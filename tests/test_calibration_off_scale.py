@@ -157,3 +157,38 @@ def test_an_off_scale_label_in_a_dataset_does_not_stop_the_study(tmp_path: Path)
     lines = [json.loads(line) for line in
              (tmp_path / "study" / "judgments.jsonl").read_text().splitlines()]
     assert lines[2]["human"] == [3, None]
+
+
+PAIRS: list[dict[str, Any]] = [
+    {"item_id": "p1", "gold": "A", "verdict": "A", "swapped": False},
+    {"item_id": "p1", "gold": "A", "verdict": "A", "swapped": True},
+    {"item_id": "p2", "gold": ["B", "b?", "B"], "verdict": "B", "swapped": False},
+    {"item_id": "p2", "gold": ["B", "b?", "B"], "verdict": "first", "swapped": True},
+    {"item_id": "p3", "gold": "B", "verdict": "A", "swapped": False},
+    {"item_id": "p3", "gold": "B", "verdict": "B", "swapped": True},
+    {"item_id": "p4", "gold": "A", "verdict": "tie", "swapped": False},
+    {"item_id": "p4", "gold": "A", "verdict": "A", "swapped": True},
+]
+
+
+def test_pairwise_labels_that_are_not_a_preference_are_missing_not_fatal(
+        tmp_path: Path) -> None:
+    off = analyse(load_judgments(_write(tmp_path / "off.jsonl", PAIRS)), OPTIONS)
+    as_null = [dict(row) for row in PAIRS]
+    for row in as_null:
+        if row["item_id"] == "p2":
+            row["gold"] = ["B", None, "B"]
+            if row["swapped"]:
+                row["verdict"] = None
+    nulls = analyse(load_judgments(_write(tmp_path / "null.jsonl", as_null)), OPTIONS)
+    assert off.n_off_scale_labels == 2  # the item's gold repeats on each line: named once
+    assert {(e.line, e.field, e.value, e.position) for e in off.off_scale_labels} == {
+        (3, "gold", "b?", 1), (4, "verdict", "first", None)}
+    assert off.judges == nulls.judges and off.human_baseline == nulls.human_baseline
+    [judge] = off.judges
+    assert judge.n_missing_verdicts == 1 and judge.accuracy.value is not None
+    assert any("'first' is off the declared scale" in note and "item 'p2'" in note
+               for note in off.notes)
+    # a verdict of the wrong type is still a structural error
+    with pytest.raises(InputError, match="verdict"):
+        load_judgments(_write(tmp_path / "bad.jsonl", [{**PAIRS[0], "verdict": 3}]))

@@ -143,7 +143,9 @@ def _analyse_pairwise(data: PairwiseJudgments, options: AnalysisOptions) -> Cali
     notes = []
     missing = sum(j.n_missing_verdicts for j in judges)
     if missing:
-        notes.append(f"{missing} verdict(s) missing (the judge gave none); see the policy")
+        notes.append(f"{missing} verdict(s) missing (the judge gave none or one that is not "
+                     "A, B or tie); see the policy")
+    notes += off_scale_notes(data.off_scale)
     return CalibrationReport(
         kind="pairwise",
         source=data.source,
@@ -152,6 +154,8 @@ def _analyse_pairwise(data: PairwiseJudgments, options: AnalysisOptions) -> Cali
         human_baseline=pairwise_baseline(data, options),
         judges=judges,
         comparisons=_pairwise_comparisons(groups, options),
+        n_off_scale_labels=len(data.off_scale),
+        off_scale_labels=data.off_scale,
         notes=notes,
     )
 

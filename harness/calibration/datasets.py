@@ -33,6 +33,7 @@ it), so one mistyped label does not stop a study.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.calibration.files import parse_record, read_records
 from harness.calibration.report import OffScaleLabel
 from harness.calibration.scale import (
+    PREFERENCES,
     Preference,
     Ratings,
     Scale,
@@ -93,6 +95,7 @@ class PairwiseDataset(BaseModel):
     kind: Literal["pairwise"] = "pairwise"
     source: str
     items: list[PairwiseItem]
+    off_scale: list[OffScaleLabel] = Field(default_factory=list)
 
 
 def load_dataset(path: Path, scale: Scale | None = None) -> PointwiseDataset | PairwiseDataset:
@@ -106,9 +109,10 @@ def load_dataset(path: Path, scale: Scale | None = None) -> PointwiseDataset | P
     records = read_records(path)
     first_line, first = records[0]
     if "output_a" in first or "output_b" in first:
+        records, off_pw = screen_preferences(path, records, ("gold",))
         items_pw = [parse_record(PairwiseItem, path, line, rec) for line, rec in records]
         _check_unique(path, records, [item.item_id for item in items_pw])
-        return PairwiseDataset(source=str(path), items=items_pw)
+        return PairwiseDataset(source=str(path), items=items_pw, off_scale=off_pw)
     if "text" in first:
         items = [parse_record(PointwiseItem, path, line, rec) for line, rec in records]
         _check_unique(path, records, [item.item_id for item in items])
@@ -127,6 +131,38 @@ def load_dataset(path: Path, scale: Scale | None = None) -> PointwiseDataset | P
         "'output_a' and 'output_b'",
         location=first_line,
     )
+
+
+def screen_preferences(
+    path: Path, records: list[tuple[int, dict[str, Any]]],
+    fields: Sequence[Literal["gold", "verdict"]],
+) -> tuple[list[tuple[int, dict[str, Any]]], list[OffScaleLabel]]:
+    """Raw pairwise records with every preference in ``fields`` that is a string other than
+    "A", "B" or "tie" replaced by ``None`` (a missing preference), and one
+    :class:`OffScaleLabel` per replaced value. Anything that is not a string is left for
+    validation to refuse."""
+    off: list[OffScaleLabel] = []
+    screened: list[tuple[int, dict[str, Any]]] = []
+    expected = '"A", "B" or "tie"'
+    for line, record in records:
+        item_id = str(record.get("item_id", "?"))
+        judge_id = record.get("judge_id") if isinstance(record.get("judge_id"), str) else None
+        changed = dict(record)
+        for name in fields:
+            value = record.get(name)
+            values = value if isinstance(value, list) else [value]
+            bad = [i for i, v in enumerate(values) if isinstance(v, str) and v not in PREFERENCES]
+            if not bad:
+                continue
+            off += [OffScaleLabel(source=str(path), line=line, item_id=item_id,
+                                  field=name,
+                                  judge_id=judge_id if name == "verdict" else None,
+                                  position=i if isinstance(value, list) else None,
+                                  value=values[i], expected=expected) for i in bad]
+            kept = [None if i in bad else v for i, v in enumerate(values)]
+            changed[name] = kept if isinstance(value, list) else kept[0]
+        screened.append((line, changed))
+    return screened, off
 
 
 def _check_unique(path: Path, records: list[tuple[int, dict[str, Any]]], ids: list[str]) -> None:

@@ -45,6 +45,7 @@ from harness.calibration.datasets import (
     PairwiseItem,
     PointwiseItem,
     resolve_scale,
+    screen_preferences,
     screen_ratings,
 )
 from harness.calibration.files import parse_record, read_records
@@ -114,6 +115,7 @@ class PairwiseJudgments(BaseModel):
     kind: Literal["pairwise"] = "pairwise"
     source: str
     records: list[PairwiseJudgment]
+    off_scale: list[OffScaleLabel] = Field(default_factory=list)
 
 
 JudgmentSet = PointwiseJudgments | PairwiseJudgments
@@ -131,8 +133,9 @@ def load_judgments(path: Path, scale: Scale | None = None) -> JudgmentSet:
     records = read_records(path)
     first_line, first = records[0]
     if "verdict" in first:
+        records, off = screen_preferences(path, records, ("gold", "verdict"))
         parsed = [parse_record(PairwiseJudgment, path, ln, rec) for ln, rec in records]
-        return build_pairwise(parsed, str(path), [ln for ln, _ in records])
+        return build_pairwise(parsed, str(path), [ln for ln, _ in records], off_scale=off)
     if "judge" in first:
         parsed_pw = [parse_record(PointwiseJudgment, path, ln, rec) for ln, rec in records]
         return build_pointwise(parsed_pw, str(path), [ln for ln, _ in records], scale)
@@ -246,10 +249,13 @@ def restore_off_scale(data: PointwiseJudgments) -> list[PointwiseJudgment]:
 
     def put_back(value: Ratings, entries: list[OffScaleLabel]) -> Ratings:
         for entry in entries:
+            label = entry.value
+            if isinstance(label, str):  # a pairwise preference; not in pointwise data
+                continue
             if entry.position is None:
-                value = entry.value
+                value = label
             elif isinstance(value, list) and entry.position < len(value):
-                value = [*value[:entry.position], entry.value, *value[entry.position + 1:]]
+                value = [*value[:entry.position], label, *value[entry.position + 1:]]
         return value
 
     restored = []
@@ -273,7 +279,8 @@ def _kind(values: Sequence[Ratings]) -> Literal["number", "bool"] | None:
 
 
 def build_pairwise(
-    records: Sequence[PairwiseJudgment], source: str, lines: Sequence[int] | None = None
+    records: Sequence[PairwiseJudgment], source: str, lines: Sequence[int] | None = None,
+    off_scale: Sequence[OffScaleLabel] = (),
 ) -> PairwiseJudgments:
     """Check pairwise records as a set and number repeated samples: the k-th record of the same
     (judge, item, order) without an explicit ``sample`` gets sample k. Raises InputError for a
@@ -308,7 +315,8 @@ def build_pairwise(
                 location=line,
             )
         numbered.append(record.model_copy(update={"sample": sample}))
-    return PairwiseJudgments(source=source, records=numbered)
+    return PairwiseJudgments(source=source, records=numbered,
+                             off_scale=_once_per_label(list(off_scale)))
 
 
 def pointwise_judgment(

@@ -74,17 +74,18 @@ class OffScaleLabel(_Model):
     source: str
     line: int
     item_id: str
-    field: Literal["human", "judge"]
+    field: Literal["human", "judge", "gold", "verdict"]
     judge_id: str | None = None
     position: int | None = None
-    value: float
+    value: float | str
     expected: str
 
     def describe(self) -> str:
         """One line naming where the label is, what it is and what was expected."""
         where = f"item {self.item_id!r}" + (
             f", judge {self.judge_id!r}" if self.judge_id is not None else "")
-        return (f"{self.source}:{self.line}: {self.field}: {self.value:g} is off the declared "
+        shown = f"{self.value:g}" if isinstance(self.value, float) else repr(self.value)
+        return (f"{self.source}:{self.line}: {self.field}: {shown} is off the declared "
                 f"scale; expected {self.expected} ({where}); counted as missing")
 
 

@@ -455,7 +455,8 @@ async def run_calibration(
     data = (build_pointwise([r for r in ours if isinstance(r, PointwiseJudgment)], str(path),
                             scale=plans[0].scale, off_scale=dataset.off_scale)
             if isinstance(dataset, PointwiseDataset)
-            else build_pairwise([r for r in ours if isinstance(r, PairwiseJudgment)], str(path)))
+            else build_pairwise([r for r in ours if isinstance(r, PairwiseJudgment)], str(path),
+                                off_scale=dataset.off_scale))
     report = analyse(data, options)
     policies, notes = study_notes(all_settings, model_names, counts, others, threshold_note)
     report = report.model_copy(update={"policies": [*policies, *report.policies],
