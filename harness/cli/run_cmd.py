@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,6 +26,7 @@ from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.runs.summary import read_summary, scores_by_scenario
 from harness.stats.compare import PairedTest, compare_runs
+from harness.stats.summary import offline_notice
 
 ERR = Console(stderr=True, highlight=False)
 
@@ -83,8 +85,61 @@ def _finish(result: RunResult, *, as_json: bool, min_pass_rate: float | None,
         raise typer.Exit(EXIT_GATE_FAILED)
 
 
+# Options that may be given with --resume: they change how the run continues or what is
+# printed, never what a finished sample means. Everything else is the stored configuration.
+RESUME_OPTIONS = frozenset({
+    "resume", "concurrency", "max_cost", "max_calls", "episode_timeout", "retry_errors",
+    "as_json", "min_pass_rate", "min_score", "gate_on",
+})
+
+
+def _given(ctx: typer.Context, names: set[str] | None = None) -> list[str]:
+    """The command-line names of the options (among ``names``, default all) that the user
+    gave, whatever their value (an option repeated with its default value was still asked
+    for)."""
+    given = []
+    for param in ctx.command.params:
+        if param.name is None or (names is not None and param.name not in names):
+            continue
+        source = ctx.get_parameter_source(param.name)
+        # Compared by name: typer ships its own copy of click, whose enum is not click's.
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+            names_of = [*param.opts, *getattr(param, "secondary_opts", [])]
+            given.append("/".join(names_of) if names_of else param.name)
+    return given
+
+
+def _check_option_combinations(ctx: typer.Context, *, resume: Path | None,
+                               paths: list[Path] | None, adaptive: bool) -> None:
+    """Refuse options that would otherwise be silently ignored."""
+    if resume is not None:
+        if paths:
+            raise HarnessError("give scenario paths or --resume DIR, not both")
+        params = {p.name for p in ctx.command.params if p.name} - RESUME_OPTIONS - {"paths"}
+        fixed = _given(ctx, params)
+        if fixed:
+            raise HarnessError(
+                f"--resume continues {resume} with its stored configuration, so "
+                f"{', '.join(fixed)} cannot be given with it. Only --concurrency, --max-cost, "
+                "--max-calls, --episode-timeout, --retry-errors and the output and gate options "
+                "(--json, --min-pass-rate, --min-score, --gate-on) may change; start a new run "
+                "(--out DIR) to change the others"
+            )
+        return
+    if _given(ctx, {"retry_errors"}):
+        raise HarnessError("--retry-errors applies only with --resume DIR (a new run has no "
+                           "errored samples to retry)")
+    if not adaptive:
+        orphans = _given(ctx, {"pilot_epochs", "max_epochs"})
+        if orphans:
+            verb = "applies" if len(orphans) == 1 else "apply"
+            raise HarnessError(f"{', '.join(orphans)} {verb} only with --target-ci-width "
+                               "(adaptive sampling)")
+
+
 @app.command()
 def run(
+    ctx: typer.Context,
     paths: Annotated[list[Path] | None, typer.Argument(
         help="scenario files or folders (not with --resume)")] = None,
     agent: Annotated[str | None, typer.Option(help="agent model for every model agent, "
@@ -132,11 +187,11 @@ def run(
 ) -> None:
     """Run scenarios x epochs, check and judge every transcript, store every sample, and
     report each figure with its confidence interval. Exit 1 when a gate is missed."""
+    _check_option_combinations(ctx, resume=resume, paths=paths,
+                               adaptive=target_ci_width is not None)
     progress = RunProgress(ERR)
     try:
         if resume is not None:
-            if paths:
-                raise HarnessError("give scenario paths or --resume DIR, not both")
             overrides: dict[str, Any] = {"concurrency": concurrency}
             if max_cost is not None:
                 overrides["max_cost_usd"] = max_cost
@@ -198,17 +253,48 @@ def _config(*, paths: list[Path], adaptive: dict[str, Any] | None, **fields: Any
 def report(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
     as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False,
+    target_mdd: Annotated[float | None, typer.Option(
+        "--target-mdd", help="a difference to detect: the epochs per scenario and the scenarios "
+        "a paired comparison needs for it (default: half the run's minimum detectable "
+        "difference, as stored)")] = None,
 ) -> None:
-    """Show a finished run's summary again (from its summary.json)."""
+    """Show a finished run's summary again (from its summary.json; nothing is written)."""
     from harness.report.terminal import render_run
     from harness.runs.gate import GateResult
 
     summary = read_summary(run_dir)
+    if target_mdd is not None:
+        summary = _with_target(summary, target_mdd, run_dir)
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
     gate = GateResult.model_validate(summary["gate"]) if summary.get("gate") else None
     render_run(summary, Console(highlight=False), run_dir=str(run_dir), gate=gate)
+
+
+def _with_target(summary: dict[str, Any], target: float, run_dir: Path) -> dict[str, Any]:
+    """``summary`` with ``score.design_for_target`` computed for ``target`` from the stored
+    design (its power section holds the variance split, scenarios and epochs)."""
+    from pydantic import ValidationError
+
+    from harness.errors import InputError
+    from harness.stats.power import PowerAnalysis, design_for_target
+
+    if not (math.isfinite(target) and target > 0):
+        raise InputError("command line", "--target-mdd",
+                         f"expected a positive difference in score units, got {target}")
+    score = summary.get("score")
+    if not score or not score.get("power"):
+        raise InputError(run_dir, "score.power", "no design power in this run (it needs scored "
+                         "samples from at least 2 scenarios), so --target-mdd has nothing to "
+                         "work from")
+    try:
+        power = PowerAnalysis.model_validate(score["power"])
+    except ValidationError as err:
+        raise InputError(run_dir, "score.power", f"malformed ({err.errors()[0]['msg']})") from None
+    design = design_for_target(power, target)
+    assert design is not None  # a target was given
+    return {**summary, "score": {**score, "design_for_target": design.model_dump(mode="json")}}
 
 
 @app.command()
@@ -225,14 +311,21 @@ def compare(
     """Compare two runs on their common scenarios: per-scenario differences, the mean
     difference with a clustered interval, paired t / permutation tests and McNemar."""
     runs = []
-    for path in (baseline, candidate):
+    offline: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for role, path in (("baseline", baseline), ("candidate", candidate)):
         with RunStore.open(path) as store:
             policy = store.config.get("run", {}).get("error_policy", "exclude")
             runs.append(scores_by_scenario(store, policy))
+            offline[role], counts[role] = store.offline_count(), store.count()
     (base_scores, base_passed), (cand_scores, cand_passed) = runs
     result = compare_runs(base_scores, cand_scores, base_passed, cand_passed, alpha=alpha,
                           test=test, seed=seed)
     data = result.model_dump(mode="json")
+    # Whether either run was made with offline mock models, and the notice that says so.
+    data["offline"] = {role: n > 0 for role, n in offline.items()}
+    data["offline_samples"] = offline
+    data["notice"] = offline_notice(sum(offline.values()), sum(counts.values()))
     if as_json:
         typer.echo(json.dumps(data, indent=2))
     else:

@@ -4,19 +4,26 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from harness.cli.app import app
 from harness.errors import InputError
+from harness.report.terminal import (
+    render_notes,
+    render_notice,
+    render_power,
+    render_scenarios,
+    render_variance,
+)
 from harness.stats.jsonl import read_sample_scores
 from harness.stats.suite import suite_stats
-from harness.stats.summary import design_power, stats_summary
+from harness.stats.summary import design_power, offline_notice, stats_summary
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -30,6 +37,7 @@ def _interval(obj: dict[str, Any] | None) -> str:
 
 
 def _print_tables(out: dict[str, Any], console: Console) -> None:
+    render_notice(out["notice"], console)
     level = f"{out['confidence']:.0%}"
     suite = Table(title=f"Suite ({out['n_scenarios']} scenarios, {out['n_samples']} samples)",
                   title_justify="left")
@@ -54,43 +62,10 @@ def _print_tables(out: dict[str, Any], console: Console) -> None:
         suite.add_row(f"pass^{k}", _num(d["value"]), _num(d["stderr"]), _interval(d),
                       "tau-bench, mean over scenarios")
     console.print(suite)
-
-    per = Table(title="Scenarios", title_justify="left")
-    for col in ("scenario", "n", "mean", "sd", "pass rate", f"Wilson {level}", "flaky"):
-        per.add_column(col, justify="left" if col == "scenario" else "right",
-                       overflow="fold")
-    for s in out["scenarios"]:
-        per.add_row(escape(s["scenario_id"]), str(s["n_epochs"]), _num(s["mean"]),
-                    _num(s["sd"]), _num(s["pass_rate"]),
-                    f"[{s['pass_rate_ci_low']:.3f}, {s['pass_rate_ci_high']:.3f}]",
-                    "yes" if s["flaky"] else "")
-    console.print(per)
-
-    vc = out["variance_components"]
-    if vc:
-        var = Table(title="Variance components (single sample)", title_justify="left")
-        var.add_column("part")
-        var.add_column("variance", justify="right")
-        var.add_column("share of SE²", justify="right")
-        se2 = vc["suite_variance_between"] + vc["suite_variance_within"]
-        var.add_row("between scenarios", _num(vc["between"], 4),
-                    _num(vc["suite_variance_between"] / se2 if se2 else None, 2))
-        var.add_row("within scenario (epochs)", _num(vc["within"], 4),
-                    _num(vc["suite_variance_within"] / se2 if se2 else None, 2))
-        jv = out["judge_variance_components"]
-        if jv:
-            var.add_row("  of which agent (epoch)", _num(jv["epoch"], 4), "")
-            var.add_row("  of which judge", _num(jv["judge"], 4), "")
-        console.print(var)
-    power = out["power"]
-    if power:
-        console.print(
-            f"Smallest difference a paired comparison with this design detects "
-            f"(alpha {power['alpha']:.2g}, power {power['power']:.0%}, correlation 0): "
-            f"{power['minimum_detectable_difference']:.3f}"
-        )
-    for note in out["notes"]:
-        console.print(f"note: {escape(note)}")
+    render_power(out, console)
+    render_scenarios(out, console)
+    render_variance(out, console)
+    render_notes(out["notes"], console)
 
 
 @app.command("stats")
@@ -103,6 +78,13 @@ def stats(
     bootstrap_resamples: Annotated[
         int, typer.Option(help="Bootstrap resamples (0 skips the bootstrap).")
     ] = 9999,
+    target_mdd: Annotated[float | None, typer.Option(
+        "--target-mdd", help="A difference to detect: report the epochs per scenario and the "
+        "scenarios needed for a paired comparison to detect it (Miller 2024). Default: half "
+        "the current minimum detectable difference.")] = None,
+    errors_as_failures: Annotated[bool, typer.Option(
+        help="Count lines with status 'errored' as failures (score 0), as a run made with "
+        "--errors-as-failures does; by default they are skipped and counted.")] = False,
 ) -> None:
     """Suite statistics with confidence intervals from a JSONL of sample scores."""
     if not 0.0 < confidence < 1.0:
@@ -111,15 +93,27 @@ def stats(
     if bootstrap_resamples < 0:
         raise InputError("command line", "--bootstrap-resamples",
                          f"expected 0 or more, got {bootstrap_resamples}")
-    table = read_sample_scores(file)
+    if target_mdd is not None and not (math.isfinite(target_mdd) and target_mdd > 0):
+        raise InputError("command line", "--target-mdd",
+                         f"expected a positive difference in score units, got {target_mdd}")
+    table = read_sample_scores(file, errors_as_failures=errors_as_failures)
     suite = suite_stats(
         table.scores, table.passed, judge_scores=table.judge_scores, confidence=confidence,
         seed=seed, bootstrap_resamples=bootstrap_resamples,
     )
     out = stats_summary(
-        suite, source=str(file), power=design_power(suite, alpha=1.0 - confidence)
+        suite, source=str(file), power=design_power(suite, alpha=1.0 - confidence),
+        target_difference=target_mdd,
     )
     out["notes"] = table.notes + out["notes"]
+    if target_mdd is not None and out["design_for_target"] is None:
+        out["notes"].append("--target-mdd: no design computed (the variance components need "
+                            "at least 2 scenarios)")
+    # Added keys (contract 2 fixes a minimum, not the whole set): was any sample made with
+    # offline mock models, and the notice that says so.
+    out["offline"] = table.n_offline > 0
+    out["offline_samples"] = table.n_offline
+    out["notice"] = offline_notice(table.n_offline, table.n_samples)
     if as_json:
         typer.echo(json.dumps(out, indent=2, allow_nan=False))
     else:

@@ -33,8 +33,7 @@ def render_run(summary: dict[str, Any], console: Console, *, run_dir: str | None
                gate: GateResult | None = None, max_rows: int = 50) -> None:
     """Print the run summary: suite figures, scenarios, metrics, errors, failure groups,
     usage, and the gate verdict."""
-    if summary.get("offline"):
-        console.print(Panel(escape(summary["notice"]), style="bold yellow"))
+    render_notice(summary.get("notice"), console)
     counts = summary["counts"]
     head = (f"{counts['scenarios']} scenarios, {counts['samples']} samples: "
             f"{counts['scored']} scored, {counts['errored']} errored, "
@@ -51,7 +50,12 @@ def render_run(summary: dict[str, Any], console: Console, *, run_dir: str | None
             console.print(f"[yellow]{escape(note)}[/]")
     else:
         _suite_table(score, console)
-        _scenario_table(score, summary, console, max_rows)
+        errors: dict[str, int] = {}
+        for e in summary.get("errors", []):
+            errors[e["scenario_id"]] = errors.get(e["scenario_id"], 0) + 1
+        render_scenarios(score, console, errors=errors, max_rows=max_rows)
+        render_variance(score, console)
+        render_notes([*score.get("notes", []), *summary.get("notes", [])], console)
     _metrics_table(summary["metrics"], console, max_rows)
     _errors(summary, console)
     _failures(summary["failure_analysis"], console)
@@ -86,34 +90,103 @@ def _suite_table(score: dict[str, Any], console: Console) -> None:
             table.add_row(f"{label}{k}", _num(d["value"]), _ci(d["ci_low"], d["ci_high"]),
                           str(d["n"]), f"{how}, mean over scenarios")
     console.print(table)
-    power = score.get("power")
-    if power and power.get("minimum_detectable_difference") is not None:
-        console.print(
-            "[dim]smallest difference a paired comparison with this design could detect "
-            f"(power {power['power']:.0%}, alpha {power['alpha']}): "
-            f"{power['minimum_detectable_difference']:.3f}[/]")
+    render_power(score, console)
 
 
-def _scenario_table(score: dict[str, Any], summary: dict[str, Any], console: Console,
-                    max_rows: int) -> None:
+def render_notice(notice: str | None, console: Console) -> None:
+    """The offline notice, first and hard to miss, when the figures came from mock models."""
+    if notice:
+        console.print(Panel(escape(notice), style="bold yellow"))
+
+
+def render_notes(notes: list[str], console: Console) -> None:
+    for note in notes:
+        console.print(f"[dim]note: {escape(note)}[/]")
+
+
+def render_scenarios(score: dict[str, Any], console: Console, *,
+                     errors: dict[str, int] | None = None, max_rows: int = 50) -> None:
+    """Per-scenario figures, each with its interval and n: the mean with its t interval over
+    epochs, the pass rate with its Wilson interval, pass^k at the largest k. ``errors``
+    (scenario -> errored samples) adds a column."""
     level = f"{score['confidence']:.0%}"
-    errors: dict[str, int] = {}
-    for e in summary.get("errors", []):
-        errors[e["scenario_id"]] = errors.get(e["scenario_id"], 0) + 1
-    table = _table("Scenarios", "scenario", "n", "mean", "sd", "pass rate",
-                   f"Wilson {level}", "pass^k", "flaky", "errors")
+    columns = ["scenario", "n", f"mean (t {level})", "sd",
+               f"pass rate (Wilson {level})", "pass^k", "flaky"]
+    table = _table("Scenarios", *columns, *(["errors"] if errors is not None else []))
     rows = score["scenarios"]
     for s in rows[:max_rows]:
         k_max = max(s["pass_hat_k"], key=int)
-        table.add_row(escape(s["scenario_id"]), str(s["n_epochs"]), _num(s["mean"]),
-                      _num(s["sd"]), _num(s["pass_rate"]),
-                      _ci(s["pass_rate_ci_low"], s["pass_rate_ci_high"]),
-                      f"{_num(s['pass_hat_k'][k_max])} (k={k_max})",
-                      "[yellow]yes[/]" if s["flaky"] else "",
-                      str(errors.get(s["scenario_id"], "")))
+        mean_ci = _ci(s.get("mean_ci_low"), s.get("mean_ci_high"))
+        cells = [escape(s["scenario_id"]), str(s["n_epochs"]),
+                 f"{_num(s['mean'])} {mean_ci}", _num(s["sd"]),
+                 f"{_num(s['pass_rate'])} {_ci(s['pass_rate_ci_low'], s['pass_rate_ci_high'])}",
+                 f"{_num(s['pass_hat_k'][k_max])} (k={k_max})",
+                 "[yellow]yes[/]" if s["flaky"] else ""]
+        if errors is not None:
+            cells.append(str(errors.get(s["scenario_id"], "")))
+        table.add_row(*cells)
     if len(rows) > max_rows:
-        table.caption = f"{len(rows) - max_rows} more in summary.json"
+        table.caption = f"{len(rows) - max_rows} more in the JSON output"
     console.print(table)
+
+
+def _share(part: float, whole: float) -> str:
+    return _num(part / whole, 2) if whole > 0 else "—"
+
+
+def render_variance(score: dict[str, Any], console: Console) -> None:
+    """Where the suite's uncertainty comes from: between-scenario and within-scenario
+    variance of a single sample, their shares of the squared standard error, and, when
+    transcripts were judged several times, the within part split into agent and judge
+    noise."""
+    vc = score.get("variance_components")
+    if not vc:
+        return
+    table = _table("Variance components (single sample)", "part", "variance", "share of SE²")
+    se2 = vc["suite_variance_between"] + vc["suite_variance_within"]
+    table.add_row("between scenarios", _num(vc["between"], 4),
+                  _share(vc["suite_variance_between"], se2))
+    table.add_row("within scenario (epochs)", _num(vc["within"], 4),
+                  _share(vc["suite_variance_within"], se2))
+    jv = score.get("judge_variance_components")
+    if jv:
+        nested = jv["suite_variance_epoch"] + jv["suite_variance_judge"]
+        within = vc["suite_variance_within"]
+        table.add_row("  of which agent (epochs)", _num(jv["epoch"], 4),
+                      _share(within * jv["suite_variance_epoch"], se2 * nested)
+                      if nested > 0 else "—")
+        table.add_row("  of which judge", _num(jv["judge"], 4),
+                      _share(within * jv["suite_variance_judge"], se2 * nested)
+                      if nested > 0 else "—")
+    console.print(table)
+
+
+def render_power(score: dict[str, Any], console: Console) -> None:
+    """The smallest difference a paired comparison with this design detects, and what it
+    takes (epochs or scenarios) to detect the target in ``design_for_target``."""
+    power = score.get("power")
+    if not power or power.get("minimum_detectable_difference") is None:
+        return
+    console.print(
+        "smallest difference a paired comparison with this design could detect "
+        f"(alpha {power['alpha']:.2g}, power {power['power']:.0%}, correlation 0): "
+        f"{power['minimum_detectable_difference']:.3f}")
+    design = score.get("design_for_target")
+    if not design:
+        return
+    target = design["target_difference"]
+    given = design["target_source"] == "given"
+    by_epochs = design["epochs_with_current_scenarios"]
+    by_scenarios = design["scenarios_with_current_epochs"]
+    how = f"to detect {target:.3f}" + ("" if given else " (half of that)")
+    if by_epochs["achievable"]:
+        epochs = (f"{by_epochs['epochs']} epochs per scenario with these "
+                  f"{by_epochs['n_scenarios']} scenarios")
+    else:
+        epochs = (f"no number of epochs with these {by_epochs['n_scenarios']} scenarios "
+                  f"(the between-scenario floor is {power['floor_with_unlimited_epochs']:.3f})")
+    console.print(f"{how}: {epochs}; or {by_scenarios['n_scenarios']} scenarios at "
+                  f"{by_scenarios['epochs']} epochs (Miller 2024)")
 
 
 def _metrics_table(metrics: dict[str, Any], console: Console, max_rows: int) -> None:
@@ -191,6 +264,7 @@ def render_gate(gate: GateResult, console: Console) -> None:
 
 def render_comparison(result: dict[str, Any], console: Console, *, max_rows: int = 50) -> None:
     """Print a paired comparison (candidate minus baseline)."""
+    render_notice(result.get("notice"), console)
     d = result["difference"]
     level = f"{1 - result['alpha']:.0%}"
     table = _table(f"Paired comparison on {result['n_scenarios']} common scenarios "

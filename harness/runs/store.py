@@ -200,6 +200,17 @@ class RunStore:
             )
         ]
 
+    def offline_count(self) -> int:
+        """How many stored samples were made with offline ``mock:`` models (read from the
+        stored records without parsing them)."""
+        try:
+            row = self._db.execute(
+                "SELECT COUNT(*) FROM samples WHERE json_extract(record, '$.offline') = 1"
+            ).fetchone()
+        except sqlite3.OperationalError:  # an SQLite built without the JSON functions
+            return sum(record.offline for record in self.iter_samples())
+        return int(row[0])
+
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
 

@@ -28,16 +28,12 @@ from harness.checks.result import CheckReport, CheckResult
 from harness.runs.config import RunConfig
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
+from harness.runs.summary_schema import SUMMARY_SCHEMA, SUMMARY_SCHEMA_VERSION, check_summary
 from harness.stats.estimate import InsufficientDataError, mean_of_cluster_means
 from harness.stats.suite import suite_stats
-from harness.stats.summary import design_power, stats_summary
+from harness.stats.summary import design_power, offline_notice, stats_summary
 from harness.transcript import UsageTotals
 
-SUMMARY_SCHEMA_VERSION = 1
-OFFLINE_NOTICE = (
-    "OFFLINE: these numbers come from mock: models (no real model was called); they "
-    "exercise the pipeline and say nothing about any real agent."
-)
 MAX_LISTED_ERRORS = 200
 
 
@@ -94,7 +90,7 @@ class _Collector:
         self.check_reports: list[CheckReport] = []
         self.judge_failures: list[JudgeFailure] = []
         self.usage: dict[str, UsageTotals] = {}
-        self.offline = False
+        self.n_offline = 0
         self.scenarios: set[str] = set()
 
     def add(self, record: SampleRecord) -> None:
@@ -102,7 +98,7 @@ class _Collector:
         self.scenarios.add(sid)
         self.status[record.status] += 1
         self.stop_reasons[record.transcript.stop_reason] += 1
-        self.offline = self.offline or record.offline
+        self.n_offline += record.offline
         for role, totals in record.usage.items():
             self.usage.setdefault(role, UsageTotals()).merge(totals)
         if record.status == "errored":
@@ -149,10 +145,7 @@ def _score_section(c: _Collector, config: RunConfig) -> tuple[dict[str, Any] | N
     scores = {sid: xs for sid, xs in c.scores.items() if xs}
     if not scores:
         return None, ["no scored samples: no suite figures can be computed"]
-    judge = None
-    if all(all(len(js) >= 2 for js in c.judge_scores.get(sid, [])) and c.judge_scores.get(sid)
-           for sid in scores) and config.error_policy == "exclude":
-        judge = {sid: c.judge_scores[sid] for sid in scores}
+    judge, judge_note = _judge_scores(c, config, scores)
     try:
         suite = suite_stats(
             scores, {sid: c.passed[sid] for sid in scores}, judge_scores=judge,
@@ -161,7 +154,31 @@ def _score_section(c: _Collector, config: RunConfig) -> tuple[dict[str, Any] | N
         )
     except InsufficientDataError as err:
         return None, [str(err)]
-    return stats_summary(suite, power=design_power(suite)), []
+    return stats_summary(suite, power=design_power(suite)), [judge_note] if judge_note else []
+
+
+def _judge_scores(
+    c: _Collector, config: RunConfig, scores: dict[str, list[float]]
+) -> tuple[dict[str, list[list[float]]] | None, str | None]:
+    """Each scored sample's scores with each judge sample, when every figure's sample has at
+    least two (else judge noise cannot be told apart from agent noise), or the reason why
+    not (a note for the summary)."""
+    if config.no_judge:
+        return None, "judge noise: not measured, judging was skipped (--no-judge)"
+    if config.judge_samples < 2:
+        return None, ("judge noise: not separated from agent noise (each transcript was judged "
+                      "once; run with --judge-samples 2 or more to separate it); the "
+                      "within-scenario variance includes any judge noise")
+    n_figures = sum(len(xs) for xs in scores.values())
+    n_judged = sum(len(js) >= 2 for sid in scores for js in c.judge_scores.get(sid, []))
+    if n_judged < n_figures:
+        n_failures = n_figures - sum(len(c.judge_scores.get(sid, [])) for sid in scores)
+        why = (f"{n_failures} errored samples count as failures (--errors-as-failures) and "
+               "have no judge samples" if n_failures else
+               f"{n_figures - n_judged} of {n_figures} scored samples have fewer than 2 judge "
+               "samples (a scenario without rubrics, or judge samples that failed)")
+        return None, f"judge noise: not separated from agent noise: {why}"
+    return {sid: c.judge_scores[sid] for sid in scores}, None
 
 
 def metric_summaries(metrics: dict[str, dict[str, list[float]]],
@@ -192,11 +209,11 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig,
         else "errored samples count as failures (score 0, not passed) in every figure"
     )
     summary: dict[str, Any] = {
-        "schema": "agent-eval-harness/run-summary",
+        "schema": SUMMARY_SCHEMA,
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "harness_version": __version__,
-        "offline": c.offline,
-        "notice": OFFLINE_NOTICE if c.offline else None,
+        "offline": c.n_offline > 0,
+        "notice": offline_notice(c.n_offline, sum(c.status.values())),
         "config": config.model_dump(mode="json"),
         "counts": {
             "scenarios": len(c.scenarios),
@@ -235,18 +252,21 @@ def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:
 
 
 def read_summary(path: Path) -> dict[str, Any]:
+    """Read a run's ``summary.json`` (``path`` is the run directory or the file itself) and
+    check that this harness can read it (see :func:`check_summary`). Nothing is written.
+
+    Raises :class:`InputError` naming the file (and the field) when it cannot be read, is not
+    JSON, is not a run summary, has another ``schema_version`` or lacks a field."""
     from harness.errors import InputError
 
     file = path / "summary.json" if path.is_dir() else path
     try:
-        data: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(file.read_text(encoding="utf-8"))
     except OSError as err:
         raise InputError(file, None, f"cannot read the run summary ({err.strerror})") from None
     except ValueError as err:
         raise InputError(file, None, f"not valid JSON ({err})") from None
-    if data.get("schema") != "agent-eval-harness/run-summary":
-        raise InputError(file, "schema", "not a harness run summary")
-    return data
+    return check_summary(data, str(file))
 
 
 def scores_by_scenario(

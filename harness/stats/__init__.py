@@ -5,7 +5,8 @@
   bootstrap, pass@k/pass^k over scenarios, variance components.
 - :mod:`~harness.stats.variance`: between/within and scenario/epoch/judge components.
 - :mod:`~harness.stats.compare`: paired comparison of two runs, McNemar.
-- :mod:`~harness.stats.power`: minimum detectable difference, epochs/scenarios needed.
+- :mod:`~harness.stats.power`: minimum detectable difference, epochs/scenarios needed for a
+  target difference (:func:`~harness.stats.power.design_for_target`).
 - :mod:`~harness.stats.adaptive`: Neyman allocation planner for adaptive sampling.
 - :mod:`~harness.stats.jsonl` and :mod:`~harness.stats.summary`: contract 2's input and output.
 """
@@ -39,6 +40,8 @@ from harness.stats.jsonl import SampleTable, parse_sample_lines, read_sample_sco
 from harness.stats.power import (
     DesignRequirement,
     PowerAnalysis,
+    TargetDesign,
+    design_for_target,
     epochs_for_target,
     minimum_detectable_difference,
     scenarios_for_target,
@@ -82,6 +85,7 @@ __all__ = [
     "ScenarioDifference",
     "ScenarioStats",
     "SuiteStats",
+    "TargetDesign",
     "TestResult",
     "VarianceComponents",
     "adaptive_savings",
@@ -89,6 +93,7 @@ __all__ = [
     "clustered_stderr",
     "compare_runs",
     "default_passed",
+    "design_for_target",
     "design_power",
     "epochs_for_target",
     "fixed_epochs_for_width",

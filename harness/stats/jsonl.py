@@ -3,7 +3,9 @@
 One JSON object per line: ``{"scenario_id": str, "epoch": int, "score": number}`` with an
 optional ``"passed": bool`` (default ``score >= 1 - 1e-6``) and an optional
 ``"judge_scores": [number, ...]`` (the scores of repeated judgings of this transcript, used
-to separate judge noise from agent noise). A line with ``"status"`` other than ``"scored"``
+to separate judge noise from agent noise) and an optional ``"offline": bool`` (the sample
+came from offline ``mock:`` models, as a run's ``samples.jsonl`` records; the output then
+says so). A line with ``"status"`` other than ``"scored"``
 (a run's ``samples.jsonl`` also lists errored and unscored samples) is skipped and counted in
 the notes, never read as a score. Blank lines are skipped. Other keys are ignored
 (so richer exports can be analysed) unless they look like a misspelling of a known key,
@@ -23,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from harness.errors import InputError, InputErrors
 from harness.stats.sampling import default_passed
 
-KNOWN_FIELDS = ("scenario_id", "epoch", "score", "passed", "judge_scores", "status")
+KNOWN_FIELDS = ("scenario_id", "epoch", "score", "passed", "judge_scores", "status", "offline")
 SAMPLE_STATUSES = ("scored", "errored", "unscored")
 MAX_REPORTED_ERRORS = 20
 
@@ -32,7 +34,8 @@ class SampleTable(BaseModel):
     """Samples grouped by scenario (in order of first appearance), epochs sorted.
 
     ``scores[sid][i]``, ``passed[sid][i]`` and ``epochs[sid][i]`` describe the same sample.
-    ``judge_scores`` is set only when every line carried ``judge_scores``.
+    ``judge_scores`` is set only when every line carried ``judge_scores``. ``n_offline``
+    counts the samples marked ``"offline": true`` (made with offline mock models).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -43,6 +46,7 @@ class SampleTable(BaseModel):
     passed: dict[str, list[bool]]
     epochs: dict[str, list[int]]
     judge_scores: dict[str, list[list[float]]] | None
+    n_offline: int = 0
     notes: list[str]
 
 
@@ -101,11 +105,21 @@ def _check_record(
             bad("judge_scores", "expected a non-empty list of finite numbers")
         else:
             out["judge_scores"] = [float(v) for v in js]
+    if "offline" in obj:
+        if not isinstance(obj["offline"], bool):
+            bad("offline", f"expected true or false, got {json.dumps(obj['offline'])}")
+        else:
+            out["offline"] = obj["offline"]
     return errors, out
 
 
-def parse_sample_lines(lines: list[str], source: str) -> SampleTable:
+def parse_sample_lines(
+    lines: list[str], source: str, *, errors_as_failures: bool = False
+) -> SampleTable:
     """Parse JSONL ``lines`` (line numbers start at 1) read from ``source``.
+
+    ``errors_as_failures`` reads a line with status ``"errored"`` as a failure (score 0, not
+    passed), the policy of a run made with ``--errors-as-failures``, instead of skipping it.
 
     Raises :class:`InputError` for a single problem and :class:`InputErrors` for several
     (up to 20 reported), each naming the source, line and field: a line that is not a JSON
@@ -129,7 +143,8 @@ def parse_sample_lines(lines: list[str], source: str) -> SampleTable:
                 line_errors = [InputError(
                     source, None, f"expected a JSON object, got {type(obj).__name__}",
                     location=number)]
-            elif obj.get("status", "scored") != "scored":
+            elif obj.get("status", "scored") != "scored" and not (
+                    errors_as_failures and obj["status"] == "errored"):
                 status = obj["status"]
                 if status in SAMPLE_STATUSES:
                     skipped[status] = skipped.get(status, 0) + 1
@@ -139,6 +154,10 @@ def parse_sample_lines(lines: list[str], source: str) -> SampleTable:
                     f"expected one of {', '.join(SAMPLE_STATUSES)}, got {json.dumps(status)}",
                     location=number)]
             else:
+                if obj.get("status") == "errored":  # with errors_as_failures: a failure
+                    skipped["errored"] = skipped.get("errored", 0) + 1
+                    obj = {k: obj[k] for k in ("scenario_id", "epoch", "offline") if k in obj}
+                    obj |= {"score": 0.0, "passed": False}
                 line_errors, rec = _check_record(obj, source, number)
                 if not line_errors:
                     key = (rec["scenario_id"], rec["epoch"])
@@ -172,8 +191,12 @@ def parse_sample_lines(lines: list[str], source: str) -> SampleTable:
     for recs in grouped.values():
         recs.sort(key=lambda r: r["epoch"])
     with_judges = sum("judge_scores" in r for r in records)
-    notes = [f"{n} {status} sample(s) skipped (status {status!r}): not scores"
-             for status, n in sorted(skipped.items())]
+    notes = [
+        f"{n} errored sample(s) counted as failures (score 0, not passed)"
+        if errors_as_failures and status == "errored"
+        else f"{n} {status} sample(s) skipped (status {status!r}): not scores"
+        for status, n in sorted(skipped.items())
+    ]
     if 0 < with_judges < len(records):
         notes.append(
             f"judge_scores on {with_judges} of {len(records)} samples: judge noise is "
@@ -190,12 +213,14 @@ def parse_sample_lines(lines: list[str], source: str) -> SampleTable:
             {s: [r["judge_scores"] for r in rs] for s, rs in grouped.items()}
             if with_judges == len(records) else None
         ),
+        n_offline=sum(bool(r.get("offline")) for r in records),
         notes=notes,
     )
 
 
-def read_sample_scores(path: str | Path) -> SampleTable:
-    """Read a sample-score JSONL file (contract 2).
+def read_sample_scores(path: str | Path, *, errors_as_failures: bool = False) -> SampleTable:
+    """Read a sample-score JSONL file (contract 2); ``errors_as_failures`` as in
+    :func:`parse_sample_lines`.
 
     Raises :class:`InputError` / :class:`InputErrors` naming the file, line and field for
     bad content, and :class:`InputError` when the file cannot be read or is not UTF-8.
@@ -213,4 +238,4 @@ def read_sample_scores(path: str | Path) -> SampleTable:
         raise InputError(p, None, f"not UTF-8 text (byte {err.start})") from None
     # Split on newlines only: str.splitlines would also split on U+2028 and other separators
     # that JSON allows raw inside strings, and would shift line numbers.
-    return parse_sample_lines(text.split("\n"), str(p))
+    return parse_sample_lines(text.split("\n"), str(p), errors_as_failures=errors_as_failures)

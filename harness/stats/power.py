@@ -149,7 +149,9 @@ def scenarios_for_target(
     c = max(2, math.ceil(z * z * v / target_difference**2 - 1e-9))
     return DesignRequirement(
         target_difference=target_difference, solved_for="scenarios", achievable=True,
-        epochs=math.ceil(epochs), n_scenarios=c, achieved_difference=z * math.sqrt(v / c),
+        # A harmonic mean of equal counts can land a hair above the integer.
+        epochs=math.ceil(epochs - 1e-9), n_scenarios=c,
+        achieved_difference=z * math.sqrt(v / c),
     )
 
 
@@ -210,4 +212,63 @@ def epochs_for_target(
     return DesignRequirement(
         target_difference=target_difference, solved_for="epochs", achievable=True,
         epochs=k, n_scenarios=n_scenarios, achieved_difference=achieved,
+    )
+
+
+class TargetDesign(BaseModel):
+    """What a design needs to detect ``target_difference``: the epochs per scenario with its
+    scenarios (``epochs_with_current_scenarios``), and the scenarios at its epochs
+    (``scenarios_with_current_epochs``), at the same alpha, power and variance split."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    target_difference: float
+    target_source: Literal["given", "half the current minimum detectable difference"]
+    current_difference: float
+    alpha: float
+    power: float
+    correlation: float
+    epochs_with_current_scenarios: DesignRequirement
+    scenarios_with_current_epochs: DesignRequirement
+    method: str = (
+        "Miller 2024 with this design's between/within variance split: epochs K solve "
+        "(z_{1-alpha/2} + z_power)^2 (2(1-rho) between + 2 within / K) / C <= d^2 at the "
+        "current C; scenarios C solve it at the current K (rounded up)"
+    )
+
+
+def design_for_target(
+    analysis: PowerAnalysis, target_difference: float | None = None
+) -> TargetDesign | None:
+    """Epochs or scenarios needed to detect ``target_difference`` with the design behind
+    ``analysis`` (its scenarios, epochs, variance components, alpha, power, correlation).
+    Without a target, half the current minimum detectable difference is used; ``None`` then
+    when that is 0 (no variance: any difference is already detectable).
+
+    Raises ``ValueError`` on a target that is not a positive finite number.
+    """
+    if target_difference is None:
+        source: Literal["given", "half the current minimum detectable difference"] = (
+            "half the current minimum detectable difference")
+        target = analysis.minimum_detectable_difference / 2.0
+        if not target > 0.0:
+            return None
+    else:
+        source = "given"
+        target = target_difference
+        if not (math.isfinite(target) and target > 0.0):
+            raise ValueError(f"the target difference must be a positive number, got {target!r}")
+    a = analysis
+    return TargetDesign(
+        target_difference=target, target_source=source,
+        current_difference=analysis.minimum_detectable_difference, alpha=analysis.alpha,
+        power=analysis.power, correlation=analysis.correlation,
+        epochs_with_current_scenarios=epochs_for_target(
+            target, n_scenarios=a.n_scenarios, between_variance=a.between_variance,
+            within_variance=a.within_variance, alpha=a.alpha, power=a.power, paired=a.paired,
+            correlation=a.correlation),
+        scenarios_with_current_epochs=scenarios_for_target(
+            target, epochs=a.epochs, between_variance=a.between_variance,
+            within_variance=a.within_variance, alpha=a.alpha, power=a.power, paired=a.paired,
+            correlation=a.correlation),
     )

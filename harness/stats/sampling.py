@@ -10,7 +10,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from scipy import stats as sps
 
-from harness.stats.estimate import check_confidence
+from harness.stats.estimate import check_confidence, t_interval
 
 # A score counts as a pass when no ``passed`` flag is given and it reaches the top of the
 # [0, 1] scale, allowing for float rounding (contract 2).
@@ -72,7 +72,9 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
 class ScenarioStats(BaseModel):
     """One scenario summarised over its epochs.
 
-    ``sd`` is the sample standard deviation (ddof=1) and ``stderr`` is ``sd/sqrt(n)``; both are
+    ``sd`` is the sample standard deviation (ddof=1) and ``stderr`` is ``sd/sqrt(n)``;
+    ``mean_ci_low``/``mean_ci_high`` the t interval of the mean on n-1 df (a point when every
+    epoch scored the same: a few epochs cannot show noise they did not produce). All four are
     ``None`` with a single epoch. ``pass_at_k`` and ``pass_hat_k`` are keyed by k = 1 .. n.
     ``flaky`` means the scenario both passed and failed.
     """
@@ -84,6 +86,8 @@ class ScenarioStats(BaseModel):
     mean: float
     sd: float | None
     stderr: float | None
+    mean_ci_low: float | None = None
+    mean_ci_high: float | None = None
     n_passed: int
     pass_rate: float
     pass_rate_ci_low: float
@@ -93,8 +97,9 @@ class ScenarioStats(BaseModel):
     pass_hat_k: dict[int, float]
     flaky: bool
     method: str = (
-        "mean and sd (ddof=1) over epochs; Wilson interval for the pass rate; "
-        "pass@k = 1 - C(n-c,k)/C(n,k) (Chen et al. 2021); pass^k = C(c,k)/C(n,k) (tau-bench)"
+        "mean and sd (ddof=1) over epochs, t interval of the mean on n-1 df; Wilson interval "
+        "for the pass rate; pass@k = 1 - C(n-c,k)/C(n,k) (Chen et al. 2021); "
+        "pass^k = C(c,k)/C(n,k) (tau-bench)"
     )
 
 
@@ -122,14 +127,19 @@ def scenario_stats(
             f"scenario {scenario_id!r}: {len(flags)} passed flags for {n} scores"
         )
     c = sum(flags)
+    mean = float(x.mean())
     sd = float(x.std(ddof=1)) if n > 1 else None
+    stderr = sd / math.sqrt(n) if sd is not None else None
+    mean_ci = (None, None) if stderr is None else t_interval(mean, stderr, n - 1, confidence)
     low, high = wilson_interval(c, n, confidence)
     return ScenarioStats(
         scenario_id=scenario_id,
         n_epochs=n,
-        mean=float(x.mean()),
+        mean=mean,
         sd=sd,
-        stderr=sd / math.sqrt(n) if sd is not None else None,
+        stderr=stderr,
+        mean_ci_low=mean_ci[0],
+        mean_ci_high=mean_ci[1],
         n_passed=c,
         pass_rate=c / n,
         pass_rate_ci_low=low,

@@ -3,8 +3,10 @@ anything else that writes suite figures (e.g. a run's ``summary.json``).
 
 The first keys are the contract: ``n_scenarios``, ``n_samples``, ``mean``, ``stderr``,
 ``ci_low``, ``ci_high``, ``pass_hat_k`` and ``pass_at_k`` (k as a string -> number, k = 1 ..
-the smallest epoch count). The rest are richer figures, each saying how it was computed.
-Non-finite numbers never appear: they are ``null``.
+the smallest epoch count). The rest are richer figures, each saying how it was computed, among
+them ``power`` (the minimum detectable difference of this design) and ``design_for_target``
+(the epochs or scenarios needed to detect a target difference, by default half the current
+one). Non-finite numbers never appear: they are ``null``.
 """
 
 from __future__ import annotations
@@ -12,8 +14,25 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness.stats.power import PowerAnalysis, minimum_detectable_difference
+from harness.stats.power import PowerAnalysis, design_for_target, minimum_detectable_difference
 from harness.stats.suite import SuiteStats
+
+OFFLINE_NOTICE = (
+    "OFFLINE: these numbers come from mock: models (no real model was called); they "
+    "exercise the pipeline and say nothing about any real agent."
+)
+
+
+def offline_notice(n_offline: int, n_samples: int) -> str | None:
+    """The notice every output made from offline (``mock:``) models carries: ``None`` when
+    no sample came from one, :data:`OFFLINE_NOTICE` when all did, and a count otherwise."""
+    if n_offline <= 0:
+        return None
+    if n_offline >= n_samples:
+        return OFFLINE_NOTICE
+    return (f"OFFLINE: {n_offline} of {n_samples} samples come from mock: models (no real model "
+            "was called for them); figures that mix them with real results say nothing "
+            "dependable about any real agent.")
 
 
 def design_power(
@@ -44,10 +63,16 @@ def _finite(value: Any) -> Any:
 
 
 def stats_summary(
-    suite: SuiteStats, *, source: str | None = None, power: PowerAnalysis | None = None
+    suite: SuiteStats, *, source: str | None = None, power: PowerAnalysis | None = None,
+    target_difference: float | None = None,
 ) -> dict[str, Any]:
     """The JSON-ready summary of ``suite`` (see the module docstring for its keys).
-    ``power`` adds a design power section (see :func:`design_power`)."""
+    ``power`` adds a design power section (see :func:`design_power`) and, from it, the
+    epochs or scenarios needed to detect ``target_difference`` (default: half the current
+    minimum detectable difference; see :func:`~harness.stats.power.design_for_target`).
+
+    Raises ``ValueError`` on a ``target_difference`` that is not a positive number."""
+    design = None if power is None else design_for_target(power, target_difference)
     dumped = suite.model_dump(mode="json")
     out: dict[str, Any] = {
         "n_scenarios": suite.n_scenarios,
@@ -73,6 +98,7 @@ def stats_summary(
         "variance_components": dumped["variance"],
         "judge_variance_components": dumped["judge_variance"],
         "power": None if power is None else power.model_dump(mode="json"),
+        "design_for_target": None if design is None else design.model_dump(mode="json"),
         "flaky_scenarios": suite.flaky_scenarios,
         "scenarios": dumped["scenarios"],
         "notes": suite.notes,
