@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 app = typer.Typer(
     name="harness",
@@ -30,3 +34,16 @@ def version() -> None:
     from harness import __version__
 
     typer.echo(__version__)
+
+
+def counting_progress(label: str, console: Console) -> tuple[Progress, Callable[[int, int], None]]:
+    """A progress bar "label ━━━ done/total" on ``console`` (hidden when it is not a
+    terminal), and the ``advance(done, total)`` callback that moves it."""
+    progress = Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(),
+                        console=console, disable=not console.is_terminal)
+    task = progress.add_task(label, total=None)
+
+    def advance(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=total)
+
+    return progress, advance

@@ -29,7 +29,7 @@ from harness.calibration.judgments import load_judgments
 from harness.calibration.render import render_report
 from harness.calibration.report import AnalysisOptions, CalibrationReport
 from harness.calibration.scale import Scale
-from harness.cli.app import app
+from harness.cli.app import app, counting_progress
 from harness.errors import InputError
 from harness.models.config import CacheMode, ModelsConfig
 
@@ -251,7 +251,6 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
                concurrency: int, cache: Path, cache_mode: CacheMode,
                models_config: Path | None, base_url: str | None,
                rubric_dirs: list[Path]) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from harness.calibration.study import run_calibration
     from harness.calibration.study_dir import JUDGMENTS_FILE, STUDY_FILE
@@ -260,12 +259,7 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     mapping = parse_scale_map(scale_map) if scale_map is not None else None
     config = ModelsConfig.from_yaml(models_config) if models_config is not None else None
-    progress = Progress(TextColumn("[bold]judging"), BarColumn(), MofNCompleteColumn(),
-                        console=err, disable=not err.is_terminal)
-    task = progress.add_task("judging", total=None)
-
-    def advance(done: int, total: int) -> None:
-        progress.update(task, completed=done, total=total)
+    progress, advance = counting_progress("judging", err)
 
     try:
         with progress:

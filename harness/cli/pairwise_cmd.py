@@ -11,9 +11,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from harness.cli.app import EXIT_GATE_FAILED, app
+from harness.cli.app import EXIT_GATE_FAILED, app, counting_progress
 from harness.errors import InputError
 from harness.models.config import CacheMode, ModelsConfig
 
@@ -82,12 +81,7 @@ def pairwise(
                          "ID (the rubric the transcripts are compared under)")
     config = ModelsConfig.from_yaml(models_config) if models_config is not None else None
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    progress = Progress(TextColumn("[bold]judging pairs"), BarColumn(), MofNCompleteColumn(),
-                        console=err, disable=not err.is_terminal)
-    task = progress.add_task("judging", total=None)
-
-    def advance(done: int, total: int) -> None:
-        progress.update(task, completed=done, total=total)
+    progress, advance = counting_progress("judging pairs", err)
 
     try:
         with progress:
