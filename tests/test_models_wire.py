@@ -10,7 +10,11 @@ import pytest
 from openai.types.chat import ChatCompletion
 
 from harness.models.formats import to_openai_messages, to_openai_tools
-from harness.models.openai_provider import chat_completion_sender, make_client
+from harness.models.openai_provider import (
+    chat_completion_from,
+    chat_completion_sender,
+    make_client,
+)
 from harness.models.types import Message, ToolCall, ToolSpec
 from harness.testing.replies import Reply
 
@@ -91,6 +95,33 @@ async def test_post_sends_what_create_sends(name, client, loopback):
     assert sent_post.headers["authorization"] == "<redacted>"  # the key was sent
     assert type(via_post) is type(via_create) is ChatCompletion
     assert via_post.choices[0].message.content == "two"
+    # the same reply parses to the same object both ways
+    loopback.enqueue(Reply.tool_call("lookup", {"order_id": "A-1"}),
+                     Reply.tool_call("lookup", {"order_id": "A-1"}))
+    via_create = await client.chat.completions.create(**request)
+    via_post = await chat_completion_sender(client)(**request)
+    def same_parts(reply: ChatCompletion) -> dict:
+        dump = reply.model_dump(exclude={"id", "created"})
+        for call in dump["choices"][0]["message"]["tool_calls"]:
+            call["id"] = None  # the server numbers its calls
+        return dump
+
+    assert same_parts(via_post) == same_parts(via_create)
+    assert type(via_post.choices[0].message.tool_calls[0]) is \
+        type(via_create.choices[0].message.tool_calls[0])
+
+
+def test_a_reply_missing_fields_is_built_as_leniently_as_the_sdk_builds_it():
+    from openai._models import construct_type  # the SDK's own lenient parser, for reference
+
+    sparse = {"id": "x", "choices": [{"index": 0, "message": {
+        "role": "assistant", "content": None, "tool_calls": [
+            {"id": "t", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}}]}
+    ours = chat_completion_from(sparse)
+    sdk = construct_type(type_=ChatCompletion, value=sparse)
+    assert type(ours) is ChatCompletion and ours.model_dump() == sdk.model_dump()
+    assert ours.choices[0].message.tool_calls[0].function.name == "f"
+    assert chat_completion_from("<html>busy</html>") == "<html>busy</html>"
 
 
 @pytest.mark.parametrize(("reply", "error"), [
