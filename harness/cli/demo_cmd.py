@@ -18,12 +18,12 @@ from rich.console import Console
 
 from harness.cli.app import app
 from harness.errors import HarnessError
+from harness.resources import data_dir
 from harness.runs.api import run_suite
 from harness.runs.config import RunConfig
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE_SCENARIOS = PROJECT_ROOT / "scenarios"
-EXAMPLE_CALIBRATION = PROJECT_ROOT / "examples" / "calibration"
+EXAMPLE_SCENARIOS = data_dir("scenarios")
+EXAMPLE_CALIBRATION = data_dir("examples/calibration")
 
 
 @app.command()
@@ -59,10 +59,19 @@ def demo(
         f"- the suite's files: {out / 'suite'}/summary.json, samples.jsonl, run.sqlite\n"
         "- statistics from any score file: harness stats "
         f"{out / 'suite'}/samples.jsonl\n"
-        "- with real models: harness run scenarios --agent anthropic:claude-sonnet-4-5 "
+        f"- with real models: harness run {_shown(EXAMPLE_SCENARIOS)} "
+        "--agent anthropic:claude-sonnet-4-5 "
         "--simulator anthropic:claude-haiku-4-5 --judge openai:gpt-4.1 (keys from "
         "ANTHROPIC_API_KEY / OPENAI_API_KEY)"
     )
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current directory when it is below it, else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _calibration(out: Path, console: Console) -> None:

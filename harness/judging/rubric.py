@@ -58,6 +58,7 @@ from pydantic import (
 )
 
 from harness.errors import InputError, InputErrors
+from harness.resources import data_dir
 
 RubricTarget = Literal[
     "final_response",  # the agent's final answer, in the light of the conversation
@@ -68,8 +69,8 @@ RubricTarget = Literal[
 ]
 RUBRIC_TARGETS: tuple[str, ...] = RubricTarget.__args__  # type: ignore[attr-defined]
 
-BUILTIN_RUBRICS_DIR = Path(__file__).resolve().parents[2] / "rubrics"
-"""Where the built-in rubrics live (``rubrics/`` at the project root)."""
+BUILTIN_RUBRICS_DIR = data_dir("rubrics")
+"""Where the built-in rubrics live (``rubrics/`` at the project root, or the installed copy)."""
 
 _ID_PATTERN = r"^[a-z][a-z0-9_]*$"
 
