@@ -4,6 +4,7 @@ reply type and the same SDK exceptions (real SDK against the loopback server).""
 
 from __future__ import annotations
 
+import anthropic
 import httpx2
 import openai
 import pytest
@@ -140,3 +141,88 @@ async def test_post_raises_the_sdk_errors_create_raises(reply, error, client, lo
     assert from_post.value.status_code == from_create.value.status_code
     assert from_post.value.response.headers.get("retry-after") == \
         from_create.value.response.headers.get("retry-after")
+
+
+# --- Anthropic: client.post vs client.messages.create ----------------------------------------
+
+ANTHROPIC_REQUEST = {
+    "model": "claude-test", "max_tokens": 64, "system": "Be brief.",
+    "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "Where is A-1? «ünïcode»"}]},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "lookup", "input": {"order_id": "A-1"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": '{"status": "shipped"}', "is_error": False}]},
+    ],
+    "tools": [{"name": "lookup", "description": "Look an order up.",
+               "input_schema": LOOKUP.parameters}],
+    "tool_choice": {"type": "auto"}, "stop_sequences": ["END"],
+}
+
+
+@pytest.fixture
+async def anthropic_client(loopback):
+    from harness.models.anthropic_provider import make_client as make_anthropic_client
+
+    http = httpx2.AsyncClient()
+    sdk = make_anthropic_client("sk-ant-wire-0123456789", loopback.anthropic_base_url, http, 5.0)
+    yield sdk
+    await http.aclose()
+
+
+async def test_anthropic_post_sends_and_parses_what_create_does(anthropic_client, loopback):
+    from anthropic.types import Message as AnthropicMessage
+
+    from harness.models.anthropic_provider import messages_sender
+
+    loopback.enqueue(Reply.tool_call("lookup", {"order_id": "A-2"}),
+                     Reply.tool_call("lookup", {"order_id": "A-2"}))
+    via_create = await anthropic_client.messages.create(**ANTHROPIC_REQUEST)
+    via_post = await messages_sender(anthropic_client)(**ANTHROPIC_REQUEST)
+
+    sent_create, sent_post = loopback.requests
+    assert sent_post.path == sent_create.path == "/v1/messages"
+    assert sent_post.body == sent_create.body
+    assert sent_post.headers == sent_create.headers
+    assert sent_post.headers["authorization"] == "<redacted>"  # the key was sent
+    assert type(via_post) is type(via_create) is AnthropicMessage
+
+    def same_parts(reply: AnthropicMessage) -> dict:
+        dump = reply.model_dump(exclude={"id"})
+        for block in dump["content"]:
+            block.pop("id", None)  # the server numbers its tool calls
+        return dump
+
+    assert same_parts(via_post) == same_parts(via_create)
+
+
+@pytest.mark.parametrize(("reply", "error"), [
+    (Reply.not_found(), anthropic.NotFoundError),
+    (Reply.rate_limited(2.0), anthropic.RateLimitError),
+    (Reply.server_error(503), anthropic.InternalServerError),
+    (Reply.unauthorized(), anthropic.AuthenticationError),
+])
+async def test_anthropic_post_raises_the_sdk_errors_create_raises(
+        reply, error, anthropic_client, loopback):
+    from harness.models.anthropic_provider import messages_sender
+
+    loopback.enqueue(reply, reply)
+    with pytest.raises(error) as from_create:
+        await anthropic_client.messages.create(**ANTHROPIC_REQUEST)
+    with pytest.raises(error) as from_post:
+        await messages_sender(anthropic_client)(**ANTHROPIC_REQUEST)
+    assert from_post.value.status_code == from_create.value.status_code
+
+
+def test_an_anthropic_reply_missing_fields_is_built_leniently():
+    from anthropic._models import construct_type
+    from anthropic.types import Message as AnthropicMessage
+
+    from harness.models.anthropic_provider import message_from
+
+    sparse = {"id": "m", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]}
+    ours = message_from(sparse)
+    sdk = construct_type(type_=AnthropicMessage, value=sparse)
+    assert type(ours) is AnthropicMessage and ours.model_dump() == sdk.model_dump()
+    assert ours.content[0].name == "f"
+    assert message_from("<html>overloaded</html>") == "<html>overloaded</html>"

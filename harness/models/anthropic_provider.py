@@ -2,6 +2,12 @@
 
 Structured output uses instructor's Anthropic tools mode (a forced tool call). Finish reasons
 are given in the neutral (OpenAI) vocabulary: ``stop``, ``tool_calls``, ``length``.
+
+As for OpenAI (see :mod:`.openai_provider`), requests go through the SDK's low-level
+``client.post`` with the plain JSON body built here, skipping ``messages.create``'s TypedDict
+transform of every message and tool schema; headers, auth, timeout and error mapping are the
+SDK's. The reply is validated into ``anthropic.types.Message`` with pydantic, falling back to
+the SDK's lenient build for a body that does not validate.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from typing import Any
 import anthropic
 import httpx2
 import instructor
+import pydantic
+from anthropic.types import Message as AnthropicMessage
 
 from harness.models.formats import (
     anthropic_content_to_message,
@@ -40,6 +48,31 @@ def make_client(api_key: str, base_url: str, http_client: httpx2.AsyncClient,
                                     max_retries=0, timeout=timeout_s)
 
 
+def messages_sender(client: anthropic.AsyncAnthropic) -> Callable[..., Any]:
+    """``create(**request) -> Message`` on ``client``: what ``client.messages.create`` sends
+    for a non-streaming request (same body, headers, auth and the client's timeout), without
+    the SDK's body transform. ``request`` holds JSON-ready body fields only."""
+    post = client.post
+
+    async def create(**request: Any) -> Any:
+        data = await post("/v1/messages", body=request, cast_to=object)
+        return message_from(data)
+
+    return create
+
+
+def message_from(data: Any) -> Any:
+    """The reply body as an ``anthropic.types.Message``: validated when it is well-formed,
+    else built as leniently as the SDK builds it. A body that is not a JSON object is returned
+    as it came (the SDK's behaviour too), for the caller to reject as malformed."""
+    if not isinstance(data, dict):
+        return data
+    try:
+        return AnthropicMessage.model_validate(data)
+    except pydantic.ValidationError:
+        return AnthropicMessage.construct(**data)  # the SDK's lenient build
+
+
 def anthropic_tool_choice(tool_choice: ToolChoice) -> dict[str, Any]:
     """Neutral tool choice to the Messages form (``required`` is Anthropic's ``any``)."""
     if tool_choice == "auto":
@@ -55,7 +88,7 @@ class AnthropicChatModel(RemoteChatModel):
     """``anthropic:<model>``."""
 
     def _create_function(self, client: Any) -> Callable[..., Any]:
-        return client.messages.create  # type: ignore[no-any-return]
+        return messages_sender(client)
 
     def _base_request(self, messages: Sequence[Message],
                       params: GenerationParams) -> dict[str, Any]:
@@ -69,12 +102,12 @@ class AnthropicChatModel(RemoteChatModel):
             request["system"] = system
         if params.stop:
             request["stop_sequences"] = list(params.stop)
-        # anthropic 2.x dropped temperature/top_p from create()'s signature; when asked for,
-        # they still go on the wire (extra_body), and a model that refuses them says so (400).
-        sampling = {k: v for k, v in (("temperature", params.temperature),
-                                      ("top_p", params.top_p)) if v is not None}
-        if sampling:
-            request["extra_body"] = sampling
+        # anthropic 2.x dropped temperature/top_p from create()'s signature; the Messages API
+        # takes them, and a model that refuses them says so (400).
+        if params.temperature is not None:
+            request["temperature"] = params.temperature
+        if params.top_p is not None:
+            request["top_p"] = params.top_p
         # `seed` has no Anthropic equivalent; it still separates cache entries.
         return request
 
