@@ -18,7 +18,6 @@ from typing import Any
 import anthropic
 import httpx2
 import instructor
-import pydantic
 from anthropic.types import Message as AnthropicMessage
 
 from harness.models.formats import (
@@ -26,7 +25,7 @@ from harness.models.formats import (
     to_anthropic_messages,
     to_anthropic_tools,
 )
-from harness.models.remote import RemoteChatModel
+from harness.models.remote import RemoteChatModel, reply_from
 from harness.models.retry import TransientFailure
 from harness.models.types import GenerationParams, Message, ToolChoice, ToolSpec
 
@@ -62,15 +61,9 @@ def messages_sender(client: anthropic.AsyncAnthropic) -> Callable[..., Any]:
 
 
 def message_from(data: Any) -> Any:
-    """The reply body as an ``anthropic.types.Message``: validated when it is well-formed,
-    else built as leniently as the SDK builds it. A body that is not a JSON object is returned
-    as it came (the SDK's behaviour too), for the caller to reject as malformed."""
-    if not isinstance(data, dict):
-        return data
-    try:
-        return AnthropicMessage.model_validate(data)
-    except pydantic.ValidationError:
-        return AnthropicMessage.construct(**data)  # the SDK's lenient build
+    """The reply body as an ``anthropic.types.Message`` (see
+    :func:`~harness.models.remote.reply_from`)."""
+    return reply_from(AnthropicMessage, data)
 
 
 def anthropic_tool_choice(tool_choice: ToolChoice) -> dict[str, Any]:

@@ -25,11 +25,10 @@ from typing import Any
 import httpx2
 import instructor
 import openai
-import pydantic
 from openai.types.chat import ChatCompletion
 
 from harness.models.formats import openai_tool_calls, to_openai_messages, to_openai_tools
-from harness.models.remote import RemoteChatModel
+from harness.models.remote import RemoteChatModel, reply_from
 from harness.models.retry import TransientFailure
 from harness.models.types import GenerationParams, Message, ToolChoice, ToolSpec
 
@@ -71,15 +70,8 @@ def chat_completion_sender(client: openai.AsyncOpenAI) -> Callable[..., Any]:
 
 
 def chat_completion_from(data: Any) -> Any:
-    """The reply body as a ``ChatCompletion``: validated when it is well-formed, else built as
-    leniently as the SDK builds it. A body that is not a JSON object is returned as it came
-    (the SDK's behaviour too), for the caller to reject as malformed."""
-    if not isinstance(data, dict):
-        return data
-    try:
-        return ChatCompletion.model_validate(data)
-    except pydantic.ValidationError:
-        return ChatCompletion.construct(**data)  # the SDK's lenient build
+    """The reply body as a ``ChatCompletion`` (see :func:`~harness.models.remote.reply_from`)."""
+    return reply_from(ChatCompletion, data)
 
 
 class OpenAIChatModel(RemoteChatModel):
