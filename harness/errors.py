@@ -81,5 +81,23 @@ class CacheMissError(ModelError):
     """Replay-only cache mode found no stored response for a call."""
 
 
+# Model failures no retry can fix and every later call would meet alike (a missing or
+# refused key, an unknown model, a replay-only cache miss), by the error's kind as recorded
+# in a transcript or judge error: they stop a run, study or comparison rather than being
+# recorded once per sample.
+FATAL_MODEL_ERRORS: dict[str, type[ModelError]] = {
+    cls.__name__: cls for cls in (ModelConfigError, CacheMissError)
+}
+
+
+def raise_if_fatal(error_type: str | None, message: str | None, *, kept: str = "") -> None:
+    """Raise the error a recorded failure of kind ``error_type`` stands for, when it is one of
+    :data:`FATAL_MODEL_ERRORS`; ``kept`` says what is kept (appended to the message)."""
+    fatal = FATAL_MODEL_ERRORS.get(error_type or "")
+    if fatal is not None:
+        text = message or error_type or "model configuration error"
+        raise fatal(f"{text} ({kept})" if kept else text)
+
+
 class BudgetExceededError(HarnessError):
     """A run budget (cost or calls) was reached; work already finished is kept."""

@@ -14,10 +14,7 @@ from harness.calibration.report import (
     PairwiseJudgeReport,
     PointwiseJudgeReport,
 )
-
-
-def _num(value: float | None, digits: int = 3) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+from harness.report.terminal import fmt_num
 
 
 def _stats_table(title: str, level: str) -> Table:
@@ -43,7 +40,7 @@ def _row(table: Table, name: str, estimate: Estimate | None) -> None:
     note = estimate.detail or ""
     if estimate.resamples_undefined:
         note += f" ({estimate.resamples_undefined} resamples undefined)"
-    table.add_row(name, _num(estimate.value), interval, str(estimate.n), escape(note.strip()))
+    table.add_row(name, fmt_num(estimate.value), interval, str(estimate.n), escape(note.strip()))
 
 
 def _judge_name(judge_id: str | None) -> str:
@@ -101,9 +98,9 @@ def _pointwise(judge: PointwiseJudgeReport, level: str, console: Console) -> Non
                     "kappa", "alignment"):
             curve.add_column(col, justify="right")
         for p in judge.thresholds.curve:
-            curve.add_row(f"{p.threshold:g}", _num(p.judge_pass_rate), _num(p.coverage),
-                          _num(p.false_failure_rate), _num(p.accuracy), _num(p.cohen_kappa),
-                          _num(p.alignment))
+            curve.add_row(f"{p.threshold:g}", fmt_num(p.judge_pass_rate), fmt_num(p.coverage),
+                          fmt_num(p.false_failure_rate), fmt_num(p.accuracy),
+                          fmt_num(p.cohen_kappa), fmt_num(p.alignment))
         console.print(curve)
     if judge.ppi:
         _ppi(judge, level, console)
@@ -122,10 +119,10 @@ def _ppi(judge: PointwiseJudgeReport, level: str, console: Console) -> None:
         if result is None:
             continue
         table.add_row(
-            result.target, _num(result.estimate), f"[{result.ci_low:.3f}, {result.ci_high:.3f}]",
-            _num(result.classical_estimate),
+            result.target, fmt_num(result.estimate), f"[{result.ci_low:.3f}, {result.ci_high:.3f}]",
+            fmt_num(result.classical_estimate),
             f"[{result.classical_ci_low:.3f}, {result.classical_ci_high:.3f}]",
-            _num(result.lam), _num(result.effective_human_labels, 1),
+            fmt_num(result.lam), fmt_num(result.effective_human_labels, 1),
         )
     console.print(table)
 

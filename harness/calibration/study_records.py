@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness import errors
 from harness.calibration.datasets import PairwiseItem, PointwiseDataset, PointwiseItem
 from harness.calibration.judgments import (
     PairwiseJudgment,
@@ -35,7 +36,7 @@ from harness.calibration.judgments import (
     pointwise_judgment,
 )
 from harness.calibration.scale import Preference, Scale, rating_kinds, rating_values
-from harness.errors import CacheMissError, InputError, ModelConfigError
+from harness.errors import InputError
 from harness.judging.judge import JudgeSettings
 from harness.judging.rubric import Rubric
 from harness.judging.scoring import criterion_passed
@@ -47,12 +48,6 @@ Record = PointwiseJudgment | PairwiseJudgment
 
 # Failures that would hit every call alike (a missing key, an unknown model, a replay-cache
 # miss): they stop the study instead of being recorded as one missing verdict per call.
-FATAL_ERRORS: dict[str, type[ModelConfigError | CacheMissError]] = {
-    ModelConfigError.__name__: ModelConfigError,
-    CacheMissError.__name__: CacheMissError,
-}
-
-
 class StudySettings(BaseModel):
     """Everything that decides what a study's records mean, stored in ``study.json``. A
     resumed study must have the same settings (the dataset may move, its content not)."""
@@ -207,9 +202,9 @@ class SampleResult:
 
 
 def raise_if_fatal(error_type: str | None, message: str | None) -> None:
-    """Raise the configuration error a failed call stands for (see :data:`FATAL_ERRORS`)."""
-    if error_type in FATAL_ERRORS:
-        raise FATAL_ERRORS[error_type](f"{message} (the judgments finished so far are kept)")
+    """Raise the configuration error a failed call stands for (see
+    :data:`harness.errors.FATAL_MODEL_ERRORS`)."""
+    errors.raise_if_fatal(error_type, message, kept="the judgments finished so far are kept")
 
 
 def pointwise_sample(outcome: JudgeOutcome, criterion: str) -> SampleResult:

@@ -15,6 +15,7 @@ from rich.table import Table
 from harness.cli.app import app
 from harness.errors import InputError
 from harness.report.terminal import (
+    fmt_num,
     render_notes,
     render_notice,
     render_power,
@@ -24,10 +25,6 @@ from harness.report.terminal import (
 from harness.stats.jsonl import read_sample_scores
 from harness.stats.suite import suite_stats
 from harness.stats.summary import design_power, offline_notice, stats_summary
-
-
-def _num(value: float | None, digits: int = 3) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
 
 
 def _interval(obj: dict[str, Any] | None) -> str:
@@ -44,22 +41,22 @@ def _print_tables(out: dict[str, Any], console: Console) -> None:
     for col, justify in (("figure", "left"), ("value", "right"), ("SE", "right"),
                          (f"{level} interval", "right"), ("how", "left")):
         suite.add_column(col, justify=justify)  # type: ignore[arg-type]
-    suite.add_row("mean score", _num(out["mean"]), _num(out["stderr"]),
+    suite.add_row("mean score", fmt_num(out["mean"]), fmt_num(out["stderr"]),
                   _interval(out), "clustered by scenario, t on C-1 df")
     boot = out["bootstrap"]
     if boot:
-        suite.add_row("mean score", _num(out["mean"]), "", _interval(boot),
+        suite.add_row("mean score", fmt_num(out["mean"]), "", _interval(boot),
                       f"cluster bootstrap, {boot['n_resamples']} resamples, seed {boot['seed']}")
     pr = out["pass_rate"]
-    suite.add_row("pass rate", _num(pr["value"]), _num(pr["stderr"]), _interval(pr),
+    suite.add_row("pass rate", fmt_num(pr["value"]), fmt_num(pr["stderr"]), _interval(pr),
                   "mean of scenario pass rates")
     for k in out["pass_at_k"]:
         d = out["pass_at_k_detail"][k]
-        suite.add_row(f"pass@{k}", _num(d["value"]), _num(d["stderr"]), _interval(d),
+        suite.add_row(f"pass@{k}", fmt_num(d["value"]), fmt_num(d["stderr"]), _interval(d),
                       "Chen et al., mean over scenarios")
     for k in out["pass_hat_k"]:
         d = out["pass_hat_k_detail"][k]
-        suite.add_row(f"pass^{k}", _num(d["value"]), _num(d["stderr"]), _interval(d),
+        suite.add_row(f"pass^{k}", fmt_num(d["value"]), fmt_num(d["stderr"]), _interval(d),
                       "tau-bench, mean over scenarios")
     console.print(suite)
     render_power(out, console)

@@ -8,19 +8,17 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.panel import Panel
 
-from harness.report.terminal import _ci, _num, _table
+from harness.report.terminal import fmt_ci, fmt_num, make_table, render_notes, render_notice
 
 
 def _proportion_row(p: dict[str, Any]) -> tuple[str, str, str]:
-    return (_num(p["value"]), _ci(p["ci_low"], p["ci_high"]), f"{p['k']}/{p['n']}, Wilson")
+    return (fmt_num(p["value"]), fmt_ci(p["ci_low"], p["ci_high"]), f"{p['k']}/{p['n']}, Wilson")
 
 
 def render_pairwise(report: dict[str, Any], console: Console, *, max_rows: int = 50) -> None:
     """Print a :class:`~harness.runs.pairwise.PairwiseRunReport` (as its JSON dict)."""
-    if report["notice"]:
-        console.print(Panel(escape(report["notice"]), style="bold yellow"))
+    render_notice(report["notice"], console)
     counts = report["counts"]
     rubric = report["rubric"]
     console.print(
@@ -28,7 +26,7 @@ def render_pairwise(report: dict[str, Any], console: Console, *, max_rows: int =
         f"rubric {escape(str(rubric['id']))} v{escape(str(rubric['version']))}, judges "
         f"{escape(', '.join(report['judges']))}, {report['samples']} sample(s) each, both "
         f"orders; {counts['pairs']} pairs in {counts['common_scenarios']} common scenarios")
-    table = _table("B against A", "figure", "value", "95% interval", "how")
+    table = make_table("B against A", "figure", "value", "95% interval", "how")
     table.columns[-1].justify = "left"
     table.add_row("wins A / wins B / ties",
                   f"{report['wins_a']} / {report['wins_b']} / {report['ties']}", "",
@@ -37,7 +35,7 @@ def render_pairwise(report: dict[str, Any], console: Console, *, max_rows: int =
     if rate is None:
         table.add_row("B win rate", "—", "—", "no decided pair")
     else:
-        table.add_row("B win rate", _num(rate["value"]), _ci(rate["ci_low"], rate["ci_high"]),
+        table.add_row("B win rate", fmt_num(rate["value"]), fmt_ci(rate["ci_low"], rate["ci_high"]),
                       f"B 1, tie 0.5, A 0; clustered by scenario, t on C-1 df, C = "
                       f"{rate['n_clusters']}")
     table.add_row("inconsistency rate", *_proportion_row(report["inconsistency_rate"]))
@@ -46,22 +44,22 @@ def render_pairwise(report: dict[str, Any], console: Console, *, max_rows: int =
                   f"{counts['failed_comparisons']} failed comparison(s)")
     console.print(table)
     if len(report["judges"]) > 1:
-        judges = _table("By judge (comparisons)", "judge", "A", "B", "ties", "errors",
+        judges = make_table("By judge (comparisons)", "judge", "A", "B", "ties", "errors",
                         "inconsistency")
         for name, s in report["by_judge"].items():
             judges.add_row(escape(name), str(s["wins_a"]), str(s["wins_b"]), str(s["ties"]),
-                           str(s["n_errors"]), _num(s["inconsistency_rate"]["value"]))
+                           str(s["n_errors"]), fmt_num(s["inconsistency_rate"]["value"]))
         console.print(judges)
     rows = sorted(report["scenarios"], key=lambda s: (s["b_win_rate"] is None,
                                                       s["b_win_rate"] or 0.0))
-    per = _table("Per scenario (B worst first)", "scenario", "pairs", "A/B/tie", "err",
+    per = make_table("Per scenario (B worst first)", "scenario", "pairs", "A/B/tie", "err",
                  "skip", "B rate", "incons.")
     per.columns[0].overflow = "ellipsis"
     per.columns[0].min_width = 16
     for s in rows[:max_rows]:
         per.add_row(escape(s["scenario_id"]), str(s["pairs"]),
                     f"{s['wins_a']}/{s['wins_b']}/{s['ties']}", str(s["judge_errors"]),
-                    str(s["skipped"]), _num(s["b_win_rate"]),
+                    str(s["skipped"]), fmt_num(s["b_win_rate"]),
                     f"{s['inconsistent_comparisons']}/{s['comparisons']}")
     console.print(per)
     if len(rows) > max_rows:
@@ -71,8 +69,7 @@ def render_pairwise(report: dict[str, Any], console: Console, *, max_rows: int =
         if only:
             console.print(f"[yellow]scenarios only in run {side.upper()} (not compared):[/] "
                           + escape(", ".join(only)))
-    for note in report["notes"]:
-        console.print(f"[dim]{escape(note)}[/]")
+    render_notes(report["notes"], console)
     if report["significant_regression"]:
         console.print("[bold red]significant regression: B loses to A (the interval of B's win "
                       "rate lies below 0.5)[/]")

@@ -14,15 +14,18 @@ from rich.table import Table
 from harness.runs.gate import GateResult
 
 
-def _num(value: float | None, digits: int = 3) -> str:
+def fmt_num(value: float | None, digits: int = 3) -> str:
+    """A figure to ``digits`` places, or a dash when it could not be computed."""
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def _ci(low: float | None, high: float | None) -> str:
+def fmt_ci(low: float | None, high: float | None) -> str:
+    """An interval ``[low, high]``, or a dash when it could not be computed."""
     return "—" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
 
 
-def _table(title: str, *columns: str) -> Table:
+def make_table(title: str, *columns: str) -> Table:
+    """A table in the house style: the first column left-aligned, figures right-aligned."""
     table = Table(title=title, title_justify="left", title_style="bold")
     for i, col in enumerate(columns):
         table.add_column(col, justify="left" if i == 0 else "right", overflow="fold")
@@ -69,25 +72,25 @@ def render_run(summary: dict[str, Any], console: Console, *, run_dir: str | None
 
 def _suite_table(score: dict[str, Any], console: Console) -> None:
     level = f"{score['confidence']:.0%}"
-    table = _table(f"Suite ({score['n_scenarios']} scenarios, {score['n_samples']} samples)",
+    table = make_table(f"Suite ({score['n_scenarios']} scenarios, {score['n_samples']} samples)",
                    "figure", "value", f"{level} interval", "n", "how")
     table.columns[-1].justify = "left"
-    table.add_row("mean score", _num(score["mean"]), _ci(score["ci_low"], score["ci_high"]),
+    table.add_row("mean score", fmt_num(score["mean"]), fmt_ci(score["ci_low"], score["ci_high"]),
                   str(score["n_samples"]), "clustered by scenario, t on C-1 df")
     boot = score.get("bootstrap")
     if boot:
-        table.add_row("mean score", _num(score["mean"]), _ci(boot["ci_low"], boot["ci_high"]),
+        table.add_row("mean score", fmt_num(score["mean"]), fmt_ci(boot["ci_low"], boot["ci_high"]),
                       str(score["n_samples"]),
                       f"cluster bootstrap ({boot['n_resamples']} resamples, seed {boot['seed']})")
     pr = score["pass_rate"]
-    table.add_row("pass rate", _num(pr["value"]), _ci(pr["ci_low"], pr["ci_high"]),
+    table.add_row("pass rate", fmt_num(pr["value"]), fmt_ci(pr["ci_low"], pr["ci_high"]),
                   str(pr["n"]), "mean of scenario pass rates")
     ks = sorted(score["pass_hat_k_detail"], key=int)
     for k in ([ks[0], ks[-1]] if len(ks) > 1 else ks):
         for label, key, how in (("pass@", "pass_at_k_detail", "Chen et al."),
                                 ("pass^", "pass_hat_k_detail", "tau-bench")):
             d = score[key][k]
-            table.add_row(f"{label}{k}", _num(d["value"]), _ci(d["ci_low"], d["ci_high"]),
+            table.add_row(f"{label}{k}", fmt_num(d["value"]), fmt_ci(d["ci_low"], d["ci_high"]),
                           str(d["n"]), f"{how}, mean over scenarios")
     console.print(table)
     render_power(score, console)
@@ -112,15 +115,16 @@ def render_scenarios(score: dict[str, Any], console: Console, *,
     level = f"{score['confidence']:.0%}"
     columns = ["scenario", "n", f"mean (t {level})", "sd",
                f"pass rate (Wilson {level})", "pass^k", "flaky"]
-    table = _table("Scenarios", *columns, *(["errors"] if errors is not None else []))
+    table = make_table("Scenarios", *columns, *(["errors"] if errors is not None else []))
     rows = score["scenarios"]
     for s in rows[:max_rows]:
         k_max = max(s["pass_hat_k"], key=int)
-        mean_ci = _ci(s.get("mean_ci_low"), s.get("mean_ci_high"))
+        mean_ci = fmt_ci(s.get("mean_ci_low"), s.get("mean_ci_high"))
         cells = [escape(s["scenario_id"]), str(s["n_epochs"]),
-                 f"{_num(s['mean'])} {mean_ci}", _num(s["sd"]),
-                 f"{_num(s['pass_rate'])} {_ci(s['pass_rate_ci_low'], s['pass_rate_ci_high'])}",
-                 f"{_num(s['pass_hat_k'][k_max])} (k={k_max})",
+                 f"{fmt_num(s['mean'])} {mean_ci}", fmt_num(s["sd"]),
+                 f"{fmt_num(s['pass_rate'])} "
+                 f"{fmt_ci(s['pass_rate_ci_low'], s['pass_rate_ci_high'])}",
+                 f"{fmt_num(s['pass_hat_k'][k_max])} (k={k_max})",
                  "[yellow]yes[/]" if s["flaky"] else ""]
         if errors is not None:
             cells.append(str(errors.get(s["scenario_id"], "")))
@@ -131,7 +135,7 @@ def render_scenarios(score: dict[str, Any], console: Console, *,
 
 
 def _share(part: float, whole: float) -> str:
-    return _num(part / whole, 2) if whole > 0 else "—"
+    return fmt_num(part / whole, 2) if whole > 0 else "—"
 
 
 def render_variance(score: dict[str, Any], console: Console) -> None:
@@ -142,20 +146,20 @@ def render_variance(score: dict[str, Any], console: Console) -> None:
     vc = score.get("variance_components")
     if not vc:
         return
-    table = _table("Variance components (single sample)", "part", "variance", "share of SE²")
+    table = make_table("Variance components (single sample)", "part", "variance", "share of SE²")
     se2 = vc["suite_variance_between"] + vc["suite_variance_within"]
-    table.add_row("between scenarios", _num(vc["between"], 4),
+    table.add_row("between scenarios", fmt_num(vc["between"], 4),
                   _share(vc["suite_variance_between"], se2))
-    table.add_row("within scenario (epochs)", _num(vc["within"], 4),
+    table.add_row("within scenario (epochs)", fmt_num(vc["within"], 4),
                   _share(vc["suite_variance_within"], se2))
     jv = score.get("judge_variance_components")
     if jv:
         nested = jv["suite_variance_epoch"] + jv["suite_variance_judge"]
         within = vc["suite_variance_within"]
-        table.add_row("  of which agent (epochs)", _num(jv["epoch"], 4),
+        table.add_row("  of which agent (epochs)", fmt_num(jv["epoch"], 4),
                       _share(within * jv["suite_variance_epoch"], se2 * nested)
                       if nested > 0 else "—")
-        table.add_row("  of which judge", _num(jv["judge"], 4),
+        table.add_row("  of which judge", fmt_num(jv["judge"], 4),
                       _share(within * jv["suite_variance_judge"], se2 * nested)
                       if nested > 0 else "—")
     console.print(table)
@@ -192,10 +196,10 @@ def render_power(score: dict[str, Any], console: Console) -> None:
 def _metrics_table(metrics: dict[str, Any], console: Console, max_rows: int) -> None:
     if not metrics:
         return
-    table = _table("Metrics (mean of scenario means)", "metric", "mean", "interval",
+    table = make_table("Metrics (mean of scenario means)", "metric", "mean", "interval",
                    "scenarios", "samples")
     for name, m in list(metrics.items())[:max_rows]:
-        table.add_row(escape(name), _num(m["value"]), _ci(m["ci_low"], m["ci_high"]),
+        table.add_row(escape(name), fmt_num(m["value"]), fmt_ci(m["ci_low"], m["ci_high"]),
                       str(m["n_scenarios"]), str(m["n"]))
     console.print(table)
 
@@ -206,7 +210,7 @@ def _errors(summary: dict[str, Any], console: Console) -> None:
         return
     console.print(f"[bold red]{policy['errored_samples']} errored samples[/] "
                   f"(not scores: {escape(policy['meaning'])})")
-    table = _table("Errors", "scenario", "epoch", "kind", "message")
+    table = make_table("Errors", "scenario", "epoch", "kind", "message")
     for e in summary["errors"][:10]:
         table.add_row(escape(e["scenario_id"]), str(e["epoch"]), escape(e["kind"]),
                       escape(e["message"][:200]))
@@ -217,7 +221,7 @@ def _failures(analysis: dict[str, Any], console: Console) -> None:
     groups = analysis.get("groups", [])
     if not groups:
         return
-    table = _table(f"Failure analysis ({analysis['n_failed_samples']} of "
+    table = make_table(f"Failure analysis ({analysis['n_failed_samples']} of "
                    f"{analysis['n_samples']} samples with a finding)",
                    "kind", "samples", "scenarios", "recommendation")
     table.columns[-1].justify = "left"
@@ -230,7 +234,7 @@ def _failures(analysis: dict[str, Any], console: Console) -> None:
 
 
 def _usage(usage: dict[str, Any], console: Console) -> None:
-    table = _table("Model usage", "role", "calls", "cached", "input tokens", "output tokens",
+    table = make_table("Model usage", "role", "calls", "cached", "input tokens", "output tokens",
                    "cost (USD)")
     for role, u in usage["by_role"].items():
         table.add_row(role, str(u["calls"]), str(u["cached_calls"]), str(u["input_tokens"]),
@@ -243,7 +247,7 @@ def _usage(usage: dict[str, Any], console: Console) -> None:
 
 def _adaptive(adaptive: dict[str, Any], console: Console) -> None:
     line = (f"adaptive sampling: target width {adaptive['target_width']:.3f}, "
-            f"final width {_num(adaptive.get('final_width'))} "
+            f"final width {fmt_num(adaptive.get('final_width'))} "
             f"({escape(str(adaptive.get('final_reason')))}), "
             f"{adaptive.get('samples_used')} samples")
     savings = adaptive.get("savings")
@@ -267,29 +271,30 @@ def render_comparison(result: dict[str, Any], console: Console, *, max_rows: int
     render_notice(result.get("notice"), console)
     d = result["difference"]
     level = f"{1 - result['alpha']:.0%}"
-    table = _table(f"Paired comparison on {result['n_scenarios']} common scenarios "
+    table = make_table(f"Paired comparison on {result['n_scenarios']} common scenarios "
                    "(candidate − baseline)", "figure", "value", f"{level} interval / p", "how")
     table.columns[-1].justify = "left"
-    table.add_row("baseline mean", _num(result["baseline_mean"]), "", "")
-    table.add_row("candidate mean", _num(result["candidate_mean"]), "", "")
-    table.add_row("difference", _num(d["value"]), _ci(d["ci_low"], d["ci_high"]),
+    table.add_row("baseline mean", fmt_num(result["baseline_mean"]), "", "")
+    table.add_row("candidate mean", fmt_num(result["candidate_mean"]), "", "")
+    table.add_row("difference", fmt_num(d["value"]), fmt_ci(d["ci_low"], d["ci_high"]),
                   escape(d["method"]))
     for key in ("t_test", "permutation_test"):
         t = result[key]
-        table.add_row(key.replace("_", " "), _num(t["statistic"]), f"p = {_num(t['p_value'])}",
+        table.add_row(key.replace("_", " "), fmt_num(t["statistic"]),
+                      f"p = {fmt_num(t['p_value'])}",
                       escape(t["method"]))
     if result.get("mcnemar"):
         m = result["mcnemar"]
-        table.add_row("McNemar (pass/fail)", _num(m.get("statistic")),
-                      f"p = {_num(m['p_value'])}", escape(m["method"]))
-    table.add_row("correlation of scenario means", _num(result["correlation"]), "", "Pearson")
+        table.add_row("McNemar (pass/fail)", fmt_num(m.get("statistic")),
+                      f"p = {fmt_num(m['p_value'])}", escape(m["method"]))
+    table.add_row("correlation of scenario means", fmt_num(result["correlation"]), "", "Pearson")
     console.print(table)
     rows = sorted(result["scenarios"], key=lambda s: s["difference"])
-    per = _table("Per scenario (most regressed first)", "scenario", "baseline", "candidate",
+    per = make_table("Per scenario (most regressed first)", "scenario", "baseline", "candidate",
                  "difference")
     for s in rows[:max_rows]:
-        per.add_row(escape(s["scenario_id"]), _num(s["baseline_mean"]),
-                    _num(s["candidate_mean"]), _num(s["difference"]))
+        per.add_row(escape(s["scenario_id"]), fmt_num(s["baseline_mean"]),
+                    fmt_num(s["candidate_mean"]), fmt_num(s["difference"]))
     console.print(per)
     for note in result.get("notes", []):
         console.print(f"[dim]{escape(note)}[/]")

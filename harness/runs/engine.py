@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.checks.run import PreparedExpectations, prepare_expectations, run_checks
 from harness.errors import (
+    FATAL_MODEL_ERRORS,
     BudgetExceededError,
     HarnessError,
     InputError,
@@ -41,10 +42,6 @@ from harness.scenarios.loading import load_scenarios
 from harness.scenarios.schema import Scenario
 from harness.simulation.episode import run_episode
 from harness.transcript import ErrorInfo, Transcript
-
-# Error kinds that say the run itself is misconfigured (every later sample would fail the
-# same way), so the run stops instead of storing a column of errored samples.
-FATAL_ERROR_KINDS = frozenset({"ModelConfigError", "CacheMissError"})
 
 SampleKey = tuple[str, int]
 ProgressCallback = Callable[[SampleRecord], None]
@@ -307,14 +304,14 @@ def collector_tuned_for_run() -> Iterator[None]:
 
 
 def _fatal_error(error: ErrorInfo | None) -> str | None:
-    if error is not None and error.kind in FATAL_ERROR_KINDS:
+    if error is not None and error.kind in FATAL_MODEL_ERRORS:
         return error.message
     return None
 
 
 def _fatal_judge_errors(judgment: Any) -> Iterable[str]:
     for err in judgment.errors:
-        if err.error_type in FATAL_ERROR_KINDS:
+        if err.error_type in FATAL_MODEL_ERRORS:
             yield err.message
     for member in judgment.members:
         yield from _fatal_judge_errors(member)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import CacheMissError, InputError, ModelConfigError, ModelError
+from harness.errors import InputError, raise_if_fatal
 from harness.judging.batch import resolve_rubrics
 from harness.judging.context import JudgeContext, context_for_scenario
 from harness.judging.pairwise import PairwiseCriterion, PairwiseResult, compare_pair
@@ -39,12 +39,6 @@ from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 
 ProgressCallback = Callable[[int, int], None]
-# Failures that would hit every call alike: they stop the comparison rather than being
-# recorded as one judge error per pair.
-_FATAL: dict[str, type[ModelError]] = {
-    ModelConfigError.__name__: ModelConfigError,
-    CacheMissError.__name__: CacheMissError,
-}
 
 
 async def judge_pairs(
@@ -75,9 +69,7 @@ async def judge_pairs(
                 model, criterion, pair.a, pair.b, pair_id=pair.pair_id,
                 context=contexts.get(pair.scenario_id, JudgeContext(scenario_id=pair.scenario_id)),
                 sample_index=index, params=params, max_reasks=max_reasks)
-        fatal = _FATAL.get(result.error_type or "")
-        if fatal is not None:
-            raise fatal(result.message or result.error_type or "model configuration error")
+        raise_if_fatal(result.error_type, result.message)
         done += 1
         if progress is not None:
             progress(done, total)
@@ -184,7 +176,7 @@ async def compare_runs_pairwise(
     config = models or ModelsConfig()
     if cache_path is not None:
         config = config.model_copy(update={"cache": CacheConfig(
-            path=Path(cache_path) if cache_mode != "off" else None, mode=cache_mode)})
+            path=Path(cache_path), mode=cache_mode)})
     active = hub or ModelHub(config)
     try:
         chat_models = [active.get(j, base_url=None if j.startswith("mock:") else base_url)

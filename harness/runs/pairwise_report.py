@@ -354,7 +354,8 @@ def summarise_runs_pairwise(
     if rate is not None and rate.ci_low is None:
         all_notes.append("B's win rate has no interval: it needs decided pairs in at least "
                          "2 scenarios")
-    undecided = [r.scenario_id for r in _scenario_rows(pairing, outcomes) if r.decided == 0]
+    rows = _scenario_rows(pairing, outcomes)
+    undecided = [r.scenario_id for r in rows if r.decided == 0]
     if undecided:
         all_notes.append(f"{len(undecided)} common scenario(s) have no decided pair and are "
                          f"left out of B's win rate: {', '.join(undecided)}")
@@ -386,7 +387,7 @@ def summarise_runs_pairwise(
         first_position_rate=overall.first_position_rate,
         by_judge={j: summarise_pairwise([r for r in comparisons if r.judge_model == j])
                   for j in judges},
-        scenarios=_scenario_rows(pairing, outcomes),
+        scenarios=rows,
         scenarios_only_in_a=pairing.scenarios_only_in_a,
         scenarios_only_in_b=pairing.scenarios_only_in_b,
         skipped=pairing.skipped,
