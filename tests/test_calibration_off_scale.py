@@ -192,3 +192,11 @@ def test_pairwise_labels_that_are_not_a_preference_are_missing_not_fatal(
     # a verdict of the wrong type is still a structural error
     with pytest.raises(InputError, match="verdict"):
         load_judgments(_write(tmp_path / "bad.jsonl", [{**PAIRS[0], "verdict": 3}]))
+
+
+def test_every_off_label_verdict_is_counted_whatever_judge_or_order(tmp_path: Path) -> None:
+    rows = [{"item_id": "i1", "gold": "A", "verdict": v, "swapped": swapped, "judge_id": j}
+            for j, v, swapped in (("j1", "C", False), ("j1", "C", True), ("j2", "C", False),
+                                  ("j2", "A", True))]
+    data = load_judgments(_write(tmp_path / "v.jsonl", rows))
+    assert [(e.line, e.judge_id) for e in data.off_scale] == [(1, "j1"), (2, "j1"), (3, "j2")]

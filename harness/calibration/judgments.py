@@ -223,13 +223,15 @@ def build_pointwise(
 
 
 def _once_per_label(entries: Sequence[OffScaleLabel]) -> list[OffScaleLabel]:
-    """An item's human labels repeat on every judge's line: name each off-scale one once (at
-    its first line). Judge samples are each judge's own."""
-    seen: set[tuple[str | None, str, str, int | None]] = set()
+    """An item's human labels (and pairwise gold) repeat on every judge's line: name each
+    off-scale one once (at its first line). Judge samples and verdicts are each their own."""
+    seen: set[tuple[str, str, int | None]] = set()
     out = []
     for entry in entries:
-        key = (entry.judge_id if entry.field == "judge" else None, entry.item_id, entry.field,
-               entry.position)
+        if entry.field in ("judge", "verdict"):
+            out.append(entry)
+            continue
+        key = (entry.item_id, entry.field, entry.position)
         if key not in seen:
             seen.add(key)
             out.append(entry)

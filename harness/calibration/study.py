@@ -297,13 +297,13 @@ def _policy(settings: StudySettings) -> str:
             + "; a call that failed after retries is a missing verdict")
 
 
-def study_notes(settings: StudySettings | Sequence[StudySettings], models: Sequence[str],
+def study_notes(settings: Sequence[StudySettings], models: Sequence[str],
                 counts: StudyCounts, others: Sequence[str], threshold_note: str | None
                 ) -> tuple[list[str], list[str]]:
     """The policies and notes a study adds to its report: how judge answers were obtained
     and compared (one policy per rubric), the offline notice for mock ``models``, failed
     calls and N/A answers."""
-    every = [settings] if isinstance(settings, StudySettings) else list(settings)
+    every = list(settings)
     offline = [m for m in models if ModelSpec.parse(m).is_offline]
     notes = [OFFLINE_NOTICE.format(models=", ".join(offline))] if offline else []
     policies = [_policy(one) for one in every]

@@ -100,17 +100,18 @@ class StudyDirectory:
         self.kept: list[Record] = []
         self._log: IO[str] | None = None
 
-    def open(self, settings: StudySettings | Sequence[StudySettings], judges: Sequence[str],
+    def open(self, settings: Sequence[StudySettings], judges: Sequence[str],
              items: Sequence[str]) -> set[Unit]:
         """Check the directory's settings (one per rubric), keep its finished records
         (rewriting the file without the dropped ones) and return the units of ``judges``
         already done. Raises InputError for other settings, a stray judgments file or a bad
         line."""
-        every = _listed(settings)
+        if not settings:
+            raise ValueError("a study has settings for at least one rubric")
         self.path.mkdir(parents=True, exist_ok=True)
-        existing = self._read(every)
+        existing = self._read(list(settings))
         wanted, known_items = set(judges), set(items)
-        done = {key: unit for key, unit in complete_units(existing, every[0]).items()
+        done = {key: unit for key, unit in complete_units(existing, settings[0]).items()
                 if key[0] in wanted and key[1] in known_items}
         self.kept = [r for r in existing if (r.judge_id or "") not in wanted]
         self.kept += [r for unit in done.values() for r in unit]
@@ -187,10 +188,10 @@ class StudyDirectory:
         ordered = canonical_order(records, judges, items)
         write_atomic(self.judgments, "".join(record_line(r) + "\n" for r in ordered))
 
-    def write_study(self, settings: StudySettings | Sequence[StudySettings],
+    def write_study(self, settings: Sequence[StudySettings],
                     judges: Sequence[str], counts: StudyCounts, status: str) -> None:
         """Write ``study.json``: one settings object, or a list of them for several rubrics."""
-        every = [one.model_dump(mode="json") for one in _listed(settings)]
+        every = [one.model_dump(mode="json") for one in settings]
         payload = {"settings": every[0] if len(every) == 1 else every, "judges": list(judges),
                    "status": status, "counts": counts.model_dump(mode="json")}
         write_atomic(self.path / STUDY_FILE, json.dumps(payload, indent=2, allow_nan=False) + "\n")
@@ -200,8 +201,3 @@ class StudyDirectory:
                      json.dumps(report_json, indent=2, allow_nan=False) + "\n")
 
 
-def _listed(settings: StudySettings | Sequence[StudySettings]) -> list[StudySettings]:
-    listed = [settings] if isinstance(settings, StudySettings) else list(settings)
-    if not listed:
-        raise ValueError("a study has settings for at least one rubric")
-    return listed

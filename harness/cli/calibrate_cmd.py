@@ -70,7 +70,8 @@ def _analysis_options(raw: dict[str, Any]) -> AnalysisOptions:
 
 
 def _warn_off_scale(report: CalibrationReport) -> None:
-    """One stderr warning per label off the scale (they are missing labels, not errors)."""
+    """One stderr warning per label off the scale (they are missing labels, not errors), when
+    the report itself goes out as JSON (the terminal report lists them in its notes)."""
     if not report.off_scale_labels:
         return
     err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -79,8 +80,8 @@ def _warn_off_scale(report: CalibrationReport) -> None:
 
 
 def _print(report: CalibrationReport, json_output: bool) -> None:
-    _warn_off_scale(report)
     if json_output:
+        _warn_off_scale(report)
         typer.echo(json.dumps(report.to_json_dict(), indent=2, allow_nan=False))
         return
     render_report(report, Console(highlight=False))
