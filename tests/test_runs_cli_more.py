@@ -72,6 +72,7 @@ def test_resume_refuses_options_it_cannot_change_and_changes_nothing(
         runs: dict[str, Path], tmp_path: Path, args: list[str], named: list[str]) -> None:
     run = _copy(runs["once"], tmp_path)
     before = _snapshot(run)
+    args = [str(tmp_path / a) if a == "elsewhere" else a for a in args]
     done = harness("run", "--resume", str(run), *args)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
@@ -97,6 +98,7 @@ def test_resume_accepts_the_options_it_may_change(runs: dict[str, Path],
     resumed = [e for e in summary["events"] if e["kind"] == "resumed"]
     assert resumed and resumed[-1]["overrides"]["concurrency"] == 2
     assert resumed[-1]["overrides"]["max_calls"] == 10000
+    assert resumed[-1]["overrides"]["episode_timeout_s"] == 30
 
 
 @pytest.mark.parametrize(("args", "named"), [

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from harness.errors import InputError
 
 app = typer.Typer(
     name="harness",
@@ -47,3 +50,10 @@ def counting_progress(label: str, console: Console) -> tuple[Progress, Callable[
         progress.update(task, completed=done, total=total)
 
     return progress, advance
+
+
+def check_target_mdd(value: float | None) -> None:
+    """Refuse a ``--target-mdd`` that is not a positive difference, before any file is read."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise InputError("command line", "--target-mdd",
+                         f"expected a positive difference in score units, got {value}")

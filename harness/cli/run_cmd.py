@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.cli.app import EXIT_GATE_FAILED, EXIT_INPUT_ERROR, app
+from harness.cli.app import EXIT_GATE_FAILED, EXIT_INPUT_ERROR, app, check_target_mdd
 from harness.errors import HarnessError
 from harness.judging.aggregate import AggregationMethod
 from harness.models.config import CacheMode
@@ -93,13 +92,12 @@ RESUME_OPTIONS = frozenset({
 })
 
 
-def _given(ctx: typer.Context, names: set[str] | None = None) -> list[str]:
-    """The command-line names of the options (among ``names``, default all) that the user
-    gave, whatever their value (an option repeated with its default value was still asked
-    for)."""
+def _given(ctx: typer.Context, names: set[str]) -> list[str]:
+    """The command-line names of the options among ``names`` that the user gave, whatever
+    their value (an option repeated with its default value was still asked for)."""
     given = []
     for param in ctx.command.params:
-        if param.name is None or (names is not None and param.name not in names):
+        if param.name is None or param.name not in names:
             continue
         source = ctx.get_parameter_source(param.name)
         # Compared by name: typer ships its own copy of click, whose enum is not click's.
@@ -262,6 +260,7 @@ def report(
     from harness.report.terminal import render_run
     from harness.runs.gate import GateResult
 
+    check_target_mdd(target_mdd)
     summary = read_summary(run_dir)
     if target_mdd is not None:
         summary = _with_target(summary, target_mdd, run_dir)
@@ -280,9 +279,6 @@ def _with_target(summary: dict[str, Any], target: float, run_dir: Path) -> dict[
     from harness.errors import InputError
     from harness.stats.power import PowerAnalysis, design_for_target
 
-    if not (math.isfinite(target) and target > 0):
-        raise InputError("command line", "--target-mdd",
-                         f"expected a positive difference in score units, got {target}")
     score = summary.get("score")
     if not score or not score.get("power"):
         raise InputError(run_dir, "score.power", "no design power in this run (it needs scored "

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.cli.app import app
+from harness.cli.app import app, check_target_mdd
 from harness.errors import InputError
 from harness.report.terminal import (
     fmt_num,
@@ -90,9 +89,7 @@ def stats(
     if bootstrap_resamples < 0:
         raise InputError("command line", "--bootstrap-resamples",
                          f"expected 0 or more, got {bootstrap_resamples}")
-    if target_mdd is not None and not (math.isfinite(target_mdd) and target_mdd > 0):
-        raise InputError("command line", "--target-mdd",
-                         f"expected a positive difference in score units, got {target_mdd}")
+    check_target_mdd(target_mdd)
     table = read_sample_scores(file, errors_as_failures=errors_as_failures)
     suite = suite_stats(
         table.scores, table.passed, judge_scores=table.judge_scores, confidence=confidence,

@@ -157,11 +157,9 @@ def render_variance(score: dict[str, Any], console: Console) -> None:
         nested = jv["suite_variance_epoch"] + jv["suite_variance_judge"]
         within = vc["suite_variance_within"]
         table.add_row("  of which agent (epochs)", fmt_num(jv["epoch"], 4),
-                      _share(within * jv["suite_variance_epoch"], se2 * nested)
-                      if nested > 0 else "—")
+                      _share(within * jv["suite_variance_epoch"], se2 * nested))
         table.add_row("  of which judge", fmt_num(jv["judge"], 4),
-                      _share(within * jv["suite_variance_judge"], se2 * nested)
-                      if nested > 0 else "—")
+                      _share(within * jv["suite_variance_judge"], se2 * nested))
     console.print(table)
 
 
@@ -173,7 +171,8 @@ def render_power(score: dict[str, Any], console: Console) -> None:
         return
     console.print(
         "smallest difference a paired comparison with this design could detect "
-        f"(alpha {power['alpha']:.2g}, power {power['power']:.0%}, correlation 0): "
+        f"(alpha {power['alpha']:.2g}, power {power['power']:.0%}, "
+        f"correlation {power['correlation']:g}): "
         f"{power['minimum_detectable_difference']:.3f}")
     design = score.get("design_for_target")
     if not design:

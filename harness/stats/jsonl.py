@@ -7,7 +7,9 @@ to separate judge noise from agent noise) and an optional ``"offline": bool`` (t
 came from offline ``mock:`` models, as a run's ``samples.jsonl`` records; the output then
 says so). A line with ``"status"`` other than ``"scored"``
 (a run's ``samples.jsonl`` also lists errored and unscored samples) is skipped and counted in
-the notes, never read as a score. Blank lines are skipped. Other keys are ignored
+the notes, never read as a score; only when asked (``errors_as_failures``, the policy of a
+run made with ``--errors-as-failures``) is an ``"errored"`` line read as a failure (score
+0, not passed), and counted as such in the notes. Blank lines are skipped. Other keys are ignored
 (so richer exports can be analysed) unless they look like a misspelling of a known key,
 which is an error rather than a silently dropped field.
 """
@@ -129,6 +131,7 @@ def parse_sample_lines(
     seen: dict[tuple[str, int], int] = {}
     records: list[dict[str, Any]] = []
     skipped: dict[str, int] = {}
+    as_failures = 0
     n_errors = 0
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
@@ -155,7 +158,7 @@ def parse_sample_lines(
                     location=number)]
             else:
                 if obj.get("status") == "errored":  # with errors_as_failures: a failure
-                    skipped["errored"] = skipped.get("errored", 0) + 1
+                    as_failures += 1
                     obj = {k: obj[k] for k in ("scenario_id", "epoch", "offline") if k in obj}
                     obj |= {"score": 0.0, "passed": False}
                 line_errors, rec = _check_record(obj, source, number)
@@ -191,12 +194,11 @@ def parse_sample_lines(
     for recs in grouped.values():
         recs.sort(key=lambda r: r["epoch"])
     with_judges = sum("judge_scores" in r for r in records)
-    notes = [
-        f"{n} errored sample(s) counted as failures (score 0, not passed)"
-        if errors_as_failures and status == "errored"
-        else f"{n} {status} sample(s) skipped (status {status!r}): not scores"
-        for status, n in sorted(skipped.items())
-    ]
+    notes = [f"{n} {status} sample(s) skipped (status {status!r}): not scores"
+             for status, n in sorted(skipped.items())]
+    if as_failures:
+        notes.append(f"{as_failures} errored sample(s) counted as failures (score 0, not "
+                     "passed)")
     if 0 < with_judges < len(records):
         notes.append(
             f"judge_scores on {with_judges} of {len(records)} samples: judge noise is "
