@@ -57,3 +57,23 @@ def check_target_mdd(value: float | None) -> None:
     if value is not None and not (math.isfinite(value) and value > 0):
         raise InputError("command line", "--target-mdd",
                          f"expected a positive difference in score units, got {value}")
+
+
+OFFLINE_JUDGES = ("mock:judge", "mock:judge-strict", "mock:judge-lenient", "mock:judge-first")
+
+
+def judge_models(judges: list[str], offline: bool, *, needed_for: str) -> list[str]:
+    """The judge models a command runs: ``mock:judge`` with --offline and no --judge; with
+    --offline every judge must be a mock: model. ``needed_for`` ends "... needs a judge" in
+    the error for no judge at all. Raises InputError."""
+    if not judges:
+        if offline:
+            return ["mock:judge"]
+        raise InputError("command line", "--judge", f"{needed_for} needs a judge: --judge MODEL "
+                         "(e.g. openai:gpt-4.1; repeat for a panel), or --offline for "
+                         "mock:judge")
+    real = [j for j in judges if not j.startswith("mock:")]
+    if offline and real:
+        raise InputError("--offline", None, f"{real[0]} is not an offline model; with "
+                         f"--offline use mock: judges ({', '.join(OFFLINE_JUDGES)})")
+    return judges

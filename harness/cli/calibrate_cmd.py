@@ -29,7 +29,7 @@ from harness.calibration.judgments import load_judgments
 from harness.calibration.render import render_report
 from harness.calibration.report import AnalysisOptions, CalibrationReport
 from harness.calibration.scale import Scale
-from harness.cli.app import app, counting_progress
+from harness.cli.app import app, counting_progress, judge_models
 from harness.errors import InputError
 from harness.models.config import CacheMode, ModelsConfig
 
@@ -213,7 +213,7 @@ def calibrate(
         _print(analyse(data, options), json_output)
         return
     assert dataset is not None
-    judges = _judges(judge or [], offline)
+    judges = judge_models(judge or [], offline, needed_for="running judges on a DATASET")
     if not rubric:
         raise InputError("command line", "--rubric", "running judges on a DATASET needs "
                          "--rubric ID (the rubric the judges use)")
@@ -227,23 +227,6 @@ def calibrate(
         cache=cache or Path(".harness/cache.sqlite"), cache_mode=cache_mode,
         models_config=models_config, base_url=judge_base_url, rubric_dirs=rubrics_dir or [],
     )
-
-
-def _judges(judges: list[str], offline: bool) -> list[str]:
-    """The judge models: ``mock:judge`` with --offline and no --judge; with --offline every
-    judge must be a mock: model."""
-    if not judges:
-        if offline:
-            return ["mock:judge"]
-        raise InputError("command line", "--judge", "running judges on a DATASET needs "
-                         "--judge MODEL (e.g. openai:gpt-4.1), or --offline for mock:judge")
-    if offline:
-        real = [j for j in judges if not j.startswith("mock:")]
-        if real:
-            raise InputError("--offline", None, f"{real[0]} is not an offline model; with "
-                             "--offline use mock: judges (mock:judge, mock:judge-strict, "
-                             "mock:judge-lenient, mock:judge-first)")
-    return judges
 
 
 def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: AnalysisOptions,

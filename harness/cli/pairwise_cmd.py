@@ -12,27 +12,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from harness.cli.app import EXIT_GATE_FAILED, app, counting_progress
+from harness.cli.app import EXIT_GATE_FAILED, app, counting_progress, judge_models
 from harness.errors import InputError
 from harness.models.config import CacheMode, ModelsConfig
-
-OFFLINE_JUDGES = ("mock:judge", "mock:judge-strict", "mock:judge-lenient", "mock:judge-first")
-
-
-def pairwise_judges(judges: list[str], offline: bool) -> list[str]:
-    """The judge models: ``mock:judge`` with --offline and no --judge; with --offline every
-    judge must be a mock: model. Raises InputError."""
-    if not judges:
-        if offline:
-            return ["mock:judge"]
-        raise InputError("command line", "--judge", "comparing runs pairwise needs a judge: "
-                         "--judge MODEL (e.g. openai:gpt-4.1; repeat for a panel), or "
-                         "--offline for mock:judge")
-    real = [j for j in judges if not j.startswith("mock:")]
-    if offline and real:
-        raise InputError("--offline", None, f"{real[0]} is not an offline model; with "
-                         f"--offline use mock: judges ({', '.join(OFFLINE_JUDGES)})")
-    return judges
 
 
 @app.command()
@@ -75,7 +57,7 @@ def pairwise(
     from harness.report.pairwise import render_pairwise
     from harness.runs.pairwise import compare_runs_pairwise
 
-    judges = pairwise_judges(judge or [], offline)
+    judges = judge_models(judge or [], offline, needed_for="comparing runs pairwise")
     if rubric is None:
         raise InputError("command line", "--rubric", "comparing runs pairwise needs --rubric "
                          "ID (the rubric the transcripts are compared under)")
@@ -90,8 +72,10 @@ def pairwise(
                 rubric_dirs=rubrics or [], models=config, cache_path=cache,
                 cache_mode=cache_mode, base_url=judge_base_url, progress=advance))
     except KeyboardInterrupt:
-        err.print("[yellow]interrupted: nothing was written; judged comparisons are in the "
-                  "response cache, so running the same command again repeats no call[/]")
+        cached = cache_mode in ("read-write", "replay")
+        err.print("[yellow]interrupted: nothing was written" + (
+            "; judged comparisons are in the response cache, so running the same command "
+            "again repeats no call" if cached else "") + "[/]")
         raise typer.Exit(130) from None
     data = result.report.model_dump(mode="json")
     if out is not None:
