@@ -267,7 +267,17 @@ def _beside_humans(
     if not positions:
         return None
 
+    # The human and judge figures (and their difference) are read from the same resamples
+    # in separate passes: compute each resample's pair once.
+    computed: dict[bytes, tuple[float, float]] = {}
+
     def both(idx: np.ndarray) -> tuple[float, float]:
+        key = idx.tobytes()
+        if key not in computed:
+            computed[key] = _both(idx)
+        return computed[key]
+
+    def _both(idx: np.ndarray) -> tuple[float, float]:
         w = np.bincount(idx, minlength=units.n_items).astype(float)
         humans, judges = [], []
         for keep, hits, accuracy in positions:
