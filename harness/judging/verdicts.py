@@ -47,6 +47,9 @@ def _criterion_model(rubric: Rubric, index: int, criterion: Criterion) -> type[B
     score_help = f"The score: {levels}." + (
         f' Answer "{NA}" only if the criterion does not apply.' if criterion.allow_na else ""
     )
+    # Built at run time from the rubric's scale, so typed as Any: a checker can only see a
+    # type form in a literal annotation, and pydantic's stubs ask create_model for one.
+    score_type: Any = Annotated[Literal[choices], BeforeValidator(_tidy_score)]
     return create_model(
         f"Criterion_{index}_{criterion.id}",
         __config__=ConfigDict(extra="forbid"),
@@ -61,10 +64,7 @@ def _criterion_model(rubric: Rubric, index: int, criterion: Criterion) -> type[B
             Field(description="Short exact quotes from the material that support the score "
                               "(copied verbatim; empty if there is nothing to quote)."),
         ),
-        score=(
-            Annotated[Literal[choices], BeforeValidator(_tidy_score)],
-            Field(description=score_help),
-        ),
+        score=(score_type, Field(description=score_help)),
     )
 
 
