@@ -1,5 +1,6 @@
-"""Real judge and human data (../shared/data): the project's statistics must reproduce LLMBar's
-own figures and equal krippendorff / statsmodels / scipy on NewsRoom."""
+"""Real judge and human data (tests/data, sources and licences in its README): the project's
+statistics must reproduce LLMBar's own figures and equal krippendorff / statsmodels / scipy on
+NewsRoom."""
 
 from __future__ import annotations
 
@@ -18,12 +19,10 @@ from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 from harness.calibration import AnalysisOptions, analyse, build_pairwise, build_pointwise
 from harness.calibration.judgments import PairwiseJudgment, PointwiseJudgment
 
-DATA = Path(__file__).parents[2] / "shared" / "data"
+DATA = Path(__file__).parent / "data"
 LLMBAR = DATA / "llmbar-natural" / "evaluators"
-NEWSROOM = DATA / "judgebench-newsroom" / "newsroom.json"
+NEWSROOM = DATA / "judgebench-newsroom" / "newsroom_ratings.json"
 CRITERIA = ("Informativeness", "Relevance", "Fluency", "Coherence")
-
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data not found at {DATA}")
 
 FAST = AnalysisOptions(n_resamples=50)
 
