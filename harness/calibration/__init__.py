@@ -4,48 +4,8 @@ Read labelled items (:func:`load_dataset`) or existing judgments (:func:`load_ju
 contract 3), then :func:`analyse` them into a :class:`CalibrationReport`.
 """
 
-from harness.calibration.analysis import analyse
-from harness.calibration.datasets import (
-    PairwiseDataset,
-    PairwiseItem,
-    PointwiseDataset,
-    PointwiseItem,
-    load_dataset,
-)
-from harness.calibration.judgments import (
-    JudgmentSet,
-    PairwiseJudgment,
-    PairwiseJudgments,
-    PointwiseJudgment,
-    PointwiseJudgments,
-    build_pairwise,
-    build_pointwise,
-    load_judgments,
-    pairwise_judgments,
-    pointwise_judgment,
-)
-from harness.calibration.report import AnalysisOptions, CalibrationReport, Estimate
-from harness.calibration.scale import Scale
+import lazy_loader
 
-__all__ = [
-    "AnalysisOptions",
-    "CalibrationReport",
-    "Estimate",
-    "JudgmentSet",
-    "PairwiseDataset",
-    "PairwiseItem",
-    "PairwiseJudgment",
-    "PairwiseJudgments",
-    "PointwiseDataset",
-    "PointwiseItem",
-    "PointwiseJudgment",
-    "PointwiseJudgments",
-    "Scale",
-    "analyse",
-    "build_pairwise",
-    "build_pointwise",
-    "load_dataset",
-    "load_judgments",
-    "pairwise_judgments",
-    "pointwise_judgment",
-]
+# Exports are imported on first use (names in __init__.pyi), so that importing one light
+# module of this package (e.g. for a command's --help) does not import them all.
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

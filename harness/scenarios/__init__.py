@@ -1,35 +1,8 @@
 """Scenario files: the format (pydantic models), loading with errors that name file, line and
 field, cross-field validation, and the JSON Schema export for editors."""
 
-from harness.scenarios.loading import (
-    ValidationReport,
-    load_scenarios,
-    parse_scenario,
-    validate_paths,
-)
-from harness.scenarios.schema import (
-    AgentSpec,
-    Answer,
-    Limits,
-    Rule,
-    Scenario,
-    ToolDef,
-    UserSpec,
-)
-from harness.scenarios.validation import Problem, scenario_problems
+import lazy_loader
 
-__all__ = [
-    "AgentSpec",
-    "Answer",
-    "Limits",
-    "Problem",
-    "Rule",
-    "Scenario",
-    "ToolDef",
-    "UserSpec",
-    "ValidationReport",
-    "load_scenarios",
-    "parse_scenario",
-    "scenario_problems",
-    "validate_paths",
-]
+# Exports are imported on first use (names in __init__.pyi), so that importing one light
+# module of this package (e.g. for a command's --help) does not import them all.
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

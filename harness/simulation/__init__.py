@@ -2,17 +2,8 @@
 and the engine that runs them into a transcript. Offline ``mock:`` behaviours live in
 :mod:`harness.simulation.offline` (imported lazily by the mock model registry)."""
 
-from harness.simulation.agent import Agent, AgentTurn, CallableAgent, ModelAgent, agent_for
-from harness.simulation.episode import run_episode
-from harness.simulation.simulator import SimulatorTurn, UserSimulator
+import lazy_loader
 
-__all__ = [
-    "Agent",
-    "AgentTurn",
-    "CallableAgent",
-    "ModelAgent",
-    "SimulatorTurn",
-    "UserSimulator",
-    "agent_for",
-    "run_episode",
-]
+# Exports are imported on first use (names in __init__.pyi), so that importing one light
+# module of this package (e.g. for a command's --help) does not import them all.
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
