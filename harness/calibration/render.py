@@ -1,11 +1,12 @@
 """Terminal rendering of a :class:`CalibrationReport` with rich: one table per judge, then
 the human baseline, comparisons, policies and notes. Model text never reaches the terminal
-(only ids and numbers), and ids are escaped so they cannot inject rich markup."""
+(only ids and numbers), and ids, labels, paths and notes go through
+:func:`~harness.report.safe.terminal_text`, so they cannot inject rich markup or terminal
+escape sequences."""
 
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from harness.calibration.report import (
@@ -14,6 +15,7 @@ from harness.calibration.report import (
     PairwiseJudgeReport,
     PointwiseJudgeReport,
 )
+from harness.report.safe import terminal_text
 from harness.report.terminal import fmt_num
 
 
@@ -31,7 +33,8 @@ def _row(table: Table, name: str, estimate: Estimate | None) -> None:
     if estimate is None:
         return
     if estimate.value is None:
-        table.add_row(name, "undefined", "", str(estimate.n), escape(estimate.undefined or ""))
+        table.add_row(name, "undefined", "", str(estimate.n),
+                      terminal_text(estimate.undefined or ""))
         return
     interval = (
         "—" if estimate.ci_low is None
@@ -40,11 +43,12 @@ def _row(table: Table, name: str, estimate: Estimate | None) -> None:
     note = estimate.detail or ""
     if estimate.resamples_undefined:
         note += f" ({estimate.resamples_undefined} resamples undefined)"
-    table.add_row(name, fmt_num(estimate.value), interval, str(estimate.n), escape(note.strip()))
+    table.add_row(name, fmt_num(estimate.value), interval, str(estimate.n),
+                  terminal_text(note.strip()))
 
 
 def _judge_name(judge_id: str | None) -> str:
-    return escape(judge_id) if judge_id is not None else "judge"
+    return terminal_text(judge_id) if judge_id is not None else "judge"
 
 
 def _pointwise(judge: PointwiseJudgeReport, level: str, console: Console) -> None:
@@ -84,16 +88,15 @@ def _pointwise(judge: PointwiseJudgeReport, level: str, console: Console) -> Non
         cm = judge.confusion_matrix
         matrix = Table(title="confusion (rows: people, columns: judge)", title_justify="left")
         matrix.add_column("")
-        for category in cm.categories:
-            matrix.add_column(f"{category:g}" if isinstance(category, float) else category,
-                              justify="right")
-        for category, row in zip(cm.categories, cm.counts, strict=True):
-            label = f"{category:g}" if isinstance(category, float) else category
+        labels = [f"{c:g}" if isinstance(c, float) else terminal_text(c) for c in cm.categories]
+        for label in labels:
+            matrix.add_column(label, justify="right")
+        for label, row in zip(labels, cm.counts, strict=True):
             matrix.add_row(label, *(str(c) for c in row))
         console.print(matrix)
     if judge.thresholds and judge.thresholds.curve:
-        curve = Table(title=f"threshold trade-off (people: {escape(judge.thresholds.human_rule)})",
-                      title_justify="left")
+        rule = terminal_text(judge.thresholds.human_rule)
+        curve = Table(title=f"threshold trade-off (people: {rule})", title_justify="left")
         for col in ("threshold", "judge pass rate", "coverage", "false failures", "accuracy",
                     "kappa", "alignment"):
             curve.add_column(col, justify="right")
@@ -109,7 +112,7 @@ def _pointwise(judge: PointwiseJudgeReport, level: str, console: Console) -> Non
 def _ppi(judge: PointwiseJudgeReport, level: str, console: Console) -> None:
     assert judge.ppi is not None
     if judge.ppi.undefined:
-        console.print(f"PPI: undefined — {escape(judge.ppi.undefined)}")
+        console.print(f"PPI: undefined — {terminal_text(judge.ppi.undefined)}")
         return
     table = Table(title="prediction-powered inference (PPI++)", title_justify="left")
     for col in ("target", "PPI estimate", f"{level} interval", "human-only", f"{level} interval",
@@ -155,7 +158,8 @@ def render_report(report: CalibrationReport, console: Console) -> None:
     """Print the report as rich tables."""
     level = f"{report.options.confidence:.0%}"
     scale = f", scale {report.scale.describe()}" if report.scale else ""
-    console.print(f"[bold]Judge calibration[/] ({report.kind}, {escape(report.source)}{scale})")
+    console.print(f"[bold]Judge calibration[/] ({report.kind}, "
+                  f"{terminal_text(report.source)}{scale})")
     for judge in report.judges:
         if isinstance(judge, PointwiseJudgeReport):
             _pointwise(judge, level, console)
@@ -174,9 +178,10 @@ def render_report(report: CalibrationReport, console: Console) -> None:
     if report.comparisons:
         table = _stats_table("judge comparisons (a − b, paired)", level)
         for c in report.comparisons:
-            _row(table, f"{escape(c.judge_a)} − {escape(c.judge_b)}: {c.statistic}", c.difference)
+            _row(table, f"{terminal_text(c.judge_a)} − {terminal_text(c.judge_b)}: "
+                 f"{c.statistic}", c.difference)
         console.print(table)
     for policy in report.policies:
-        console.print(f"[dim]policy:[/] {escape(policy)}")
+        console.print(f"[dim]policy:[/] {terminal_text(policy)}")
     for note in report.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}")
+        console.print(f"[yellow]note:[/] {terminal_text(note)}")

@@ -1,29 +1,33 @@
 """Command-line entry point: ``harness <command>``.
 
 Each command lives in its own module and registers itself on :data:`harness.cli.app.app`.
-A :class:`~harness.errors.HarnessError` is printed as one line on stderr (exit 2), never as a
-traceback.
+A :class:`~harness.errors.HarnessError` is printed as one line on stderr (one line per problem
+for :class:`~harness.errors.InputErrors`; exit 2), never as a traceback. Its message quotes
+outside text (paths, field values, ids, servers' error text), so it is printed through
+:func:`~harness.report.safe.terminal_text`; so are log records that no configured handler
+takes (:class:`~harness.report.safe.TerminalLogHandler`).
 """
 
 from __future__ import annotations
 
+import logging
 import sys
-
-from rich.console import Console
 
 # Importing a command module registers its commands.
 from harness.cli import commands  # noqa: F401  (registration side effect)
 from harness.cli.app import EXIT_INPUT_ERROR, app
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputErrors
+from harness.report.safe import TerminalLogHandler, terminal_console, terminal_text
 
 
 def main() -> None:
+    logging.lastResort = TerminalLogHandler()
     try:
         app()
     except HarnessError as err:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(
-            f"[bold red]error:[/] {err}", markup=True
-        )
+        problems = err.errors if isinstance(err, InputErrors) else [err]
+        terminal_console(stderr=True, soft_wrap=True).print(
+            "[bold red]error:[/] " + "\n".join(terminal_text(p) for p in problems))
         sys.exit(EXIT_INPUT_ERROR)
 
 

@@ -21,8 +21,6 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
-from rich.markup import escape
 
 from harness.calibration.analysis import analyse, off_scale_notes
 from harness.calibration.judgments import load_judgments
@@ -32,6 +30,7 @@ from harness.calibration.scale import Scale
 from harness.cli.app import app, counting_progress, judge_models
 from harness.errors import InputError
 from harness.models.config import CacheMode, ModelsConfig
+from harness.report.safe import terminal_console, terminal_text
 
 _OPTION_NAMES = {
     "n_resamples": "--resamples",
@@ -74,9 +73,9 @@ def _warn_off_scale(report: CalibrationReport) -> None:
     the report itself goes out as JSON (the terminal report lists them in its notes)."""
     if not report.off_scale_labels:
         return
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = terminal_console(stderr=True, soft_wrap=True)
     for note in off_scale_notes(report.off_scale_labels):
-        err.print(f"[yellow]warning:[/] {escape(note)}")
+        err.print(f"[yellow]warning:[/] {terminal_text(note)}")
 
 
 def _print(report: CalibrationReport, json_output: bool) -> None:
@@ -84,7 +83,7 @@ def _print(report: CalibrationReport, json_output: bool) -> None:
         _warn_off_scale(report)
         typer.echo(json.dumps(report.to_json_dict(), indent=2, allow_nan=False))
         return
-    render_report(report, Console(highlight=False))
+    render_report(report, terminal_console())
 
 
 @app.command()
@@ -240,7 +239,7 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
     from harness.calibration.study_dir import JUDGMENTS_FILE, STUDY_FILE
     from harness.calibration.study_records import parse_scale_map
 
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = terminal_console(stderr=True, soft_wrap=True)
     mapping = parse_scale_map(scale_map) if scale_map is not None else None
     config = ModelsConfig.from_yaml(models_config) if models_config is not None else None
     progress, advance = counting_progress("judging", err)
@@ -255,16 +254,16 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
                 progress=advance))
     except KeyboardInterrupt:
         err.print(f"[yellow]interrupted: the finished judgments are in "
-                  f"{escape(str(out / JUDGMENTS_FILE))}; run the same command to resume[/]")
+                  f"{terminal_text(out / JUDGMENTS_FILE)}; run the same command to resume[/]")
         raise typer.Exit(130) from None
     offline = [n for n in report.notes if n.startswith("OFFLINE:")]
     if offline and not json_output:
-        Console(highlight=False).print(f"[bold yellow]{escape(offline[0])}[/]")
+        terminal_console().print(f"[bold yellow]{terminal_text(offline[0])}[/]")
     _print(report, json_output)
     counts = json.loads((out / STUDY_FILE).read_text(encoding="utf-8"))["counts"]
     usage = counts["usage"]
     err.print(
-        f"[dim]study {escape(str(out))}: {counts['units_judged']} judge×item judged, "
+        f"[dim]study {terminal_text(out)}: {counts['units_judged']} judge×item judged, "
         f"{counts['units_resumed']} resumed; {usage.get('calls', 0)} model calls "
         f"({usage.get('cached_calls', 0)} cached), {counts['failed_calls']} failed; wrote "
         f"{JUDGMENTS_FILE}, report.json, {STUDY_FILE}[/]")

@@ -18,6 +18,7 @@ from rich.console import Console
 
 from harness.cli.app import app
 from harness.errors import HarnessError
+from harness.report.safe import terminal_console, terminal_text
 from harness.resources import data_dir
 from harness.runs.api import run_suite
 from harness.runs.config import RunConfig
@@ -40,10 +41,10 @@ def demo(
             f"the example scenarios are not at {EXAMPLE_SCENARIOS}; run the demo from a "
             "checkout installed with `pip install -e .`")
     out = out or Path("runs") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
-    console = Console(highlight=False)
+    console = terminal_console()
     console.rule("[bold]1. The example suite, offline")
-    console.print(f"scenarios: {EXAMPLE_SCENARIOS}; agent mock:agent-flaky, simulator "
-                  f"mock:simulator, judge mock:judge; {epochs} epochs each")
+    console.print(f"scenarios: {terminal_text(EXAMPLE_SCENARIOS)}; agent mock:agent-flaky, "
+                  f"simulator mock:simulator, judge mock:judge; {epochs} epochs each")
     config = RunConfig(
         scenario_paths=[str(EXAMPLE_SCENARIOS)], offline=True, agent="mock:agent-flaky",
         epochs=epochs, cache_mode="off",
@@ -55,11 +56,11 @@ def demo(
     _calibration(out / "calibration", console)
 
     console.rule("[bold]Next")
+    suite = terminal_text(out / "suite")
     console.print(
-        f"- the suite's files: {out / 'suite'}/summary.json, samples.jsonl, run.sqlite\n"
-        "- statistics from any score file: harness stats "
-        f"{out / 'suite'}/samples.jsonl\n"
-        f"- with real models: harness run {_shown(EXAMPLE_SCENARIOS)} "
+        f"- the suite's files: {suite}/summary.json, samples.jsonl, run.sqlite\n"
+        f"- statistics from any score file: harness stats {suite}/samples.jsonl\n"
+        f"- with real models: harness run {terminal_text(_shown(EXAMPLE_SCENARIOS))} "
         "--agent anthropic:claude-sonnet-4-5 "
         "--simulator anthropic:claude-haiku-4-5 --judge openai:gpt-4.1 (keys from "
         "ANTHROPIC_API_KEY / OPENAI_API_KEY)"
@@ -79,7 +80,7 @@ def _calibration(out: Path, console: Console) -> None:
     from harness.calibration.study import run_calibration
 
     dataset = EXAMPLE_CALIBRATION / "pointwise_items.jsonl"
-    console.print(f"labelled items: {dataset}; judge mock:judge, 3 samples per item")
+    console.print(f"labelled items: {terminal_text(dataset)}; judge mock:judge, 3 samples per item")
     report = asyncio.run(run_calibration(
         dataset, ["mock:judge"], "final_response_quality", samples=3, out_dir=out))
     render_report(report, console)

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from harness.cli.app import EXIT_GATE_FAILED, app, counting_progress, judge_models
 from harness.errors import InputError
 from harness.models.config import CacheMode, ModelsConfig
+from harness.report.safe import terminal_console, terminal_text
 
 
 @app.command()
@@ -62,7 +61,7 @@ def pairwise(
         raise InputError("command line", "--rubric", "comparing runs pairwise needs --rubric "
                          "ID (the rubric the transcripts are compared under)")
     config = ModelsConfig.from_yaml(models_config) if models_config is not None else None
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = terminal_console(stderr=True, soft_wrap=True)
     progress, advance = counting_progress("judging pairs", err)
 
     try:
@@ -86,8 +85,8 @@ def pairwise(
     if as_json:
         typer.echo(json.dumps(data, indent=2, allow_nan=False))
     else:
-        render_pairwise(data, Console(highlight=False))
+        render_pairwise(data, terminal_console())
     if out is not None:
-        err.print(f"[dim]wrote {escape(str(out))} ({len(result.lines)} lines)[/]")
+        err.print(f"[dim]wrote {terminal_text(out)} ({len(result.lines)} lines)[/]")
     if fail_on_regression and result.report.significant_regression:
         raise typer.Exit(EXIT_GATE_FAILED)

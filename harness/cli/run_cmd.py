@@ -17,6 +17,7 @@ from harness.cli.app import EXIT_GATE_FAILED, EXIT_INPUT_ERROR, app, check_targe
 from harness.errors import HarnessError
 from harness.judging.aggregate import AggregationMethod
 from harness.models.config import CacheMode
+from harness.report.safe import terminal_console, terminal_text
 from harness.runs.api import RunResult, resume_run, run_suite
 from harness.runs.config import AdaptiveSettings, RunConfig
 from harness.runs.engine import Runner
@@ -27,7 +28,7 @@ from harness.runs.summary import read_summary, scores_by_scenario
 from harness.stats.compare import PairedTest, compare_runs
 from harness.stats.summary import offline_notice
 
-ERR = Console(stderr=True, highlight=False)
+ERR = terminal_console(stderr=True)
 
 
 class RunProgress:
@@ -74,9 +75,9 @@ def _finish(result: RunResult, *, as_json: bool, min_pass_rate: float | None,
     if as_json:
         typer.echo(json.dumps(result.summary, indent=2))
     else:
-        render_run(result.summary, Console(highlight=False), run_dir=str(result.run_dir),
+        render_run(result.summary, terminal_console(), run_dir=str(result.run_dir),
                    gate=gate)
-        ERR.print(f"[dim]wrote {result.run_dir}/summary.json and samples.jsonl[/]")
+        ERR.print(f"[dim]wrote {terminal_text(result.run_dir)}/summary.json and samples.jsonl[/]")
     stopped = result.summary.get("stopped")
     if stopped and stopped["reason"] == "model_configuration":
         raise typer.Exit(EXIT_INPUT_ERROR)
@@ -226,7 +227,7 @@ def run(
     except KeyboardInterrupt:
         where = resume or out or "the run directory"
         ERR.print(f"[yellow]interrupted: finished samples are stored; continue with "
-                  f"harness run --resume {where}[/]")
+                  f"harness run --resume {terminal_text(where)}[/]")
         raise typer.Exit(130) from None
     _finish(result, as_json=as_json, min_pass_rate=min_pass_rate, min_score=min_score,
             gate_on=gate_on)
@@ -268,7 +269,7 @@ def report(
         typer.echo(json.dumps(summary, indent=2))
         return
     gate = GateResult.model_validate(summary["gate"]) if summary.get("gate") else None
-    render_run(summary, Console(highlight=False), run_dir=str(run_dir), gate=gate)
+    render_run(summary, terminal_console(), run_dir=str(run_dir), gate=gate)
 
 
 def _with_target(summary: dict[str, Any], target: float, run_dir: Path) -> dict[str, Any]:
@@ -327,7 +328,7 @@ def compare(
     else:
         from harness.report.terminal import render_comparison
 
-        render_comparison(data, Console(highlight=False))
+        render_comparison(data, terminal_console())
     if fail_on_regression and result.significant_regression:
         raise typer.Exit(EXIT_GATE_FAILED)
 

@@ -16,12 +16,12 @@ from typing import Annotated, Any
 import typer
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from harness.checks.transcript_file import load_transcript_file, score_records
 from harness.cli.app import app
 from harness.errors import InputError
+from harness.report.safe import terminal_console, terminal_text
 
 # The per-transcript table shows the core trajectory metrics (short headers) and names the
 # other checks that failed; the summary table lists every metric. The JSON keeps everything.
@@ -64,8 +64,8 @@ def _print_tables(output: dict[str, Any], console: Console) -> None:
     for row in output["transcripts"]:
         failed = [_short(c["name"]) for c in row["checks"]
                   if c["passed"] is False and c["name"] not in _CORE]
-        table.add_row(escape(row["id"]), *(_fmt(row.get(n)) for n in core),
-                      escape(", ".join(failed)) or "—")
+        table.add_row(terminal_text(row["id"]), *(_fmt(row.get(n)) for n in core),
+                      terminal_text(", ".join(failed)) or "—")
     console.print(table)
 
     summary = Table(title=f"Summary over {output['summary']['n_transcripts']} transcripts",
@@ -74,7 +74,7 @@ def _print_tables(output: dict[str, Any], console: Console) -> None:
     summary.add_column("mean", justify="right")
     summary.add_column("n", justify="right")
     for name, stats in output["summary"]["metrics"].items():
-        summary.add_row(escape(name), _fmt(stats["mean"]), str(stats["n"]))
+        summary.add_row(terminal_text(name), _fmt(stats["mean"]), str(stats["n"]))
     console.print(summary)
 
 
@@ -110,16 +110,17 @@ def score_transcripts(
     output = score_records(records, extra_metrics=judged.metrics if judged else None)
     if judged is not None:
         judged.attach(output)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = terminal_console(stderr=True, soft_wrap=True)
     for warning in output["warnings"]:
-        # model text is data: escape it so brackets in it are not read as rich markup
-        err.print(f"[yellow]warning:[/] {escape(warning)}", markup=True)
+        err.print(f"[yellow]warning:[/] {terminal_text(warning)}")
     if judged is not None and judged.summary["offline"]:
-        err.print(f"[yellow]note:[/] {judged.summary['note']}", markup=True)
+        err.print(f"[yellow]note:[/] {terminal_text(judged.summary['note'])}")
     if json_output:
-        typer.echo(json.dumps(output, indent=2, ensure_ascii=False))
+        # json's default ensure_ascii: every control, C1 and bidirectional character in ids
+        # and model text goes out as a \u escape, never raw
+        typer.echo(json.dumps(output, indent=2))
     else:
-        _print_tables(output, Console(highlight=False))
+        _print_tables(output, terminal_console())
 
 
 def _judge(records: list[Any], judges: list[str], rubric_ids: list[str],

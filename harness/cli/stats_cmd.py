@@ -13,6 +13,7 @@ from rich.table import Table
 
 from harness.cli.app import app, check_target_mdd
 from harness.errors import InputError
+from harness.report.safe import terminal_console
 from harness.report.terminal import (
     fmt_num,
     render_notes,
@@ -111,4 +112,4 @@ def stats(
     if as_json:
         typer.echo(json.dumps(out, indent=2, allow_nan=False))
     else:
-        _print_tables(out, Console(highlight=False))
+        _print_tables(out, terminal_console())

@@ -11,6 +11,7 @@ import typer
 from harness.cli.app import EXIT_GATE_FAILED, EXIT_INPUT_ERROR, app
 from harness.errors import InputError, InputErrors
 from harness.judging.rubric import load_rubrics
+from harness.report.safe import terminal_console, terminal_text
 from harness.scenarios.export import stale_schemas, write_schemas
 from harness.scenarios.loading import validate_paths
 
@@ -39,8 +40,9 @@ def validate(
     known, rubric_errors = _rubric_ids(rubrics or [])
     report = validate_paths(paths, check_imports=not no_imports, known_rubrics=known)
     report.errors[:0] = rubric_errors
+    err = terminal_console(stderr=True, soft_wrap=True)
     for error in report.errors:
-        typer.echo(str(error), err=True)
+        err.print(terminal_text(error))
     if report.errors:
         files = len({e.source for e in report.errors})
         noun = "problem" if len(report.errors) == 1 else "problems"

@@ -1,14 +1,15 @@
 """Rich tables for a pairwise comparison of two runs (``harness pairwise``): the headline
 figures with their intervals, the per-scenario table, and what was not compared. Text from
-runs and models is escaped, so it can never inject console markup."""
+runs and models goes through :func:`~harness.report.safe.terminal_text`, so it can never
+inject console markup or terminal escape sequences."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
+from harness.report.safe import terminal_text
 from harness.report.terminal import fmt_ci, fmt_num, make_table, render_notes, render_notice
 
 
@@ -22,9 +23,10 @@ def render_pairwise(report: dict[str, Any], console: Console, *, max_rows: int =
     counts = report["counts"]
     rubric = report["rubric"]
     console.print(
-        f"[bold]Pairwise[/] A = {escape(report['run_a'])}  B = {escape(report['run_b'])}\n"
-        f"rubric {escape(str(rubric['id']))} v{escape(str(rubric['version']))}, judges "
-        f"{escape(', '.join(report['judges']))}, {report['samples']} sample(s) each, both "
+        f"[bold]Pairwise[/] A = {terminal_text(report['run_a'])}  "
+        f"B = {terminal_text(report['run_b'])}\n"
+        f"rubric {terminal_text(rubric['id'])} v{terminal_text(rubric['version'])}, judges "
+        f"{terminal_text(', '.join(report['judges']))}, {report['samples']} sample(s) each, both "
         f"orders; {counts['pairs']} pairs in {counts['common_scenarios']} common scenarios")
     table = make_table("B against A", "figure", "value", "95% interval", "how")
     table.columns[-1].justify = "left"
@@ -47,7 +49,7 @@ def render_pairwise(report: dict[str, Any], console: Console, *, max_rows: int =
         judges = make_table("By judge (comparisons)", "judge", "A", "B", "ties", "errors",
                         "inconsistency")
         for name, s in report["by_judge"].items():
-            judges.add_row(escape(name), str(s["wins_a"]), str(s["wins_b"]), str(s["ties"]),
+            judges.add_row(terminal_text(name), str(s["wins_a"]), str(s["wins_b"]), str(s["ties"]),
                            str(s["n_errors"]), fmt_num(s["inconsistency_rate"]["value"]))
         console.print(judges)
     rows = sorted(report["scenarios"], key=lambda s: (s["b_win_rate"] is None,
@@ -57,7 +59,7 @@ def render_pairwise(report: dict[str, Any], console: Console, *, max_rows: int =
     per.columns[0].overflow = "ellipsis"
     per.columns[0].min_width = 16
     for s in rows[:max_rows]:
-        per.add_row(escape(s["scenario_id"]), str(s["pairs"]),
+        per.add_row(terminal_text(s["scenario_id"]), str(s["pairs"]),
                     f"{s['wins_a']}/{s['wins_b']}/{s['ties']}", str(s["judge_errors"]),
                     str(s["skipped"]), fmt_num(s["b_win_rate"]),
                     f"{s['inconsistent_comparisons']}/{s['comparisons']}")
@@ -68,7 +70,7 @@ def render_pairwise(report: dict[str, Any], console: Console, *, max_rows: int =
         only = report[f"scenarios_only_in_{side}"]
         if only:
             console.print(f"[yellow]scenarios only in run {side.upper()} (not compared):[/] "
-                          + escape(", ".join(only)))
+                          + terminal_text(", ".join(only)))
     render_notes(report["notes"], console)
     if report["significant_regression"]:
         console.print("[bold red]significant regression: B loses to A (the interval of B's win "

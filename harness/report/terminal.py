@@ -1,16 +1,17 @@
 """Rich tables for a run summary and a paired comparison. Every number is shown with its
-interval and n; errors are shown apart from scores. Text that came from scenarios or models
-is escaped, so it can never inject console markup."""
+interval and n; errors are shown apart from scores. Text that came from scenarios, models or
+the summary file goes through :func:`~harness.report.safe.terminal_text`, so it can never
+inject console markup or terminal escape sequences."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from harness.report.safe import terminal_text
 from harness.runs.gate import GateResult
 
 
@@ -41,16 +42,16 @@ def render_run(summary: dict[str, Any], console: Console, *, run_dir: str | None
     head = (f"{counts['scenarios']} scenarios, {counts['samples']} samples: "
             f"{counts['scored']} scored, {counts['errored']} errored, "
             f"{counts['unscored']} unscored")
-    console.print(f"[bold]Run[/] {escape(run_dir or '')}  {head}")
+    console.print(f"[bold]Run[/] {terminal_text(run_dir or '')}  {head}")
     stopped = summary.get("stopped")
     if stopped:
-        console.print(f"[bold red]stopped early[/] ({escape(stopped['reason'])}): "
-                      f"{escape(stopped['message'])} — finished samples are kept; "
+        console.print(f"[bold red]stopped early[/] ({terminal_text(stopped['reason'])}): "
+                      f"{terminal_text(stopped['message'])} — finished samples are kept; "
                       "continue with [bold]harness run --resume DIR[/]")
     score = summary.get("score")
     if score is None:
         for note in summary.get("notes", []):
-            console.print(f"[yellow]{escape(note)}[/]")
+            console.print(f"[yellow]{terminal_text(note)}[/]")
     else:
         _suite_table(score, console)
         errors: dict[str, int] = {}
@@ -99,12 +100,12 @@ def _suite_table(score: dict[str, Any], console: Console) -> None:
 def render_notice(notice: str | None, console: Console) -> None:
     """The offline notice, first and hard to miss, when the figures came from mock models."""
     if notice:
-        console.print(Panel(escape(notice), style="bold yellow"))
+        console.print(Panel(terminal_text(notice), style="bold yellow"))
 
 
 def render_notes(notes: list[str], console: Console) -> None:
     for note in notes:
-        console.print(f"[dim]note: {escape(note)}[/]")
+        console.print(f"[dim]note: {terminal_text(note)}[/]")
 
 
 def render_scenarios(score: dict[str, Any], console: Console, *,
@@ -120,7 +121,7 @@ def render_scenarios(score: dict[str, Any], console: Console, *,
     for s in rows[:max_rows]:
         k_max = max(s["pass_hat_k"], key=int)
         mean_ci = fmt_ci(s.get("mean_ci_low"), s.get("mean_ci_high"))
-        cells = [escape(s["scenario_id"]), str(s["n_epochs"]),
+        cells = [terminal_text(s["scenario_id"]), str(s["n_epochs"]),
                  f"{fmt_num(s['mean'])} {mean_ci}", fmt_num(s["sd"]),
                  f"{fmt_num(s['pass_rate'])} "
                  f"{fmt_ci(s['pass_rate_ci_low'], s['pass_rate_ci_high'])}",
@@ -198,7 +199,7 @@ def _metrics_table(metrics: dict[str, Any], console: Console, max_rows: int) -> 
     table = make_table("Metrics (mean of scenario means)", "metric", "mean", "interval",
                    "scenarios", "samples")
     for name, m in list(metrics.items())[:max_rows]:
-        table.add_row(escape(name), fmt_num(m["value"]), fmt_ci(m["ci_low"], m["ci_high"]),
+        table.add_row(terminal_text(name), fmt_num(m["value"]), fmt_ci(m["ci_low"], m["ci_high"]),
                       str(m["n_scenarios"]), str(m["n"]))
     console.print(table)
 
@@ -208,11 +209,11 @@ def _errors(summary: dict[str, Any], console: Console) -> None:
     if not policy["errored_samples"]:
         return
     console.print(f"[bold red]{policy['errored_samples']} errored samples[/] "
-                  f"(not scores: {escape(policy['meaning'])})")
+                  f"(not scores: {terminal_text(policy['meaning'])})")
     table = make_table("Errors", "scenario", "epoch", "kind", "message")
     for e in summary["errors"][:10]:
-        table.add_row(escape(e["scenario_id"]), str(e["epoch"]), escape(e["kind"]),
-                      escape(e["message"][:200]))
+        table.add_row(terminal_text(e["scenario_id"]), str(e["epoch"]), terminal_text(e["kind"]),
+                      terminal_text(e["message"][:200]))
     console.print(table)
 
 
@@ -227,8 +228,8 @@ def _failures(analysis: dict[str, Any], console: Console) -> None:
     table.columns[2].justify = "left"
     for g in groups[:15]:
         scen = ", ".join(g["scenarios"][:4]) + (" …" if len(g["scenarios"]) > 4 else "")
-        table.add_row(escape(f"{g['kind']}: {g['key']}"), str(g["samples"]), escape(scen),
-                      escape(g["recommendation"]))
+        table.add_row(terminal_text(f"{g['kind']}: {g['key']}"), str(g["samples"]),
+                      terminal_text(scen), terminal_text(g["recommendation"]))
     console.print(table)
 
 
@@ -236,8 +237,8 @@ def _usage(usage: dict[str, Any], console: Console) -> None:
     table = make_table("Model usage", "role", "calls", "cached", "input tokens", "output tokens",
                    "cost (USD)")
     for role, u in usage["by_role"].items():
-        table.add_row(role, str(u["calls"]), str(u["cached_calls"]), str(u["input_tokens"]),
-                      str(u["output_tokens"]), f"{u['cost_usd']:.4f}")
+        table.add_row(terminal_text(role), str(u["calls"]), str(u["cached_calls"]),
+                      str(u["input_tokens"]), str(u["output_tokens"]), f"{u['cost_usd']:.4f}")
     if usage.get("unpriced_calls"):
         table.caption = (f"{usage['unpriced_calls']} calls to models with no price entry are "
                          "not in the cost")
@@ -247,7 +248,7 @@ def _usage(usage: dict[str, Any], console: Console) -> None:
 def _adaptive(adaptive: dict[str, Any], console: Console) -> None:
     line = (f"adaptive sampling: target width {adaptive['target_width']:.3f}, "
             f"final width {fmt_num(adaptive.get('final_width'))} "
-            f"({escape(str(adaptive.get('final_reason')))}), "
+            f"({terminal_text(adaptive.get('final_reason'))}), "
             f"{adaptive.get('samples_used')} samples")
     savings = adaptive.get("savings")
     if savings and savings.get("fixed_samples") is not None:
@@ -262,7 +263,7 @@ def _adaptive(adaptive: dict[str, Any], console: Console) -> None:
 def render_gate(gate: GateResult, console: Console) -> None:
     for check in gate.checks:
         mark = "[bold green]PASS[/]" if check.passed else "[bold red]FAIL[/]"
-        console.print(f"gate {mark} {escape(check.detail)}")
+        console.print(f"gate {mark} {terminal_text(check.detail)}")
 
 
 def render_comparison(result: dict[str, Any], console: Console, *, max_rows: int = 50) -> None:
@@ -276,27 +277,27 @@ def render_comparison(result: dict[str, Any], console: Console, *, max_rows: int
     table.add_row("baseline mean", fmt_num(result["baseline_mean"]), "", "")
     table.add_row("candidate mean", fmt_num(result["candidate_mean"]), "", "")
     table.add_row("difference", fmt_num(d["value"]), fmt_ci(d["ci_low"], d["ci_high"]),
-                  escape(d["method"]))
+                  terminal_text(d["method"]))
     for key in ("t_test", "permutation_test"):
         t = result[key]
         table.add_row(key.replace("_", " "), fmt_num(t["statistic"]),
                       f"p = {fmt_num(t['p_value'])}",
-                      escape(t["method"]))
+                      terminal_text(t["method"]))
     if result.get("mcnemar"):
         m = result["mcnemar"]
         table.add_row("McNemar (pass/fail)", fmt_num(m.get("statistic")),
-                      f"p = {fmt_num(m['p_value'])}", escape(m["method"]))
+                      f"p = {fmt_num(m['p_value'])}", terminal_text(m["method"]))
     table.add_row("correlation of scenario means", fmt_num(result["correlation"]), "", "Pearson")
     console.print(table)
     rows = sorted(result["scenarios"], key=lambda s: s["difference"])
     per = make_table("Per scenario (most regressed first)", "scenario", "baseline", "candidate",
                  "difference")
     for s in rows[:max_rows]:
-        per.add_row(escape(s["scenario_id"]), fmt_num(s["baseline_mean"]),
+        per.add_row(terminal_text(s["scenario_id"]), fmt_num(s["baseline_mean"]),
                     fmt_num(s["candidate_mean"]), fmt_num(s["difference"]))
     console.print(per)
     for note in result.get("notes", []):
-        console.print(f"[dim]{escape(note)}[/]")
+        console.print(f"[dim]{terminal_text(note)}[/]")
     if result["significant_regression"]:
         console.print("[bold red]significant regression[/]")
     elif result["significant_improvement"]:
