@@ -6,7 +6,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 
 import anthropic
 import httpx2
@@ -177,18 +176,17 @@ async def test_hundreds_of_concurrent_requests(loopback):
     loopback.latency = 0.3
     limits = httpx2.Limits(max_connections=400, max_keepalive_connections=400)
     async with httpx2.AsyncClient(limits=limits, timeout=30) as http:
-        started = time.perf_counter()
         responses = await asyncio.gather(*(
             http.post(f"{loopback.openai_base_url}/chat/completions",
                       json={"model": "m", "messages": USER})
             for _ in range(300)
         ))
-        elapsed = time.perf_counter() - started
     assert all(r.status_code == 200 for r in responses)
     assert loopback.request_count == 300
-    assert loopback.max_in_flight >= 250  # they really overlapped ...
+    # They really overlapped instead of queueing behind each other (counted by the server,
+    # not timed: wall-clock bounds belong in benchmarks/, and fail on a loaded machine).
+    assert loopback.max_in_flight >= 250
     assert loopback.in_flight == 0
-    assert elapsed < 5  # ... instead of queueing behind each other (300 x 0.3s = 90s)
 
 
 def test_reset_forgets_everything(loopback):
