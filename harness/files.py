@@ -11,6 +11,7 @@ writable is one :class:`~harness.errors.InputError` naming the file and what was
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -102,6 +103,10 @@ def check_output_file(path: str | Path, expected: str) -> Path:
     return path
 
 
+# What a failing write on an open file raises (with no file name attached).
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
+
+
 def _file_in_the_way(path: Path) -> Path | None:
     """The nearest parent of ``path`` that exists and is not a directory, if any."""
     return next((p for p in path.parents if p.exists() and not p.is_dir()), None)
@@ -113,8 +118,9 @@ def atomic_write(path: str | Path) -> Iterator[TextIO]:
     it, which replaces ``path`` only when the block finishes. On any error or interrupt the
     temporary file is removed and ``path`` is left as it was.
 
-    Raises :class:`InputError` naming the file when the temporary file cannot be created or
-    cannot replace ``path``; an error raised inside the block propagates unchanged.
+    Raises :class:`InputError` naming the file when the temporary file cannot be created,
+    written (the disk is full, read-only or failing) or cannot replace ``path``; any other
+    error raised inside the block propagates unchanged.
     """
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
@@ -125,8 +131,10 @@ def atomic_write(path: str | Path) -> Iterator[TextIO]:
     try:
         with handle:
             yield handle
-    except BaseException:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.filename is None and err.errno in _WRITE_ERRNOS:
+            raise InputError(path, None, f"cannot be written ({err.strerror})") from None
         raise
     try:
         os.replace(tmp, path)

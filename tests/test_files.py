@@ -3,6 +3,7 @@ in one step, each failure one InputError naming the path and what was expected."
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 from pathlib import Path
@@ -131,6 +132,16 @@ def test_a_write_failing_midway_leaves_the_old_file_and_no_temporary(
         raise interrupt
     assert path.read_text() == "old\n"
     assert _listing(tmp_path) == ["samples.jsonl"]
+
+
+def test_a_full_disk_midway_is_an_input_error_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "samples.jsonl"
+    path.write_text("old\n")
+    with pytest.raises(InputError) as caught, atomic_write(path) as handle:
+        handle.write("half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    assert str(caught.value) == f"{path}: cannot be written (No space left on device)"
+    assert path.read_text() == "old\n" and _listing(tmp_path) == ["samples.jsonl"]
 
 
 def test_a_replace_that_fails_is_an_input_error_and_leaves_no_temporary(

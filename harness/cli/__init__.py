@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 
 # Importing a command module registers its commands.
 from harness.cli import commands  # noqa: F401  (registration side effect)
@@ -21,8 +22,9 @@ def main() -> None:
     try:
         app()
     except HarnessError as err:
+        # The message quotes paths and text from outside: print it literally, never as markup.
         Console(stderr=True, highlight=False, soft_wrap=True).print(
-            f"[bold red]error:[/] {err}", markup=True
+            f"[bold red]error:[/] {escape(str(err))}", markup=True
         )
         sys.exit(EXIT_INPUT_ERROR)
 

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.cli.app import EXIT_GATE_FAILED, EXIT_INPUT_ERROR, app, check_target_mdd
@@ -76,7 +77,7 @@ def _finish(result: RunResult, *, as_json: bool, min_pass_rate: float | None,
     else:
         render_run(result.summary, Console(highlight=False), run_dir=str(result.run_dir),
                    gate=gate)
-        ERR.print(f"[dim]wrote {result.run_dir}/summary.json and samples.jsonl[/]")
+        ERR.print(f"[dim]wrote {escape(str(result.run_dir))}/summary.json and samples.jsonl[/]")
     stopped = result.summary.get("stopped")
     if stopped and stopped["reason"] == "model_configuration":
         raise typer.Exit(EXIT_INPUT_ERROR)
@@ -226,7 +227,7 @@ def run(
     except KeyboardInterrupt:
         where = resume or out or "the run directory"
         ERR.print(f"[yellow]interrupted: finished samples are stored; continue with "
-                  f"harness run --resume {where}[/]")
+                  f"harness run --resume {escape(str(where))}[/]")
         raise typer.Exit(130) from None
     _finish(result, as_json=as_json, min_pass_rate=min_pass_rate, min_score=min_score,
             gate_on=gate_on)

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from harness.errors import InputError
+from harness.files import make_directory
 from harness.models.config import CacheMode
 from harness.models.types import GenerationParams, Message, ToolChoice, ToolSpec
 
@@ -90,8 +91,11 @@ class ResponseCache:
     def __init__(self, path: str | Path, mode: CacheMode = "read-write") -> None:
         self.path = Path(path)
         self.mode: CacheMode = mode
+        what = "the response cache (an SQLite file)"
+        make_directory(self.path.parent, f"the directory of {what}")
+        if self.path.is_dir():
+            raise InputError(self.path, None, f"is a directory; expected {what}")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")

@@ -17,6 +17,7 @@ from typing import Any
 
 from harness import __version__
 from harness.errors import HarnessError
+from harness.files import make_directory
 from harness.runs.sample import SampleRecord
 
 STORE_FILENAME = "run.sqlite"
@@ -61,15 +62,20 @@ class RunStore:
     @classmethod
     def create(cls, run_dir: Path, config: dict[str, Any]) -> RunStore:
         """Create a new store in ``run_dir`` (created if needed). Refuses to touch a directory
-        that already holds a store: resume it or choose another ``--out``."""
-        run_dir.mkdir(parents=True, exist_ok=True)
+        that already holds a store: resume it or choose another ``--out``. Raises
+        :class:`~harness.errors.InputError` when ``run_dir`` is a file or cannot be written."""
+        make_directory(run_dir, "a run directory (for run.sqlite, summary.json and "
+                       "samples.jsonl)")
         path = run_dir / STORE_FILENAME
         if path.exists():
             raise StoreError(
                 f"{run_dir} already holds a run ({STORE_FILENAME}); resume it with "
                 f"`harness run --resume {run_dir}` or choose another --out directory"
             )
-        db = _connect(path)
+        try:
+            db = _connect(path)
+        except sqlite3.Error as err:
+            raise StoreError(f"{path}: cannot create the run store ({err})") from None
         with db:
             db.executescript(_SCHEMA)
             db.executemany(

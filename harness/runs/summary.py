@@ -25,6 +25,7 @@ from typing import Any
 from harness import __version__
 from harness.checks.failures import FailureAnalysis, JudgeFailure, analyse_failures
 from harness.checks.result import CheckReport, CheckResult
+from harness.files import read_text
 from harness.runs.config import RunConfig
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
@@ -260,10 +261,9 @@ def read_summary(path: Path) -> dict[str, Any]:
     from harness.errors import InputError
 
     file = path / "summary.json" if path.is_dir() else path
+    text = read_text(file, "a run summary (summary.json in a run directory)")
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise InputError(file, None, f"cannot read the run summary ({err.strerror})") from None
+        data = json.loads(text)
     except ValueError as err:
         raise InputError(file, None, f"not valid JSON ({err})") from None
     return check_summary(data, str(file))

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from harness.files import make_directory, write_text_atomic
 from harness.scenarios.schema import Scenario
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -38,12 +39,13 @@ def schema_documents() -> dict[str, str]:
 
 
 def write_schemas(out_dir: Path) -> list[Path]:
-    """Write every schema file into ``out_dir`` (created if needed); return the paths."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write every schema file into ``out_dir`` (created if needed); return the paths. Raises
+    :class:`~harness.errors.InputError` when the directory or a file cannot be written."""
+    make_directory(out_dir, "a directory for the schema files")
     written = []
     for name, text in schema_documents().items():
         target = out_dir / name
-        target.write_text(text, encoding="utf-8")
+        write_text_atomic(target, text)
         written.append(target)
     return written
 
