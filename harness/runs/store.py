@@ -2,8 +2,8 @@
 
 It holds the run's configuration and every sample, each written (and committed) as soon as it
 finishes, so a crash loses nothing and ``harness run --resume DIR`` repeats no finished sample.
-Opening a store made by another schema version, or a file that is not a store, is a clear error
-and never overwrites anything.
+Opening a store made by another schema version, a file that is not a store, or a damaged one
+(SQLite's ``PRAGMA quick_check`` finds a problem) is a clear error and never writes anything.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from harness import __version__
 from harness.errors import HarnessError
-from harness.files import make_directory
+from harness.files import connect_read_only, make_directory, sqlite_damage
 from harness.runs.sample import SampleRecord
 
 STORE_FILENAME = "run.sqlite"
@@ -92,22 +92,32 @@ class RunStore:
 
     @classmethod
     def open(cls, run_dir: Path) -> RunStore:
-        """Open an existing store, checking that it is one and that its schema is ours."""
+        """Open an existing store (to resume or read it), checking that it is one, that its
+        schema is ours and that SQLite finds it intact (``PRAGMA quick_check``). Raises
+        :class:`StoreError` naming the file otherwise, having written nothing."""
         path = run_dir / STORE_FILENAME if run_dir.is_dir() else run_dir
         if not path.exists():
             raise StoreError(f"{run_dir}: no run store found (expected {STORE_FILENAME})")
-        # Check read-only first: a file that is not ours must not be changed, not even its
-        # journal mode.
+        # Check read-only first: a file that is not ours, or a damaged one, must not be
+        # changed, not even its journal mode.
         try:
-            probe = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            probe = connect_read_only(path)
             try:
                 meta = dict(probe.execute("SELECT key, value FROM meta").fetchall())
+                damage = sqlite_damage(probe) if meta.get("kind") == _KIND else ""
             finally:
                 probe.close()
         except sqlite3.DatabaseError as err:
             raise StoreError(
                 f"{path}: not a readable run store ({err}); nothing was changed"
             ) from err
+        if damage:
+            kept = path.with_name("samples.jsonl")
+            raise StoreError(
+                f"{path}: the run store is damaged (SQLite quick_check: {damage}); nothing was "
+                "changed" + (f"; {kept} still holds the samples as last summarised"
+                             if kept.is_file() else "")
+            )
         if meta.get("kind") != _KIND:
             raise StoreError(f"{path}: not a harness run store; nothing was changed")
         version = meta.get("schema_version")
@@ -117,7 +127,10 @@ class RunStore:
                 f"differs from this harness's version {SCHEMA_VERSION}; use the matching harness "
                 "version to read it; nothing was changed"
             )
-        db = _connect(path)
+        try:
+            db = _connect(path)
+        except sqlite3.Error as err:  # e.g. a read-only directory: WAL mode needs to write
+            raise StoreError(f"{path}: cannot open the run store ({err})") from None
         return cls(path, db)
 
     def close(self) -> None:
