@@ -236,3 +236,12 @@ def test_schema_and_demo_out_that_is_a_file(tmp_path: Path, cli: Cli) -> None:
     one_line_error(cli("schema", "--out", blocker), f"{blocker}: exists and is not a directory")
     one_line_error(cli("demo", "--out", blocker), f"cannot be created: {blocker} is a file")
 
+
+
+def test_schema_check_on_a_file_that_is_not_utf8_says_out_of_date(tmp_path: Path,
+                                                                  cli: Cli) -> None:
+    assert cli("schema", "--out", tmp_path)[0] == 0
+    (tmp_path / "rubric.schema.json").write_bytes(b"\xff\xfe{}")
+    code, err = cli("schema", "--out", tmp_path, "--check")
+    assert code == 1 and err.strip() == (f"{tmp_path / 'rubric.schema.json'}: missing or out of "
+                                         f"date; run `harness schema --out {tmp_path}`")

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from harness.errors import InputError
 from harness.files import make_directory, write_text_atomic
 from harness.scenarios.schema import Scenario
 
@@ -51,9 +52,16 @@ def write_schemas(out_dir: Path) -> list[Path]:
 
 
 def stale_schemas(out_dir: Path) -> list[Path]:
-    """Schema files in ``out_dir`` that are missing or differ from what the code generates."""
-    return [
-        out_dir / name
-        for name, text in schema_documents().items()
-        if not (out_dir / name).is_file() or (out_dir / name).read_text(encoding="utf-8") != text
-    ]
+    """Schema files in ``out_dir`` that are missing or differ from what the code generates
+    (compared as bytes, so a file that is not UTF-8 is simply out of date). Raises
+    :class:`~harness.errors.InputError` for a file that cannot be read."""
+    stale = []
+    for name, text in schema_documents().items():
+        path = out_dir / name
+        try:
+            same = path.is_file() and path.read_bytes() == text.encode("utf-8")
+        except OSError as err:
+            raise InputError(path, None, f"cannot be read ({err.strerror or err})") from None
+        if not same:
+            stale.append(path)
+    return stale
