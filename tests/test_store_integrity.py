@@ -207,3 +207,28 @@ def test_a_store_opened_for_reading_that_cannot_be_opened_for_writing(
     monkeypatch.setattr(store_module, "_connect", read_only_disk)
     with pytest.raises(StoreError, match="cannot open the run store .attempt to write"):
         RunStore.open(finished_run)
+
+
+def test_a_full_disk_while_storing_a_sample_is_one_error_and_keeps_what_was_stored(
+        finished_run: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    with RunStore.open(run) as store:
+        sample = next(store.iter_samples())
+        # SQLite's own "database or disk is full", as on a full disk: no page may be added.
+        pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+        store._db.execute(f"PRAGMA max_page_count = {pages}")
+        big = sample.model_copy(update={"epoch": 99, "metrics": {
+            f"m{i}": 0.5 for i in range(5_000)}})
+        with pytest.raises(StoreError) as caught:
+            store.write_sample(big)
+        with pytest.raises(StoreError, match="cannot write to the run store"):
+            store.log_event("resumed", {"note": "x" * 100_000})
+        assert store.count() == 12
+    assert str(caught.value) == (
+        f"{run / STORE_FILENAME}: cannot write to the run store (database or disk is full); "
+        f"the samples stored before are kept: fix the cause, then continue with `harness run "
+        f"--resume {run}`")
+    with RunStore.open(run) as store:
+        assert store.count() == 12 and store.finished_keys() == {
+            (s.scenario_id, s.epoch) for s in store.iter_samples()}

@@ -158,30 +158,42 @@ class RunStore:
 
     def write_sample(self, record: SampleRecord) -> None:
         """Store one finished sample and commit at once. Re-writing a (scenario, epoch) replaces
-        it (used when errored samples are retried)."""
-        with self._db:
-            self._db.execute(
-                "INSERT OR REPLACE INTO samples "
-                "(scenario_id, epoch, status, score, passed, record, finished_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.scenario_id,
-                    record.epoch,
-                    record.status,
-                    record.score,
-                    None if record.passed is None else int(record.passed),
-                    record.model_dump_json(),
-                    record.finished_at,
-                ),
-            )
+        it (used when errored samples are retried). Raises :class:`StoreError` when the write
+        fails (see :meth:`_commit`)."""
+        self._commit(
+            "INSERT OR REPLACE INTO samples "
+            "(scenario_id, epoch, status, score, passed, record, finished_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.scenario_id,
+                record.epoch,
+                record.status,
+                record.score,
+                None if record.passed is None else int(record.passed),
+                record.model_dump_json(),
+                record.finished_at,
+            ),
+        )
 
     def log_event(self, kind: str, detail: dict[str, Any]) -> None:
-        """Record a run-level event (budget reached, interrupted, adaptive round ...)."""
-        with self._db:
-            self._db.execute(
-                "INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)",
-                (time.time(), kind, json.dumps(detail)),
-            )
+        """Record a run-level event (budget reached, interrupted, adaptive round ...). Raises
+        :class:`StoreError` when the write fails."""
+        self._commit("INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)",
+                     (time.time(), kind, json.dumps(detail)))
+
+    def _commit(self, sql: str, parameters: tuple[Any, ...]) -> None:
+        """Run one write and commit it. A failure (a full disk, a file damaged meanwhile) is
+        rolled back and raised as a :class:`StoreError` naming the file; what was committed
+        before stays."""
+        try:
+            with self._db:
+                self._db.execute(sql, parameters)
+        except sqlite3.Error as err:
+            raise StoreError(
+                f"{self.path}: cannot write to the run store ({err}); the samples stored "
+                f"before are kept: fix the cause, then continue with `harness run --resume "
+                f"{self.path.parent}`"
+            ) from None
 
     def events(self) -> list[dict[str, Any]]:
         return [
