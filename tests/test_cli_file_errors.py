@@ -187,9 +187,21 @@ def test_cache_paths_that_cannot_be_used(tmp_path: Path, cli: Cli,
     monkeypatch.chdir(tmp_path)
     Path(".harness").write_text("")  # the default cache's directory is a file
     one_line_error(cli(*run, "--out", "r2"),
-                   ".harness: exists and is not a directory; expected the directory of the "
-                   "response cache")
-    assert not Path("r1").exists() and not Path("r2").exists()
+                   f"{tmp_path / '.harness' / 'cache.sqlite'}: cannot be written: "
+                   f"{tmp_path / '.harness'} is a file, not a directory; expected the response "
+                   "cache")
+    Path(".harness").unlink()
+    cache = tmp_path / "cache.sqlite"
+    cache.write_bytes(b"")
+    real_access = os.access
+
+    def access(path: str | Path, mode: int, **kwargs: object) -> bool:
+        return not (Path(path) == cache and mode & os.W_OK) and real_access(path, mode)
+
+    monkeypatch.setattr(os, "access", access)  # as root, permissions cannot stop a test
+    one_line_error(cli(*run, "--cache", cache, "--out", "r3"),
+                   f"{cache}: permission denied; cannot write the response cache")
+    assert not any(Path(name).exists() for name in ("r1", "r2", "r3"))
 
 
 def test_calibrate_out_and_cache_that_are_files(tmp_path: Path, cli: Cli) -> None:
@@ -200,7 +212,7 @@ def test_calibrate_out_and_cache_that_are_files(tmp_path: Path, cli: Cli) -> Non
                    f"{blocker}: exists and is not a directory; expected a calibration study "
                    "directory")
     one_line_error(cli(*study, "--cache", blocker / "c.sqlite", "--out", tmp_path / "s"),
-                   f"{blocker}: exists and is not a directory")
+                   f"{blocker / 'c.sqlite'}: cannot be written: {blocker} is a file")
 
 
 def test_pairwise_out_is_refused_before_any_judging(run_dir: Path, tmp_path: Path, cli: Cli,

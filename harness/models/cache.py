@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from harness.errors import InputError
-from harness.files import connect_read_only, make_directory, sqlite_damage
+from harness.files import check_output_file, connect_read_only, sqlite_damage
 from harness.models.config import CacheMode
 from harness.models.types import GenerationParams, Message, ToolChoice, ToolSpec
 
@@ -90,16 +90,13 @@ class ResponseCache:
 
     Opening an existing cache file checks it with ``PRAGMA quick_check`` (one read of the
     file) before anything is written: a damaged cache is an :class:`InputError` naming the
-    file, never a run whose every call fails on it. A directory, a parent that is a file or
-    a file that is not SQLite is an :class:`InputError` too."""
+    file, never a run whose every call fails on it. A directory, a parent that is a file, a
+    path that cannot be written or a file that is not SQLite is an :class:`InputError` too."""
 
     def __init__(self, path: str | Path, mode: CacheMode = "read-write") -> None:
         self.path = Path(path)
         self.mode: CacheMode = mode
-        what = "the response cache (an SQLite file)"
-        make_directory(self.path.parent, f"the directory of {what}")
-        if self.path.is_dir():
-            raise InputError(self.path, None, f"is a directory; expected {what}")
+        check_output_file(self.path, "the response cache (an SQLite file)")
         if self.path.is_file() and self.path.stat().st_size > 0:
             self._check_intact()
         try:
