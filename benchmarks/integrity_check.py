@@ -1,11 +1,13 @@
 """What checking a store or cache for damage costs when it is opened.
 
 ``RunStore.open`` (resume, compare, pairwise) and ``ResponseCache`` (any command with a cache)
-run SQLite's ``PRAGMA quick_check``, which reads the whole file. This prints, for a run store
-of 1,000 and 10,000 samples (copies of the largest sample of a real offline run of the example
-scenarios, transcript, checks and judgments included) and a
-response cache of 10,000 and 100,000 answers (2 kB each), the file size and the time to open
-it with the check and without it (the bare connection), best of three, from a warm page cache.
+run SQLite's ``PRAGMA quick_check``, which reads the whole file. This prints the file size and
+the time to open it (with the check), to run the check alone, and to connect bare (no check),
+best of three from a warm page cache, for:
+
+- run stores of 1,000 and 10,000 samples, copies of the largest sample of a real offline run of
+  the example scenarios (transcript, checks and judgments included);
+- response caches of 10,000 and 100,000 answers of 2 kB each.
 
     python benchmarks/integrity_check.py
     python benchmarks/integrity_check.py --samples 1000 --answers 10000   # quick look

@@ -134,7 +134,7 @@ def atomic_write(path: str | Path) -> Iterator[TextIO]:
     except BaseException as err:
         tmp.unlink(missing_ok=True)
         if isinstance(err, OSError) and err.filename is None and err.errno in _WRITE_ERRNOS:
-            raise InputError(path, None, f"cannot be written ({err.strerror})") from None
+            raise InputError(path, None, f"cannot be written ({err.strerror or err})") from None
         raise
     try:
         os.replace(tmp, path)

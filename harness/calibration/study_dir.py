@@ -192,6 +192,6 @@ class StudyDirectory:
 
     def write_report(self, report_json: dict[str, Any]) -> None:
         write_text_atomic(self.path / REPORT_FILE,
-                     json.dumps(report_json, indent=2, allow_nan=False) + "\n")
+                          json.dumps(report_json, indent=2, allow_nan=False) + "\n")
 
 
