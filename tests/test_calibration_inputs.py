@@ -60,7 +60,8 @@ def test_empty_file(tmp_path: Path) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    assert _error(tmp_path / "nope.jsonl").endswith("nope.jsonl: file not found")
+    assert _error(tmp_path / "nope.jsonl").endswith(
+        "nope.jsonl: file not found; expected a JSONL or CSV file of judgment records")
 
 
 def test_invalid_json_names_the_line(tmp_path: Path) -> None:

@@ -171,7 +171,7 @@ def test_config_errors_name_file_and_field(tmp_path, text, field, expected):
 
 
 def test_missing_config_file(tmp_path):
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="file not found; expected a models YAML file"):
         ModelsConfig.from_yaml(tmp_path / "absent.yaml")
 
 

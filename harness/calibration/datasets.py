@@ -106,7 +106,7 @@ def load_dataset(path: Path, scale: Scale | None = None) -> PointwiseDataset | P
     file, an unknown kind, a record that fails validation, a duplicate ``item_id``, a scale that
     differs between lines, a rating that is not a finite number, or booleans mixed with numbers.
     """
-    records = read_records(path)
+    records = read_records(path, "a JSONL or CSV file of labelled items")
     first_line, first = records[0]
     if "output_a" in first or "output_b" in first:
         records, off_pw = screen_preferences(path, records, ("gold",))

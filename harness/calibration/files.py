@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from harness.errors import InputError
+from harness.files import read_text
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -34,18 +35,15 @@ _SCALE_COLUMNS = {"scale_min": "min", "scale_max": "max", "scale_step": "step"}
 _LIST_FIELDS = frozenset({"human", "judge", "gold"})
 
 
-def read_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """Read a ``.jsonl`` or ``.csv`` file into ``(line number, record)`` pairs.
+def read_records(path: Path, expected: str) -> list[tuple[int, dict[str, Any]]]:
+    """Read a ``.jsonl`` or ``.csv`` file into ``(line number, record)`` pairs; ``expected``
+    says what the file should hold (e.g. ``"a JSONL or CSV file of judgment records"``).
 
-    Raises InputError when the file is missing, unreadable, not valid JSON(L)/CSV, holds a line
-    that is not a JSON object, or holds no records at all.
+    Raises InputError when the file is missing, a directory, unreadable or not UTF-8 (see
+    :func:`harness.files.read_text`), not valid JSON(L)/CSV, holds a line that is not a JSON
+    object, or holds no records at all.
     """
-    if not path.is_file():
-        raise InputError(path, None, "file not found")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(path, None, f"cannot read the file as UTF-8 text ({err})") from err
+    text = read_text(path, expected)
     is_csv = path.suffix.lower() == ".csv"
     records = list(_csv_records(path, text) if is_csv else _jsonl(path, text))
     if not records:

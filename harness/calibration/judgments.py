@@ -130,7 +130,12 @@ def load_judgments(path: Path, scale: Scale | None = None) -> JudgmentSet:
     of the same item, or mixed length units. Labels off the scale are not errors: see
     :func:`build_pointwise`.
     """
-    records = read_records(path)
+    expected = "a JSONL or CSV file of judgment records"
+    study_file = path / "judgments.jsonl"
+    if study_file.is_file():  # a calibration study's --out directory was given
+        raise InputError(path, None, f"is a directory; expected {expected} (for a calibration "
+                         f"study's judgments, give {study_file})")
+    records = read_records(path, expected)
     first_line, first = records[0]
     if "verdict" in first:
         records, off = screen_preferences(path, records, ("gold", "verdict"))

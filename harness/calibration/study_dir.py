@@ -18,7 +18,6 @@ everything else, other judges' records included, is kept.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -36,6 +35,7 @@ from harness.calibration.study_records import (
     record_line,
 )
 from harness.errors import InputError
+from harness.files import make_directory, read_text, write_text_atomic
 
 JUDGMENTS_FILE = "judgments.jsonl"
 STUDY_FILE = "study.json"
@@ -61,13 +61,6 @@ def canonical_order(records: Iterable[Record], judges: Sequence[str], items: Seq
                 int(swapped), sample or 0)
 
     return sorted(records, key=key)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one step (never a half-written file)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def complete_units(records: Sequence[Record], settings: StudySettings) -> dict[Unit, list[Record]]:
@@ -108,7 +101,7 @@ class StudyDirectory:
         line."""
         if not settings:
             raise ValueError("a study has settings for at least one rubric")
-        self.path.mkdir(parents=True, exist_ok=True)
+        make_directory(self.path, "a calibration study directory")
         existing = self._read(list(settings))
         wanted, known_items = set(judges), set(items)
         done = {key: unit for key, unit in complete_units(existing, settings[0]).items()
@@ -128,7 +121,7 @@ class StudyDirectory:
                              "directory written by harness calibrate; use another --out")
         if not self.judgments.is_file():
             return []
-        text = self.judgments.read_text(encoding="utf-8")
+        text = read_text(self.judgments, "the study's judgment records (JSONL)")
         lines = text.splitlines()
         records: list[Record] = []
         for number, line in enumerate(lines, start=1):
@@ -151,10 +144,10 @@ class StudyDirectory:
     @staticmethod
     def _check_settings(study: Path, settings: list[StudySettings]) -> None:
         try:
-            raw = json.loads(study.read_text(encoding="utf-8"))["settings"]
+            raw = json.loads(read_text(study, "a study file (JSON)"))["settings"]
             stored = [StudySettings.model_validate(one)
                       for one in (raw if isinstance(raw, list) else [raw])]
-        except (OSError, ValueError, KeyError, TypeError, ValidationError) as err:
+        except (ValueError, KeyError, TypeError, ValidationError) as err:
             raise InputError(study, "settings", f"not a readable study file ({err}); use "
                              "another --out") from None
         if len(stored) != len(settings):
@@ -186,7 +179,7 @@ class StudyDirectory:
                 ) -> None:
         """Replace ``judgments.jsonl`` with ``records`` in canonical order."""
         ordered = canonical_order(records, judges, items)
-        write_atomic(self.judgments, "".join(record_line(r) + "\n" for r in ordered))
+        write_text_atomic(self.judgments, "".join(record_line(r) + "\n" for r in ordered))
 
     def write_study(self, settings: Sequence[StudySettings],
                     judges: Sequence[str], counts: StudyCounts, status: str) -> None:
@@ -194,10 +187,11 @@ class StudyDirectory:
         every = [one.model_dump(mode="json") for one in settings]
         payload = {"settings": every[0] if len(every) == 1 else every, "judges": list(judges),
                    "status": status, "counts": counts.model_dump(mode="json")}
-        write_atomic(self.path / STUDY_FILE, json.dumps(payload, indent=2, allow_nan=False) + "\n")
+        write_text_atomic(self.path / STUDY_FILE,
+                          json.dumps(payload, indent=2, allow_nan=False) + "\n")
 
     def write_report(self, report_json: dict[str, Any]) -> None:
-        write_atomic(self.path / REPORT_FILE,
-                     json.dumps(report_json, indent=2, allow_nan=False) + "\n")
+        write_text_atomic(self.path / REPORT_FILE,
+                          json.dumps(report_json, indent=2, allow_nan=False) + "\n")
 
 

@@ -41,6 +41,7 @@ from harness.checks.result import CheckReport
 from harness.checks.run import PreparedExpectations, prepare_expectations, run_checks
 from harness.checks.spec import Expectations, ExpectedToolCall
 from harness.errors import InputError
+from harness.files import read_text
 from harness.transcript import (
     ToolDefinitionError,
     Transcript,
@@ -199,12 +200,7 @@ def load_transcript_file(path: str | Path) -> list[TranscriptRecord]:
     """Read a contract-4 JSONL file. Raises :class:`InputError` for a missing or unreadable
     file, an empty file, a bad line or a duplicate id (naming the line and field)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, None, "file not found") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(path, None, f"a readable UTF-8 text file ({err})") from None
+    text = read_text(path, "a JSONL file of transcripts")
     records: list[TranscriptRecord] = []
     first_line_of: dict[str, int] = {}
     for number, raw in enumerate(text.splitlines(), start=1):

@@ -12,6 +12,7 @@ import typer
 
 from harness.cli.app import EXIT_GATE_FAILED, app, counting_progress, judge_models
 from harness.errors import InputError
+from harness.files import atomic_write, check_output_file
 from harness.models.config import CacheMode, ModelsConfig
 from harness.report.safe import terminal_console, terminal_text
 
@@ -61,6 +62,8 @@ def pairwise(
         raise InputError("command line", "--rubric", "comparing runs pairwise needs --rubric "
                          "ID (the rubric the transcripts are compared under)")
     config = ModelsConfig.from_yaml(models_config) if models_config is not None else None
+    if out is not None:  # refuse an unwritable --out before any judge is called
+        check_output_file(out, "the pairwise output file (--out, JSONL)")
     err = terminal_console(stderr=True, soft_wrap=True)
     progress, advance = counting_progress("judging pairs", err)
 
@@ -78,8 +81,7 @@ def pairwise(
         raise typer.Exit(130) from None
     data = result.report.model_dump(mode="json")
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("w", encoding="utf-8") as handle:
+        with atomic_write(out) as handle:
             for line in result.lines:
                 handle.write(json.dumps(line, ensure_ascii=False) + "\n")
     if as_json:

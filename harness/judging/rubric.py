@@ -58,6 +58,7 @@ from pydantic import (
 )
 
 from harness.errors import InputError, InputErrors
+from harness.files import read_text
 from harness.resources import data_dir
 
 RubricTarget = Literal[
@@ -354,10 +355,7 @@ def load_rubric_file(path: str | Path) -> Rubric:
     """Read one rubric YAML (or JSON) file. Raises :class:`InputError` naming the file, and
     the line for YAML syntax errors or the field for invalid content."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(path, None, f"cannot read the rubric file ({err.strerror})") from None
+    text = read_text(path, "a rubric file (YAML or JSON)")
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except yaml.YAMLError as err:
@@ -371,9 +369,12 @@ def load_rubric_file(path: str | Path) -> Rubric:
 
 
 def _rubric_files(directory: Path) -> list[Path]:
-    return sorted(
-        p for p in directory.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml", ".json")
-    )
+    try:
+        entries = list(directory.iterdir())
+    except OSError as err:
+        raise InputError(directory, None, f"cannot list the rubric directory "
+                         f"({err.strerror or err})") from None
+    return sorted(p for p in entries if p.is_file() and p.suffix in (".yaml", ".yml", ".json"))
 
 
 def load_rubrics(
@@ -391,7 +392,10 @@ def load_rubrics(
     errors: list[InputError] = []
     for source in sources:
         if source.is_dir():
-            files.extend(_rubric_files(source))
+            try:
+                files.extend(_rubric_files(source))
+            except InputError as err:
+                errors.append(err)
         elif source.is_file():
             files.append(source)
         else:

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from harness.errors import InputError
+from harness.files import check_output_file, connect_read_only, sqlite_damage
 from harness.models.config import CacheMode
 from harness.models.types import GenerationParams, Message, ToolChoice, ToolSpec
 
@@ -85,13 +86,20 @@ def cache_key(
 class ResponseCache:
     """One SQLite file of answers keyed by :func:`cache_key`, in WAL mode so several
     processes can share it. Reads and writes are single indexed statements, done inline
-    (a thread hop would cost more than the lookup)."""
+    (a thread hop would cost more than the lookup).
+
+    Opening an existing cache file checks it with ``PRAGMA quick_check`` (one read of the
+    file) before anything is written: a damaged cache is an :class:`InputError` naming the
+    file, never a run whose every call fails on it. A directory, a parent that is a file, a
+    path that cannot be written or a file that is not SQLite is an :class:`InputError` too."""
 
     def __init__(self, path: str | Path, mode: CacheMode = "read-write") -> None:
         self.path = Path(path)
         self.mode: CacheMode = mode
+        check_output_file(self.path, "the response cache (an SQLite file)")
+        if self.path.is_file() and self.path.stat().st_size > 0:
+            self._check_intact()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -99,6 +107,21 @@ class ResponseCache:
             self._db.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as err:
             raise InputError(self.path, None, f"cannot open the response cache ({err})") from None
+
+    def _check_intact(self) -> None:
+        """Refuse a damaged cache file, reading it only (nothing is written to it)."""
+        try:
+            probe = connect_read_only(self.path)
+        except sqlite3.Error as err:
+            raise InputError(self.path, None, f"cannot open the response cache ({err})") from None
+        try:
+            damage = sqlite_damage(probe)
+        finally:
+            probe.close()
+        if damage:
+            raise InputError(self.path, None, f"the response cache is damaged (SQLite "
+                             f"quick_check: {damage}); delete it (its answers are then asked "
+                             "again) or give another cache path")
 
     @property
     def reads(self) -> bool:

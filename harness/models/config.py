@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from harness.errors import InputError, ModelConfigError
+from harness.files import read_text
 from harness.models.base import ModelSpec
 from harness.models.prices import Price
 
@@ -126,13 +127,11 @@ class ModelsConfig(_Config):
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> ModelsConfig:
-        """Load a YAML file. Raises :class:`InputError` for a missing file, bad YAML (with
-        its line) or invalid settings."""
+        """Load a YAML file. Raises :class:`InputError` for a file that cannot be read as
+        UTF-8 text (see :func:`harness.files.read_text`), bad YAML (with its line) or invalid
+        settings."""
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as err:
-            raise InputError(path, None, f"cannot read the file ({err.strerror})") from None
+        text = read_text(path, "a models YAML file")
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as err:

@@ -2,8 +2,8 @@
 
 It holds the run's configuration and every sample, each written (and committed) as soon as it
 finishes, so a crash loses nothing and ``harness run --resume DIR`` repeats no finished sample.
-Opening a store made by another schema version, or a file that is not a store, is a clear error
-and never overwrites anything.
+Opening a store made by another schema version, a file that is not a store, or a damaged one
+(SQLite's ``PRAGMA quick_check`` finds a problem) is a clear error and never writes anything.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 from harness import __version__
 from harness.errors import HarnessError
+from harness.files import connect_read_only, make_directory, sqlite_damage
 from harness.runs.sample import SampleRecord
 
 STORE_FILENAME = "run.sqlite"
@@ -61,15 +62,20 @@ class RunStore:
     @classmethod
     def create(cls, run_dir: Path, config: dict[str, Any]) -> RunStore:
         """Create a new store in ``run_dir`` (created if needed). Refuses to touch a directory
-        that already holds a store: resume it or choose another ``--out``."""
-        run_dir.mkdir(parents=True, exist_ok=True)
+        that already holds a store: resume it or choose another ``--out``. Raises
+        :class:`~harness.errors.InputError` when ``run_dir`` is a file or cannot be written."""
+        make_directory(run_dir, "a run directory (for run.sqlite, summary.json and "
+                       "samples.jsonl)")
         path = run_dir / STORE_FILENAME
         if path.exists():
             raise StoreError(
                 f"{run_dir} already holds a run ({STORE_FILENAME}); resume it with "
                 f"`harness run --resume {run_dir}` or choose another --out directory"
             )
-        db = _connect(path)
+        try:
+            db = _connect(path)
+        except sqlite3.Error as err:
+            raise StoreError(f"{path}: cannot create the run store ({err})") from None
         with db:
             db.executescript(_SCHEMA)
             db.executemany(
@@ -86,22 +92,32 @@ class RunStore:
 
     @classmethod
     def open(cls, run_dir: Path) -> RunStore:
-        """Open an existing store, checking that it is one and that its schema is ours."""
+        """Open an existing store (to resume or read it), checking that it is one, that its
+        schema is ours and that SQLite finds it intact (``PRAGMA quick_check``). Raises
+        :class:`StoreError` naming the file otherwise, having written nothing."""
         path = run_dir / STORE_FILENAME if run_dir.is_dir() else run_dir
         if not path.exists():
             raise StoreError(f"{run_dir}: no run store found (expected {STORE_FILENAME})")
-        # Check read-only first: a file that is not ours must not be changed, not even its
-        # journal mode.
+        # Check read-only first: a file that is not ours, or a damaged one, must not be
+        # changed, not even its journal mode.
         try:
-            probe = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            probe = connect_read_only(path)
             try:
                 meta = dict(probe.execute("SELECT key, value FROM meta").fetchall())
+                damage = sqlite_damage(probe) if meta.get("kind") == _KIND else ""
             finally:
                 probe.close()
         except sqlite3.DatabaseError as err:
             raise StoreError(
                 f"{path}: not a readable run store ({err}); nothing was changed"
             ) from err
+        if damage:
+            kept = path.with_name("samples.jsonl")
+            raise StoreError(
+                f"{path}: the run store is damaged (SQLite quick_check: {damage}); nothing was "
+                "changed" + (f"; {kept} still holds the samples as last summarised"
+                             if kept.is_file() else "")
+            )
         if meta.get("kind") != _KIND:
             raise StoreError(f"{path}: not a harness run store; nothing was changed")
         version = meta.get("schema_version")
@@ -111,7 +127,10 @@ class RunStore:
                 f"differs from this harness's version {SCHEMA_VERSION}; use the matching harness "
                 "version to read it; nothing was changed"
             )
-        db = _connect(path)
+        try:
+            db = _connect(path)
+        except sqlite3.Error as err:  # e.g. a read-only directory: WAL mode needs to write
+            raise StoreError(f"{path}: cannot open the run store ({err})") from None
         return cls(path, db)
 
     def close(self) -> None:
@@ -139,30 +158,42 @@ class RunStore:
 
     def write_sample(self, record: SampleRecord) -> None:
         """Store one finished sample and commit at once. Re-writing a (scenario, epoch) replaces
-        it (used when errored samples are retried)."""
-        with self._db:
-            self._db.execute(
-                "INSERT OR REPLACE INTO samples "
-                "(scenario_id, epoch, status, score, passed, record, finished_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.scenario_id,
-                    record.epoch,
-                    record.status,
-                    record.score,
-                    None if record.passed is None else int(record.passed),
-                    record.model_dump_json(),
-                    record.finished_at,
-                ),
-            )
+        it (used when errored samples are retried). Raises :class:`StoreError` when the write
+        fails (see :meth:`_commit`)."""
+        self._commit(
+            "INSERT OR REPLACE INTO samples "
+            "(scenario_id, epoch, status, score, passed, record, finished_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.scenario_id,
+                record.epoch,
+                record.status,
+                record.score,
+                None if record.passed is None else int(record.passed),
+                record.model_dump_json(),
+                record.finished_at,
+            ),
+        )
 
     def log_event(self, kind: str, detail: dict[str, Any]) -> None:
-        """Record a run-level event (budget reached, interrupted, adaptive round ...)."""
-        with self._db:
-            self._db.execute(
-                "INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)",
-                (time.time(), kind, json.dumps(detail)),
-            )
+        """Record a run-level event (budget reached, interrupted, adaptive round ...). Raises
+        :class:`StoreError` when the write fails."""
+        self._commit("INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)",
+                     (time.time(), kind, json.dumps(detail)))
+
+    def _commit(self, sql: str, parameters: tuple[Any, ...]) -> None:
+        """Run one write and commit it. A failure (a full disk, a file damaged meanwhile) is
+        rolled back and raised as a :class:`StoreError` naming the file; what was committed
+        before stays."""
+        try:
+            with self._db:
+                self._db.execute(sql, parameters)
+        except sqlite3.Error as err:
+            raise StoreError(
+                f"{self.path}: cannot write to the run store ({err}); the samples stored "
+                f"before are kept: fix the cause, then continue with `harness run --resume "
+                f"{self.path.parent}`"
+            ) from None
 
     def events(self) -> list[dict[str, Any]]:
         return [

@@ -25,6 +25,7 @@ from typing import Any
 from harness import __version__
 from harness.checks.failures import FailureAnalysis, JudgeFailure, analyse_failures
 from harness.checks.result import CheckReport, CheckResult
+from harness.files import atomic_write, read_text, write_text_atomic
 from harness.runs.config import RunConfig
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
@@ -129,15 +130,13 @@ class _Collector:
 
 def summarise(store: RunStore, config: RunConfig, *, run_dir: Path,
               extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Compute the run summary from the store, writing ``samples.jsonl`` on the way."""
+    """Compute the run summary from the store, writing ``samples.jsonl`` on the way (in one
+    step: an error leaves the previous file, and no temporary file)."""
     collector = _Collector(config)
-    samples_path = run_dir / "samples.jsonl"
-    tmp = samples_path.with_suffix(".jsonl.tmp")
-    with tmp.open("w", encoding="utf-8") as out:
+    with atomic_write(run_dir / "samples.jsonl") as out:
         for record in store.iter_samples():
             collector.add(record)
             out.write(json.dumps(sample_line(record), ensure_ascii=False) + "\n")
-    tmp.replace(samples_path)
     return _summary(collector, store, config, extra or {})
 
 
@@ -243,11 +242,10 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig,
 
 
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:
-    """Write ``summary.json`` atomically (a crash never leaves half a file)."""
+    """Write ``summary.json`` atomically (a crash never leaves half a file, nor a temporary
+    one). Raises :class:`~harness.errors.InputError` when it cannot be written."""
     path = run_dir / "summary.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     return path
 
 
@@ -260,10 +258,9 @@ def read_summary(path: Path) -> dict[str, Any]:
     from harness.errors import InputError
 
     file = path / "summary.json" if path.is_dir() else path
+    text = read_text(file, "a run summary (summary.json in a run directory)")
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise InputError(file, None, f"cannot read the run summary ({err.strerror})") from None
+        data = json.loads(text)
     except ValueError as err:
         raise InputError(file, None, f"not valid JSON ({err})") from None
     return check_summary(data, str(file))

@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from harness.errors import InputError
+from harness.files import make_directory, write_text_atomic
 from harness.scenarios.schema import Scenario
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -38,20 +40,28 @@ def schema_documents() -> dict[str, str]:
 
 
 def write_schemas(out_dir: Path) -> list[Path]:
-    """Write every schema file into ``out_dir`` (created if needed); return the paths."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write every schema file into ``out_dir`` (created if needed); return the paths. Raises
+    :class:`~harness.errors.InputError` when the directory or a file cannot be written."""
+    make_directory(out_dir, "a directory for the schema files")
     written = []
     for name, text in schema_documents().items():
         target = out_dir / name
-        target.write_text(text, encoding="utf-8")
+        write_text_atomic(target, text)
         written.append(target)
     return written
 
 
 def stale_schemas(out_dir: Path) -> list[Path]:
-    """Schema files in ``out_dir`` that are missing or differ from what the code generates."""
-    return [
-        out_dir / name
-        for name, text in schema_documents().items()
-        if not (out_dir / name).is_file() or (out_dir / name).read_text(encoding="utf-8") != text
-    ]
+    """Schema files in ``out_dir`` that are missing or differ from what the code generates
+    (compared as bytes, so a file that is not UTF-8 is simply out of date). Raises
+    :class:`~harness.errors.InputError` for a file that cannot be read."""
+    stale = []
+    for name, text in schema_documents().items():
+        path = out_dir / name
+        try:
+            same = path.is_file() and path.read_bytes() == text.encode("utf-8")
+        except OSError as err:
+            raise InputError(path, None, f"cannot be read ({err.strerror or err})") from None
+        if not same:
+            stale.append(path)
+    return stale

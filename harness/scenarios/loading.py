@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from harness.errors import InputError, InputErrors
+from harness.files import read_text
 from harness.scenarios.schema import Scenario
 from harness.scenarios.validation import FieldPath, Problem, format_path, scenario_problems
 
@@ -154,11 +155,9 @@ def read_scenario_file(
     """Parse and check one file. Returns ``(scenarios, errors)``; each scenario comes with its
     field-path prefix (``()`` or ``(index,)`` in a list file) and its line."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        return [], [InputError(path, None, "not UTF-8 text")]
-    except OSError as err:
-        return [], [InputError(path, None, f"cannot be read: {err.strerror or err}")]
+        text = read_text(path, "a scenario file (YAML)")
+    except InputError as err:
+        return [], [err]
     try:
         node, data = _parse_yaml(text)
     except yaml.MarkedYAMLError as err:

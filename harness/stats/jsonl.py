@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from harness.errors import InputError, InputErrors
+from harness.files import read_text
 from harness.stats.sampling import default_passed
 
 KNOWN_FIELDS = ("scenario_id", "epoch", "score", "passed", "judge_scores", "status", "offline")
@@ -228,16 +229,7 @@ def read_sample_scores(path: str | Path, *, errors_as_failures: bool = False) ->
     bad content, and :class:`InputError` when the file cannot be read or is not UTF-8.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(p, None, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(p, None, "is a directory; expected a JSONL file") from None
-    except PermissionError:
-        raise InputError(p, None, "permission denied") from None
-    except UnicodeDecodeError as err:
-        raise InputError(p, None, f"not UTF-8 text (byte {err.start})") from None
+    text = read_text(p, "a JSONL file of sample scores")
     # Split on newlines only: str.splitlines would also split on U+2028 and other separators
     # that JSON allows raw inside strings, and would shift line numbers.
     return parse_sample_lines(text.split("\n"), str(p), errors_as_failures=errors_as_failures)
