@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from scipy import stats as sps
+from statsmodels.stats.proportion import proportion_confint
 from typer.testing import CliRunner
 
 from harness.cli import app, main
@@ -63,7 +64,10 @@ def test_json_output_matches_independent_computation(tmp_path: Path) -> None:
     assert out["mean"] == pytest.approx(means.mean())
     assert out["stderr"] == pytest.approx(means.std(ddof=1) / 2)
     low, high = sps.t.interval(0.95, 3, loc=means.mean(), scale=means.std(ddof=1) / 2)
-    assert (out["ci_low"], out["ci_high"]) == pytest.approx((low, high))
+    # The t interval reaches past 1: it is cut at the score range, and says so.
+    assert high > 1 and out["ci_clipped"] is True
+    assert (out["ci_low"], out["ci_high"]) == pytest.approx((low, 1.0))
+    assert out["score_range"] == [0.0, 1.0]
     # k = 1 .. smallest epoch count (3); passes use score >= 1 - 1e-6.
     assert list(out["pass_at_k"]) == ["1", "2", "3"] == list(out["pass_hat_k"])
     counts = [(4, 3), (3, 0), (5, 5), (3, 1)]
@@ -72,7 +76,9 @@ def test_json_output_matches_independent_computation(tmp_path: Path) -> None:
         hat = np.mean([math.comb(c, k) / math.comb(n, k) for n, c in counts])
         assert out["pass_at_k"][str(k)] == pytest.approx(at)
         assert out["pass_hat_k"][str(k)] == pytest.approx(hat)
-    assert out["bootstrap"]["seed"] == 3 and out["bootstrap"]["n_resamples"] == 500
+    # Four scenarios: too few for the cluster bootstrap, which is not computed and says so.
+    assert out["bootstrap"] is None
+    assert any("cluster bootstrap not computed: with 4 scenarios" in n for n in out["notes"])
     assert out["epochs"] == {"min": 3, "max": 5, "equal": False}
     assert [s["scenario_id"] for s in out["scenarios"]] == ["a", "b", "c", "d"]
     assert out["flaky_scenarios"] == ["a", "d"]
@@ -93,8 +99,12 @@ def test_passed_field_and_confidence_option(tmp_path: Path) -> None:
     assert out["confidence"] == 0.9
     assert out["pass_rate"]["value"] == pytest.approx(0.5)
     assert out["pass_at_k"]["1"] == pytest.approx(0.5)
-    # Identical scenario means: zero spread, a point interval, valid JSON (no NaN).
-    assert out["stderr"] == 0.0 and out["ci_low"] == out["ci_high"] == 0.6
+    # Identical scenario means: zero spread, valid JSON (no NaN), and no point interval: the
+    # Wilson interval for 2 scenarios, the widest variance a [0, 1] mean of 0.6 can have.
+    assert out["stderr"] == 0.0
+    want = proportion_confint(1.2, 2, alpha=0.1, method="wilson")
+    assert (out["ci_low"], out["ci_high"]) == pytest.approx(want, abs=1e-12)
+    assert "no spread between the 2 scenarios" in out["method"]
 
 
 def test_judge_scores_give_judge_noise(tmp_path: Path) -> None:
