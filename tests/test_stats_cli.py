@@ -144,6 +144,22 @@ BAD_LINES = [
     ("score null", [{"scenario_id": "a", "epoch": 0, "score": None}], ":1: score:",
      "finite number"),
     ("epoch float", [{"scenario_id": "a", "epoch": 1.5, "score": 1}], ":1: epoch:", "integer"),
+    ("epoch negative", [{"scenario_id": "a", "epoch": -1, "score": 1}], ":1: epoch:",
+     "expected an integer >= 0, got -1"),
+    ("score above 1", [{"scenario_id": "a", "epoch": 0, "score": 1.5}], ":1: score:",
+     "expected a number in the score range [0, 1] (declare another with --score-range "
+     "LOW:HIGH), got 1.5"),
+    ("score below 0", [{"scenario_id": "a", "epoch": 0, "score": 0.5},
+                       {"scenario_id": "a", "epoch": 1, "score": -0.25}], ":2: score:",
+     "score range [0, 1]"),
+    ("passed null", [{"scenario_id": "a", "epoch": 0, "score": 1, "passed": None}],
+     ":1: passed:", "true or false, got null"),
+    ("offline string", [{"scenario_id": "a", "epoch": 0, "score": 1, "offline": "no"}],
+     ":1: offline:", "true or false"),
+    ("judge_scores empty", [{"scenario_id": "a", "epoch": 0, "score": 1, "judge_scores": []}],
+     ":1: judge_scores:", "non-empty list"),
+    ("bad status", [{"scenario_id": "a", "epoch": 0, "score": 1, "status": "done"}],
+     ":1: status:", "expected one of scored, errored, unscored"),
     ("empty id", [{"scenario_id": "", "epoch": 0, "score": 1}], ":1: scenario_id:",
      "non-empty string"),
     ("passed string", [{"scenario_id": "a", "epoch": 0, "score": 1, "passed": "yes"}],
@@ -192,8 +208,91 @@ def test_many_bad_lines_are_capped(tmp_path: Path) -> None:
     assert "30 more problems" in str(exc.value)
 
 
+def test_duplicates_and_other_problems_are_reported_in_line_order(tmp_path: Path) -> None:
+    # Duplicates are found after the whole file is read; they still come in line order
+    # among the other problems, and the first 20 problems are the ones shown.
+    lines: list[Any] = []
+    for i in range(15):
+        lines.append({"scenario_id": "a", "epoch": i, "score": 1})
+        lines.append({"scenario_id": "a", "epoch": i, "score": 0})  # duplicate of the last
+        lines.append({"scenario_id": "b", "epoch": i, "score": 2})  # out of range
+    path = _write(tmp_path, *lines)
+    with pytest.raises(InputErrors) as exc:
+        read_sample_scores(path)
+    shown = exc.value.errors
+    assert [e.location for e in shown[:20]] == sorted(
+        [3 * i + 2 for i in range(10)] + [3 * i + 3 for i in range(10)])
+    assert str(shown[0]) == (f"{path}:2: epoch: duplicate sample: scenario 'a' epoch 0 "
+                             "already on line 1")
+    assert f"{path}:3: score:" in str(shown[1])
+    assert str(shown[20]).endswith("... and 10 more problems not shown")
+
+
+def test_a_declared_score_range(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, *_samples({"a": [10, 7, 10], "b": [2, 10, 10]}))
+    code, _, err = _run_main(monkeypatch, capsys, "stats", str(path), "--json")
+    assert code == 2 and f"{path}:1: score:" in err and "--score-range" in err
+    code, out, _ = _run_main(monkeypatch, capsys, "stats", str(path), "--json",
+                             "--score-range", "0:10")
+    assert code == 0
+    summary = json.loads(out)
+    assert summary["score_range"] == [0.0, 10.0]
+    assert summary["mean"] == pytest.approx(49 / 6)
+    # Without "passed", a sample passes at the top of the declared range.
+    assert summary["pass_rate"]["value"] == pytest.approx(2 / 3)
+    assert summary["ci_high"] <= 10.0
+    code, _, err = _run_main(monkeypatch, capsys, "stats", str(path), "--score-range", "0:5")
+    assert code == 2 and "score range [0, 5] (as declared by --score-range), got 10" in err
+    for bad in ("5", "a:b", "3:1", "1:1", "0:inf"):
+        code, _, err = _run_main(monkeypatch, capsys, "stats", str(path), "--score-range", bad)
+        assert code == 2 and "--score-range" in err and "Traceback" not in err, bad
+
+
+def test_errored_lines_as_failures_score_the_bottom_of_the_range(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"scenario_id": "a", "epoch": 0, "score": 5},
+                  {"scenario_id": "a", "epoch": 1, "status": "errored"},
+                  {"scenario_id": "b", "epoch": 0, "score": 3, "status": "scored"})
+    table = read_sample_scores(path, errors_as_failures=True, score_range=(1.0, 5.0))
+    assert table.scores == {"a": [5.0, 1.0], "b": [3.0]}
+    assert table.passed == {"a": [True, False], "b": [False]}
+    assert any("counted as failures (score 1, not passed)" in n for n in table.notes)
+
+
+def test_a_byte_order_mark_is_dropped_and_a_bad_byte_is_located(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"scenario_id": "a", "epoch": 0, "score": 1}\n')
+    assert read_sample_scores(path).scores == {"a": [1.0]}
+    path.write_bytes(b'{"scenario_id": "a", "epoch": 0, "score": 1}\n'
+                     b'{"scenario_id": "\xff", "epoch": 1, "score": 1}\n')
+    with pytest.raises(InputError) as exc:
+        read_sample_scores(path)
+    assert str(exc.value) == (f"{path}:2: not UTF-8 text (byte 0xff at column 18); expected "
+                              "a JSONL file of sample scores, encoded as UTF-8")
+
+
+def test_run_sample_lines_with_extra_keys_and_judge_scores(tmp_path: Path) -> None:
+    # The shape of a run's samples.jsonl: extra keys are ignored, judge_scores are kept,
+    # a misspelt known key is still an error.
+    line = {"scenario_id": "a", "epoch": 0, "status": "scored", "score": 0.5, "passed": False,
+            "metrics": {"x": 1.0}, "judge_scores": [0.4, 0.6], "stop_reason": "goal_met",
+            "error": None, "usage": {}, "duration_s": 1.2, "offline": True}
+    path = _write(tmp_path, line, {**line, "epoch": 1, "score": 1, "passed": True},
+                  {**line, "scenario_id": "b"}, {**line, "scenario_id": "b", "epoch": 1})
+    table = read_sample_scores(path)
+    assert table.scores == {"a": [0.5, 1.0], "b": [0.5, 0.5]}
+    assert table.passed == {"a": [False, True], "b": [False, False]}
+    assert table.judge_scores == {"a": [[0.4, 0.6], [0.4, 0.6]], "b": [[0.4, 0.6]] * 2}
+    assert table.n_offline == 4
+    without = {k: v for k, v in line.items() if k != "judge_scores"}
+    misspelt = _write(tmp_path, without, {**without, "epoch": 1, "judge_score": [1.0]},
+                      name="m.jsonl")
+    with pytest.raises(InputError, match=":2: judge_score: unknown field; did you mean"):
+        read_sample_scores(misspelt)
+
+
 def test_unreadable_files(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="file not found"):
+    with pytest.raises(InputError, match="file not found; expected a JSONL file of sample"):
         read_sample_scores(tmp_path / "nope.jsonl")
     with pytest.raises(InputError, match="is a directory"):
         read_sample_scores(tmp_path)

@@ -24,11 +24,12 @@ line and the field.
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import json
 import math
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ SAMPLE_STATUSES = ("scored", "errored", "unscored")
 MAX_REPORTED_ERRORS = 20
 MAX_EPOCH = 2**63 - 1  # epochs are kept as 64-bit integers
 _NO_FLAG = object()  # a record without "passed"
+EXPECTED_FILE = "a JSONL file of sample scores"
 
 
 @dataclass(frozen=True)
@@ -190,12 +192,10 @@ class _Reader:
         self.errors: list[InputError] = []
         self.n_errors = 0
 
-    def feed(self, lines: Iterable[str | bytes], tell: Callable[[], int] | None = None
-             ) -> None:
+    def feed(self, lines: Iterable[str | bytes]) -> None:
         """Read every line. Records in the common shape are taken here, in one tight loop
         (this is where a large file's time goes); any other line, blank ones included, goes
-        to :meth:`_slow`. ``tell`` gives the byte position after the current line, for
-        encoding errors."""
+        to :meth:`_slow`."""
         loads, decode_error = orjson.loads, orjson.JSONDecodeError
         low, high = self.score_range
         plain = self.plain_keys
@@ -231,8 +231,7 @@ class _Reader:
                     numbers(number)
                     n_offline += offline
                     continue
-            offset = None if tell is None else tell() - len(raw)
-            self._slow(number, raw, offset)
+            self._slow(number, raw)
         self.n_offline += n_offline
 
     def _plain(self, obj: dict[str, Any]) -> bool:
@@ -261,7 +260,7 @@ class _Reader:
         self.lines.append(number)
         self.n_offline += offline
 
-    def _slow(self, number: int, raw: str | bytes, offset: int | None) -> None:
+    def _slow(self, number: int, raw: str | bytes) -> None:
         if not raw.strip():
             return
         source = self.source
@@ -269,8 +268,10 @@ class _Reader:
             try:
                 raw = raw.decode("utf-8")
             except UnicodeDecodeError as err:
-                at = err.start if offset is None else offset + err.start
-                raise InputError(source, None, f"not UTF-8 text (byte {at})") from None
+                raise InputError(
+                    source, None, f"not UTF-8 text (byte 0x{raw[err.start]:02x} at column "
+                    f"{err.start + 1}); expected {EXPECTED_FILE}, encoded as UTF-8",
+                    location=number) from None
         line_errors: list[InputError] = []
         try:
             obj = json.loads(raw)
@@ -419,24 +420,31 @@ def parse_sample_lines(
 
 def read_sample_scores(path: str | Path, *, errors_as_failures: bool = False,
                        score_range: tuple[float, float] = UNIT_RANGE) -> SampleTable:
-    """Read a sample-score JSONL file (contract 2), streaming it line by line;
-    ``errors_as_failures`` and ``score_range`` as in :func:`parse_sample_lines`.
+    """Read a sample-score JSONL file (contract 2), streaming it line by line (a leading
+    byte-order mark is dropped); ``errors_as_failures`` and ``score_range`` as in
+    :func:`parse_sample_lines`.
 
     Raises :class:`InputError` / :class:`InputErrors` naming the file, line and field for
-    bad content, and :class:`InputError` when the file cannot be read or is not UTF-8.
+    bad content, and :class:`InputError` naming the file when it is missing, a directory,
+    unreadable, or not UTF-8 (with the line and column of the first bad byte).
     """
     check_score_range(score_range)
     p = Path(path)
     reader = _Reader(str(p), errors_as_failures, score_range)
     try:
         with p.open("rb") as stream:
+            if stream.read(len(codecs.BOM_UTF8)) != codecs.BOM_UTF8:
+                stream.seek(0)  # no byte-order mark to drop
             # Binary lines split on b"\n" only: U+2028 and other separators that JSON
             # allows raw inside strings stay inside their line, and line numbers hold.
-            reader.feed(stream, stream.tell)
+            reader.feed(stream)
     except FileNotFoundError:
-        raise InputError(p, None, "file not found") from None
+        raise InputError(p, None, f"file not found; expected {EXPECTED_FILE}") from None
     except IsADirectoryError:
-        raise InputError(p, None, "is a directory; expected a JSONL file") from None
+        raise InputError(p, None, f"is a directory; expected {EXPECTED_FILE}") from None
     except PermissionError:
-        raise InputError(p, None, "permission denied") from None
+        raise InputError(p, None, f"permission denied; cannot read {EXPECTED_FILE}") from None
+    except OSError as err:
+        raise InputError(p, None, f"cannot be read ({err.strerror or err}); expected "
+                         f"{EXPECTED_FILE}") from None
     return reader.finish()
