@@ -24,10 +24,6 @@ from harness.report.terminal import (
     render_scenarios,
     render_variance,
 )
-from harness.stats.columns import UNIT_RANGE
-from harness.stats.jsonl import check_score_range, read_sample_scores
-from harness.stats.suite import suite_stats_from_columns
-from harness.stats.summary import design_power, offline_notice, summary_head, write_summary_json
 
 TABLE_ROWS = 50  # scenarios shown in the table; the JSON output has them all
 
@@ -77,6 +73,8 @@ def _print_tables(out: dict[str, Any], scenarios: list[dict[str, Any]], console:
 
 
 def _score_range(text: str) -> tuple[float, float]:
+    from harness.stats.jsonl import check_score_range
+
     low, sep, high = text.partition(":")
     try:
         if not sep:
@@ -115,6 +113,16 @@ def stats(
         "1, 2, 4, 8, ... and the largest; the JSON always has every k).")] = False,
 ) -> None:
     """Suite statistics with confidence intervals from a JSONL of sample scores."""
+    # Imported here: numpy and scipy load only when statistics are computed, not for --help.
+    from harness.stats.jsonl import read_sample_scores
+    from harness.stats.suite import suite_stats_from_columns
+    from harness.stats.summary import (
+        design_power,
+        offline_notice,
+        summary_head,
+        write_summary_json,
+    )
+
     if not 0.0 < confidence < 1.0:
         raise InputError("command line", "--confidence",
                          f"expected a number strictly between 0 and 1, got {confidence}")
@@ -122,7 +130,7 @@ def stats(
         raise InputError("command line", "--bootstrap-resamples",
                          f"expected 0 or more, got {bootstrap_resamples}")
     check_target_mdd(target_mdd)
-    bounds = UNIT_RANGE if score_range == "0:1" else _score_range(score_range)
+    bounds = _score_range(score_range)
     table = read_sample_scores(file, errors_as_failures=errors_as_failures, score_range=bounds)
     suite = suite_stats_from_columns(
         table.columns, judge_scores=table.judge_scores, confidence=confidence, seed=seed,
