@@ -17,6 +17,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from harness.stats import pass_at_k, pass_hat_k, scenario_stats, suite_stats
 from harness.stats.sampling import pass_at_k_table, pass_hat_k_table
+from harness.stats.summary import design_power, stats_summary
 
 
 def _suite(rng: np.random.Generator, n_scenarios: int, epochs: int, a: float, b: float
@@ -165,7 +166,10 @@ def test_identical_scores_give_no_intraclass_correlation() -> None:
     assert suite.variance.between == 0.0 and suite.variance.between_raw == 0.0
     assert suite.variance.within == 0.0
     assert suite.variance.intraclass_correlation is None
-    assert any("intraclass correlation undefined" in n for n in suite.notes)
+    assert any("intraclass correlation and design power undefined" in n for n in suite.notes)
+    # Nor is there a smallest detectable difference of 0.
+    assert design_power(suite) is None
+    assert stats_summary(suite, power=design_power(suite))["power"] is None
 
 
 def test_a_scenario_whose_epochs_agree_gets_a_bound_not_a_point() -> None:

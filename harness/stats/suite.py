@@ -345,7 +345,8 @@ def suite_stats_from_columns(
     except InsufficientDataError as err:
         notes.append(f"variance components not computed: {err}")
     if variance is not None and variance.intraclass_correlation is None:
-        notes.append("intraclass correlation undefined: every score is the same")
+        notes.append("intraclass correlation and design power undefined: every score is the "
+                     "same")
     judge_variance = None
     if judge_scores is not None:
         if set(judge_scores) != set(columns.ids):

@@ -48,9 +48,11 @@ def design_power(
 ) -> PowerAnalysis | None:
     """Minimum detectable difference of a paired comparison with this suite's design (its
     scenarios, the harmonic mean of its epoch counts, its variance components). ``None``
-    when the variance components could not be estimated. ``correlation`` 0 is cautious:
-    two models usually find the same scenarios hard, which helps a paired comparison."""
-    if suite.variance is None:
+    when the variance components could not be estimated, or are both 0 (every score the
+    same: a detectable difference of 0 would be a claim, not a measurement). ``correlation``
+    0 is cautious: two models usually find the same scenarios hard, which helps a paired
+    comparison."""
+    if suite.variance is None or suite.variance.between + suite.variance.within == 0:
         return None
     harmonic_epochs = suite.n_scenarios / float(sum(1.0 / suite.scenarios.n_epochs))
     return minimum_detectable_difference(
