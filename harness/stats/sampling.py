@@ -132,9 +132,8 @@ def _none_if_nan(values: np.ndarray) -> list[float | None]:
 @dataclass(frozen=True)
 class ScenarioColumns:
     """Every scenario's figures (one entry per scenario, in the order of ``ids``); the
-    per-k figures are computed by :meth:`rows` when asked for, so a suite of many scenarios
-    and epochs never holds them all. NaN marks a figure that cannot be computed (one
-    epoch: no sd, stderr or interval)."""
+    per-k figures (one per sample) are computed by :meth:`rows` when asked for. NaN marks a
+    figure that cannot be computed (one epoch: no sd, stderr or interval)."""
 
     ids: list[str]
     n_epochs: np.ndarray
@@ -159,7 +158,17 @@ class ScenarioColumns:
         :class:`ScenarioStats` (pass@k and pass^k keyed by k as a string, k = 1 .. n; NaN as
         ``None``). Scenarios with the same epoch count get their per-k figures in one
         vectorised step."""
-        per_k: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        # Scenarios grouped by epoch count: each group's per-k tables are made once, when its
+        # first scenario comes (all of them together hold one value per sample and k-type).
+        order = np.argsort(self.n_epochs, kind="stable")
+        counts = self.n_epochs[order]
+        first = np.flatnonzero(np.r_[True, counts[1:] != counts[:-1]])
+        sizes = np.diff(np.r_[first, counts.size])
+        row_in_group = np.empty(counts.size, dtype=np.int64)
+        row_in_group[order] = np.arange(counts.size) - np.repeat(first, sizes)
+        group_of = {int(counts[f]): (int(f), int(f + z)) for f, z in zip(first, sizes,
+                                                                           strict=True)}
+        tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         keys = [str(k) for k in range(1, int(self.n_epochs.max()) + 1)]
         columns = {name: _none_if_nan(getattr(self, name)) for name in (
             "mean", "sd", "stderr", "mean_ci_low", "mean_ci_high", "pass_rate",
@@ -167,17 +176,13 @@ class ScenarioColumns:
         n_list, c_list = self.n_epochs.tolist(), self.n_passed.tolist()
         for i, sid in enumerate(self.ids):
             n = n_list[i]
-            if n not in per_k:
-                # All scenarios with n epochs at once (a few rows of n values each, never a
-                # C x max(n) table).
-                members = np.flatnonzero(self.n_epochs == n)
-                c = self.n_passed[members]
-                row_of = np.full(len(self.ids), -1, dtype=np.int64)
-                row_of[members] = np.arange(members.size)
-                per_k[n] = (row_of, pass_at_k_table(np.full(c.shape, n), c, n),
-                            pass_hat_k_table(np.full(c.shape, n), c, n))
-            row_of, at, hat = per_k[n]
-            r = int(row_of[i])
+            if n not in tables:
+                a, b = group_of[n]
+                c = self.n_passed[order[a:b]]
+                tables[n] = (pass_at_k_table(np.full(c.shape, n), c, n),
+                             pass_hat_k_table(np.full(c.shape, n), c, n))
+            at, hat = tables[n]
+            r = int(row_in_group[i])
             yield {
                 "scenario_id": sid,
                 "n_epochs": n,
