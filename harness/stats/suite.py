@@ -199,13 +199,13 @@ def suite_stats(
 
 def _k_ranges(ks: list[int]) -> str:
     """``[1, 2, 3, 5]`` -> ``"1-3, 5"``."""
-    parts: list[str] = []
+    runs: list[list[int]] = []
     for k in ks:
-        if parts and k == int(parts[-1].split("-")[-1]) + 1:
-            parts[-1] = f"{parts[-1].split('-')[0]}-{k}"
+        if runs and k == runs[-1][-1] + 1:
+            runs[-1].append(k)
         else:
-            parts.append(str(k))
-    return ", ".join(parts)
+            runs.append([k])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 def _proportion_estimates(
