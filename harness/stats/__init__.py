@@ -1,6 +1,10 @@
 """Statistics for runs: pure functions on per-scenario lists of scores and pass flags.
 
-- :mod:`~harness.stats.sampling`: one scenario over its epochs (Wilson, pass@k, pass^k).
+- :mod:`~harness.stats.columns`: samples grouped by scenario as flat arrays.
+- :mod:`~harness.stats.sampling`: each scenario over its epochs (Wilson, pass@k, pass^k),
+  one at a time or all at once.
+- :mod:`~harness.stats.bounded`: intervals for figures in a known range (Wilson on the
+  effective sample size, exact bounds when every scenario agrees, cutting at the range).
 - :mod:`~harness.stats.suite`: the suite mean with a clustered interval and a cluster
   bootstrap, pass@k/pass^k over scenarios, variance components.
 - :mod:`~harness.stats.variance`: between/within and scenario/epoch/judge components.
@@ -21,6 +25,7 @@ from harness.stats.adaptive import (
     interval_width,
     plan_next_round,
 )
+from harness.stats.columns import ScoreColumns
 from harness.stats.compare import (
     McNemarResult,
     PairedComparison,
@@ -59,6 +64,7 @@ from harness.stats.suite import (
     SuiteStats,
     cluster_bootstrap_interval,
     suite_stats,
+    suite_stats_from_columns,
 )
 from harness.stats.summary import design_power, stats_summary
 from harness.stats.variance import (
@@ -84,6 +90,7 @@ __all__ = [
     "SampleTable",
     "ScenarioDifference",
     "ScenarioStats",
+    "ScoreColumns",
     "SuiteStats",
     "TargetDesign",
     "TestResult",
@@ -111,6 +118,7 @@ __all__ = [
     "scenarios_for_target",
     "stats_summary",
     "suite_stats",
+    "suite_stats_from_columns",
     "t_interval",
     "variance_components",
     "wilson_interval",
