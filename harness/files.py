@@ -11,13 +11,14 @@ writable is one :class:`~harness.errors.InputError` naming the file and what was
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from harness.errors import InputError
 
@@ -32,26 +33,52 @@ def read_text(path: str | Path, expected: str) -> str:
     path = Path(path)
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, None, f"file not found; expected {expected}") from None
-    except IsADirectoryError:
-        raise InputError(path, None, f"is a directory; expected {expected}") from None
-    except PermissionError:
-        raise InputError(path, None, f"permission denied; cannot read {expected}") from None
     except OSError as err:
-        raise InputError(path, None, f"cannot be read ({err.strerror or err}); expected "
-                         f"{expected}") from None
+        raise _unreadable(path, err, expected) from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         body, start = bytes(err.object), err.start  # the bytes after any byte-order mark
         line_start = body.rfind(b"\n", 0, start) + 1
-        raise InputError(
-            path, None,
-            f"not UTF-8 text (byte 0x{body[start]:02x} at column {start - line_start + 1}); "
-            f"expected {expected}, encoded as UTF-8",
-            location=body.count(b"\n", 0, start) + 1,
-        ) from None
+        raise not_utf8(path, body[line_start:], start - line_start, expected,
+                       line=body.count(b"\n", 0, start) + 1) from None
+
+
+@contextmanager
+def open_binary(path: str | Path, expected: str) -> Iterator[BinaryIO]:
+    """``path`` opened for reading bytes, past a leading UTF-8 byte-order mark: for readers
+    that stream a large file line by line instead of holding it whole (they report a line
+    that is not UTF-8 with :func:`not_utf8`).
+
+    Raises :class:`InputError` naming the file, as :func:`read_text` does, when it cannot be
+    opened or read."""
+    path = Path(path)
+    try:
+        with path.open("rb") as stream:
+            if stream.read(len(codecs.BOM_UTF8)) != codecs.BOM_UTF8:
+                stream.seek(0)
+            yield stream
+    except OSError as err:
+        raise _unreadable(path, err, expected) from None
+
+
+def not_utf8(path: str | Path, line_bytes: bytes, column: int, expected: str, *,
+             line: int) -> InputError:
+    """The error for a file whose ``line`` (``line_bytes``) is not UTF-8 from byte index
+    ``column`` on."""
+    return InputError(
+        path, None, f"not UTF-8 text (byte 0x{line_bytes[column]:02x} at column {column + 1}); "
+        f"expected {expected}, encoded as UTF-8", location=line)
+
+
+def _unreadable(path: Path, err: OSError, expected: str) -> InputError:
+    if isinstance(err, FileNotFoundError):
+        return InputError(path, None, f"file not found; expected {expected}")
+    if isinstance(err, IsADirectoryError):
+        return InputError(path, None, f"is a directory; expected {expected}")
+    if isinstance(err, PermissionError):
+        return InputError(path, None, f"permission denied; cannot read {expected}")
+    return InputError(path, None, f"cannot be read ({err.strerror or err}); expected {expected}")
 
 
 def make_directory(path: str | Path, expected: str) -> Path:

@@ -192,8 +192,8 @@ async def test_stats_on_a_runs_samples_gives_the_summarys_figures(
         assert stats[key] == pytest.approx(score[key]), key
     assert (stats["n_scenarios"], stats["n_samples"]) == (5, 19)
     assert stats["pass_rate"]["value"] == pytest.approx(score["pass_rate"]["value"])
-    for end in ("ci_low", "ci_high"):
-        assert stats["bootstrap"][end] == pytest.approx(score["bootstrap"][end])
+    # Five scenarios: too few for the cluster bootstrap, withheld by both alike.
+    assert stats["bootstrap"] is None and score["bootstrap"] is None
     assert any("5 errored sample(s) skipped" in note for note in stats["notes"])
 
 

@@ -13,18 +13,22 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
+from harness.models.base import MockBehaviour
+from harness.models.mock import register_mock, unregister_mock
+from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
 from harness.runs.api import run_suite
 from harness.runs.config import RunConfig
-from harness.stats.suite import cluster_bootstrap_interval, suite_stats
+from harness.stats.suite import MIN_BOOTSTRAP_SCENARIOS, cluster_bootstrap_interval, suite_stats
 
-ROOT = Path(__file__).resolve().parents[1]
 NORMAL = NormalDist()
 
 # Right-skewed scenario means (most scenarios rarely succeed, one nearly always): here BCa
@@ -96,7 +100,7 @@ def test_bca_agrees_with_independent_draws_within_monte_carlo_error() -> None:
 
 def test_suite_stats_default_bootstrap_is_bca_over_scenario_means() -> None:
     rng = np.random.default_rng(5)
-    probs = [0.05, 0.1, 0.1, 0.2, 0.3, 0.9, 0.95]
+    probs = [0.05, 0.1, 0.1, 0.2, 0.3, 0.9, 0.95] * 3
     scores = {f"s{i}": [float(x) for x in rng.random(4 + i % 3) < p]
               for i, p in enumerate(probs)}
     suite = suite_stats(scores, seed=7, bootstrap_resamples=1500)
@@ -106,11 +110,55 @@ def test_suite_stats_default_bootstrap_is_bca_over_scenario_means() -> None:
     assert (suite.bootstrap.ci_low, suite.bootstrap.ci_high) == pytest.approx(want, abs=1e-12)
 
 
+def test_below_twenty_scenarios_the_bootstrap_is_withheld_with_a_note() -> None:
+    rng = np.random.default_rng(6)
+
+    def binary_suite(n_scenarios: int) -> dict[str, list[float]]:
+        return {f"s{i}": [float(x) for x in rng.random(5) < rng.random()]
+                for i in range(n_scenarios)}
+
+    few = suite_stats(binary_suite(MIN_BOOTSTRAP_SCENARIOS - 1), bootstrap_resamples=500)
+    assert few.bootstrap is None and few.mean.ci_low is not None  # the t interval remains
+    assert any(f"cluster bootstrap not computed: with {MIN_BOOTSTRAP_SCENARIOS - 1} scenarios"
+               in n and "use the t interval" in n for n in few.notes)
+    enough = suite_stats(binary_suite(MIN_BOOTSTRAP_SCENARIOS), bootstrap_resamples=500)
+    assert enough.bootstrap is not None
+    assert not any("cluster bootstrap not computed" in n for n in enough.notes)
+
+
+class Varied(MockBehaviour):
+    """Passes unless (epoch + scenario number) % (2 + scenario number % 3) == 0, so the
+    scenario means differ."""
+
+    def __init__(self, name: str) -> None:
+        pass
+
+    async def chat(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec],
+                   tool_choice: ToolChoice, params: GenerationParams, sample_index: int,
+                   hints: Mapping[str, Any]) -> Message:
+        i = int(str(hints["scenario_id"])[1:])
+        ok = (sample_index + i) % (2 + i % 3) != 0
+        return Message(role="assistant", content="DONE" if ok else "sorry")
+
+    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
+                         params: GenerationParams, sample_index: int,
+                         hints: Mapping[str, Any]) -> T:
+        raise AssertionError("not used")
+
+
 async def test_a_runs_summary_bootstrap_is_bca_on_its_scenario_means(tmp_path: Path) -> None:
-    config = RunConfig(scenario_paths=[str(ROOT / "scenarios")], offline=True,
-                       agent="mock:agent-flaky", epochs=3, cache_mode="off", seed=13,
-                       bootstrap_resamples=700)
-    await run_suite(config, tmp_path / "run")
+    register_mock("varied", Varied)
+    suite_file = tmp_path / "suite.yaml"
+    suite_file.write_text(json.dumps([
+        {"id": f"s{i}", "user": {"goal": "g", "script": ["go"]},
+         "agent": {"model": "mock:varied"}, "expectations": {"required_phrases": ["DONE"]}}
+        for i in range(MIN_BOOTSTRAP_SCENARIOS + 2)]))
+    try:
+        config = RunConfig(scenario_paths=[str(suite_file)], epochs=3, cache_mode="off",
+                           seed=13, bootstrap_resamples=700)
+        await run_suite(config, tmp_path / "run")
+    finally:
+        unregister_mock("varied")
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     per: dict[str, list[float]] = defaultdict(list)
     for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines():
@@ -121,6 +169,6 @@ async def test_a_runs_summary_bootstrap_is_bca_on_its_scenario_means(tmp_path: P
     assert (boot["n_resamples"], boot["seed"]) == (700, 13)
     # Scenario order: the store's, which is the order samples.jsonl lists them in.
     means = [float(np.mean(v)) for v in per.values()]
-    assert np.ptp(means) > 0
+    assert len(means) == MIN_BOOTSTRAP_SCENARIOS + 2 and np.ptp(means) > 0
     want = bca_direct(means, n_resamples=700, seed=13, confidence=0.95)
     assert (boot["ci_low"], boot["ci_high"]) == pytest.approx(want, abs=1e-12)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from scipy import stats as sps
+from statsmodels.stats.proportion import proportion_confint
 from typer.testing import CliRunner
 
 from harness.cli import app, main
@@ -63,7 +64,10 @@ def test_json_output_matches_independent_computation(tmp_path: Path) -> None:
     assert out["mean"] == pytest.approx(means.mean())
     assert out["stderr"] == pytest.approx(means.std(ddof=1) / 2)
     low, high = sps.t.interval(0.95, 3, loc=means.mean(), scale=means.std(ddof=1) / 2)
-    assert (out["ci_low"], out["ci_high"]) == pytest.approx((low, high))
+    # The t interval reaches past 1: it is cut at the score range, and says so.
+    assert high > 1 and out["ci_clipped"] is True
+    assert (out["ci_low"], out["ci_high"]) == pytest.approx((low, 1.0))
+    assert out["score_range"] == [0.0, 1.0]
     # k = 1 .. smallest epoch count (3); passes use score >= 1 - 1e-6.
     assert list(out["pass_at_k"]) == ["1", "2", "3"] == list(out["pass_hat_k"])
     counts = [(4, 3), (3, 0), (5, 5), (3, 1)]
@@ -72,7 +76,9 @@ def test_json_output_matches_independent_computation(tmp_path: Path) -> None:
         hat = np.mean([math.comb(c, k) / math.comb(n, k) for n, c in counts])
         assert out["pass_at_k"][str(k)] == pytest.approx(at)
         assert out["pass_hat_k"][str(k)] == pytest.approx(hat)
-    assert out["bootstrap"]["seed"] == 3 and out["bootstrap"]["n_resamples"] == 500
+    # Four scenarios: too few for the cluster bootstrap, which is not computed and says so.
+    assert out["bootstrap"] is None
+    assert any("cluster bootstrap not computed: with 4 scenarios" in n for n in out["notes"])
     assert out["epochs"] == {"min": 3, "max": 5, "equal": False}
     assert [s["scenario_id"] for s in out["scenarios"]] == ["a", "b", "c", "d"]
     assert out["flaky_scenarios"] == ["a", "d"]
@@ -93,8 +99,12 @@ def test_passed_field_and_confidence_option(tmp_path: Path) -> None:
     assert out["confidence"] == 0.9
     assert out["pass_rate"]["value"] == pytest.approx(0.5)
     assert out["pass_at_k"]["1"] == pytest.approx(0.5)
-    # Identical scenario means: zero spread, a point interval, valid JSON (no NaN).
-    assert out["stderr"] == 0.0 and out["ci_low"] == out["ci_high"] == 0.6
+    # Identical scenario means: zero spread, valid JSON (no NaN), and no point interval: the
+    # Wilson interval for 2 scenarios, the widest variance a [0, 1] mean of 0.6 can have.
+    assert out["stderr"] == 0.0
+    want = proportion_confint(1.2, 2, alpha=0.1, method="wilson")
+    assert (out["ci_low"], out["ci_high"]) == pytest.approx(want, abs=1e-12)
+    assert "no spread between the 2 scenarios" in out["method"]
 
 
 def test_judge_scores_give_judge_noise(tmp_path: Path) -> None:
@@ -134,6 +144,22 @@ BAD_LINES = [
     ("score null", [{"scenario_id": "a", "epoch": 0, "score": None}], ":1: score:",
      "finite number"),
     ("epoch float", [{"scenario_id": "a", "epoch": 1.5, "score": 1}], ":1: epoch:", "integer"),
+    ("epoch negative", [{"scenario_id": "a", "epoch": -1, "score": 1}], ":1: epoch:",
+     "expected an integer >= 0, got -1"),
+    ("score above 1", [{"scenario_id": "a", "epoch": 0, "score": 1.5}], ":1: score:",
+     "expected a number in the score range [0, 1] (declare another with --score-range "
+     "LOW:HIGH), got 1.5"),
+    ("score below 0", [{"scenario_id": "a", "epoch": 0, "score": 0.5},
+                       {"scenario_id": "a", "epoch": 1, "score": -0.25}], ":2: score:",
+     "score range [0, 1]"),
+    ("passed null", [{"scenario_id": "a", "epoch": 0, "score": 1, "passed": None}],
+     ":1: passed:", "true or false, got null"),
+    ("offline string", [{"scenario_id": "a", "epoch": 0, "score": 1, "offline": "no"}],
+     ":1: offline:", "true or false"),
+    ("judge_scores empty", [{"scenario_id": "a", "epoch": 0, "score": 1, "judge_scores": []}],
+     ":1: judge_scores:", "non-empty list"),
+    ("bad status", [{"scenario_id": "a", "epoch": 0, "score": 1, "status": "done"}],
+     ":1: status:", "expected one of scored, errored, unscored"),
     ("empty id", [{"scenario_id": "", "epoch": 0, "score": 1}], ":1: scenario_id:",
      "non-empty string"),
     ("passed string", [{"scenario_id": "a", "epoch": 0, "score": 1, "passed": "yes"}],
@@ -182,8 +208,105 @@ def test_many_bad_lines_are_capped(tmp_path: Path) -> None:
     assert "30 more problems" in str(exc.value)
 
 
+def test_duplicates_and_other_problems_are_reported_in_line_order(tmp_path: Path) -> None:
+    # Duplicates are found after the whole file is read; they still come in line order
+    # among the other problems, and the first 20 problems are the ones shown.
+    lines: list[Any] = []
+    for i in range(15):
+        lines.append({"scenario_id": "a", "epoch": i, "score": 1})
+        lines.append({"scenario_id": "a", "epoch": i, "score": 0})  # duplicate of the last
+        lines.append({"scenario_id": "b", "epoch": i, "score": 2})  # out of range
+    path = _write(tmp_path, *lines)
+    with pytest.raises(InputErrors) as exc:
+        read_sample_scores(path)
+    shown = exc.value.errors
+    assert [e.location for e in shown[:20]] == sorted(
+        [3 * i + 2 for i in range(10)] + [3 * i + 3 for i in range(10)])
+    assert str(shown[0]) == (f"{path}:2: epoch: duplicate sample: scenario 'a' epoch 0 "
+                             "already on line 1")
+    assert f"{path}:3: score:" in str(shown[1])
+    assert str(shown[20]).endswith("... and 10 more problems not shown")
+
+
+def test_a_declared_score_range(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, *_samples({"a": [10, 7, 10], "b": [2, 10, 10]}))
+    code, _, err = _run_main(monkeypatch, capsys, "stats", str(path), "--json")
+    assert code == 2 and f"{path}:1: score:" in err and "--score-range" in err
+    code, out, _ = _run_main(monkeypatch, capsys, "stats", str(path), "--json",
+                             "--score-range", "0:10")
+    assert code == 0
+    summary = json.loads(out)
+    assert summary["score_range"] == [0.0, 10.0]
+    assert summary["mean"] == pytest.approx(49 / 6)
+    # Without "passed", a sample passes at the top of the declared range.
+    assert summary["pass_rate"]["value"] == pytest.approx(2 / 3)
+    assert summary["ci_high"] <= 10.0
+    code, _, err = _run_main(monkeypatch, capsys, "stats", str(path), "--score-range", "0:5")
+    assert code == 2 and "score range [0, 5] (as declared by --score-range), got 10" in err
+    for bad in ("5", "a:b", "3:1", "1:1", "0:inf"):
+        code, _, err = _run_main(monkeypatch, capsys, "stats", str(path), "--score-range", bad)
+        assert code == 2 and "--score-range" in err and "Traceback" not in err, bad
+
+
+def test_errored_lines_as_failures_score_the_bottom_of_the_range(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"scenario_id": "a", "epoch": 0, "score": 5},
+                  {"scenario_id": "a", "epoch": 1, "status": "errored"},
+                  {"scenario_id": "b", "epoch": 0, "score": 3, "status": "scored"})
+    table = read_sample_scores(path, errors_as_failures=True, score_range=(1.0, 5.0))
+    assert table.scores == {"a": [5.0, 1.0], "b": [3.0]}
+    assert table.passed == {"a": [True, False], "b": [False]}
+    assert any("counted as failures (score 1, not passed)" in n for n in table.notes)
+
+
+def test_a_byte_order_mark_is_dropped_and_a_bad_byte_is_located(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"scenario_id": "a", "epoch": 0, "score": 1}\n')
+    assert read_sample_scores(path).scores == {"a": [1.0]}
+    path.write_bytes(b'{"scenario_id": "a", "epoch": 0, "score": 1}\n'
+                     b'{"scenario_id": "\xff", "epoch": 1, "score": 1}\n')
+    with pytest.raises(InputError) as exc:
+        read_sample_scores(path)
+    assert str(exc.value) == (f"{path}:2: not UTF-8 text (byte 0xff at column 18); expected "
+                              "a JSONL file of sample scores, encoded as UTF-8")
+
+
+def test_run_sample_lines_with_extra_keys_and_judge_scores(tmp_path: Path) -> None:
+    # The shape of a run's samples.jsonl: extra keys are ignored, judge_scores are kept,
+    # a misspelt known key is still an error.
+    line = {"scenario_id": "a", "epoch": 0, "status": "scored", "score": 0.5, "passed": False,
+            "metrics": {"x": 1.0}, "judge_scores": [0.4, 0.6], "stop_reason": "goal_met",
+            "error": None, "usage": {}, "duration_s": 1.2, "offline": True}
+    path = _write(tmp_path, line, {**line, "epoch": 1, "score": 1, "passed": True},
+                  {**line, "scenario_id": "b"}, {**line, "scenario_id": "b", "epoch": 1})
+    table = read_sample_scores(path)
+    assert table.scores == {"a": [0.5, 1.0], "b": [0.5, 0.5]}
+    assert table.passed == {"a": [False, True], "b": [False, False]}
+    assert table.judge_scores == {"a": [[0.4, 0.6], [0.4, 0.6]], "b": [[0.4, 0.6]] * 2}
+    assert table.n_offline == 4
+    without = {k: v for k, v in line.items() if k != "judge_scores"}
+    misspelt = _write(tmp_path, without, {**without, "epoch": 1, "judge_score": [1.0]},
+                      name="m.jsonl")
+    with pytest.raises(InputError, match=":2: judge_score: unknown field; did you mean"):
+        read_sample_scores(misspelt)
+
+
+def test_json_output_is_ascii_with_every_id_kept_exactly(tmp_path: Path) -> None:
+    # ids from outside: a C1 control, a bidirectional override, an emoji (past the BMP) and a
+    # lone surrogate (valid as a JSON escape, not as Unicode text)
+    ids = ["a\x9bb", "\u202eevil", "caf\u00e9 \U0001f600", "x\ud800"]
+    path = tmp_path / "scores.jsonl"
+    path.write_text("".join(json.dumps({"scenario_id": sid, "epoch": e, "score": e % 2}) + "\n"
+                            for sid in ids for e in range(2)), encoding="utf-8")
+    result = CliRunner().invoke(app, ["stats", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.isascii()
+    out = json.loads(result.stdout)
+    assert [s["scenario_id"] for s in out["scenarios"]] == ids
+
+
 def test_unreadable_files(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="file not found"):
+    with pytest.raises(InputError, match="file not found; expected a JSONL file of sample"):
         read_sample_scores(tmp_path / "nope.jsonl")
     with pytest.raises(InputError, match="is a directory"):
         read_sample_scores(tmp_path)

@@ -148,3 +148,44 @@ def test_bad_input() -> None:
     with pytest.raises(ValueError, match="pass flags"):
         compare_runs({"a": [1.0], "b": [0.0]}, {"a": [0.0], "b": [1.0]},
                      baseline_passed={"a": [True]})
+
+
+def test_identical_runs_differ_by_exactly_zero_despite_rounding() -> None:
+    # Two deterministic runs of the same agent: the same scores, in another epoch order and
+    # with the last-place noise of components summed in another order. Before, the noise
+    # alone gave a t statistic (e.g. -0.787) and a p-value below 1.
+    rng = np.random.default_rng(8)
+    base = {f"s{i}": [float(x) for x in rng.choice([0.1, 0.2, 0.7, 1 / 3], 4)]
+            for i in range(12)}
+    cand = {}
+    for i, (sid, xs) in enumerate(base.items()):
+        ys = list(reversed(xs))
+        if i % 3 == 0:
+            ys[0] = float(np.nextafter(ys[0], 2.0))
+        cand[sid] = ys
+    assert any(np.mean(cand[s]) != np.mean(base[s]) for s in base)  # the noise is there
+    res = compare_runs(base, cand)
+    assert all(r.difference == 0.0 for r in res.scenarios)
+    assert res.difference.value == 0.0 and res.difference.stderr == 0.0
+    assert res.t_test.statistic is None and res.t_test.p_value == 1.0
+    assert res.permutation_test.p_value == 1.0
+    assert not res.significant_regression and not res.significant_improvement
+    # A real difference, however small in score terms, is still one.
+    cand["s0"] = [x + 1e-4 for x in base["s0"]]
+    assert compare_runs(base, cand).scenarios[0].difference == pytest.approx(1e-4)
+
+
+@pytest.mark.parametrize(("n_scenarios", "says_so"), [(4, True), (5, True), (6, False)])
+def test_permutation_test_says_when_it_can_never_reject(n_scenarios: int, says_so: bool
+                                                        ) -> None:
+    base = {f"s{i}": [0.0, 0.0] for i in range(n_scenarios)}
+    cand = {f"s{i}": [1.0, 1.0] for i in range(n_scenarios)}  # as large as differences get
+    res = compare_runs(base, cand, test="permutation")
+    smallest = 2 / 2**n_scenarios
+    assert res.permutation_test.p_value == pytest.approx(smallest)
+    assert res.significant_improvement is (not says_so)
+    notes = [n for n in res.notes if "permutation test cannot reject" in n]
+    assert bool(notes) is says_so
+    if says_so:
+        assert f"2/2^{n_scenarios} = {smallest:.4g}" in notes[0]
+        assert "can never be significant" in notes[0]

@@ -6,10 +6,11 @@ from __future__ import annotations
 import itertools
 import statistics
 
+import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from harness.stats import pass_at_k, pass_hat_k, scenario_stats, wilson_interval
+from harness.stats import pass_at_k, pass_hat_k, scenario_stats, suite_stats, wilson_interval
 
 
 def _subset_fractions(n: int, c: int, k: int) -> tuple[float, float]:
@@ -112,3 +113,24 @@ def test_scenario_stats_rejects_bad_input() -> None:
         scenario_stats("s", [float("nan")])
     with pytest.raises(ValueError, match="passed flags"):
         scenario_stats("s", [1.0, 0.0], [True])
+
+
+def test_every_scenario_at_once_equals_one_at_a_time() -> None:
+    # Unequal epoch counts in no particular order, so scenarios sharing a count are grouped
+    # for the vectorised pass@k / pass^k and must come back in their own order and row.
+    rng = np.random.default_rng(3)
+    counts = [7, 1, 3, 7, 12, 3, 2, 7, 1, 5]
+    scores = {f"s{i}": [float(x) for x in rng.random(n) < rng.random()]
+              for i, n in enumerate(counts)}
+    scores["s2"] = [0.5, 0.5, 0.5]
+    rows = list(suite_stats(scores, bootstrap_resamples=0).scenarios.rows())
+    assert [r["scenario_id"] for r in rows] == list(scores)
+    for row, (sid, xs) in zip(rows, scores.items(), strict=True):
+        one = scenario_stats(sid, xs).model_dump(mode="json")
+        assert row.keys() == one.keys()
+        for key, value in one.items():
+            assert row[key] == pytest.approx(value, abs=1e-15), (sid, key)
+        n, c = len(xs), int(sum(x >= 1 for x in xs))
+        for k in range(1, n + 1):
+            assert row["pass_at_k"][str(k)] == pytest.approx(pass_at_k(n, c, k), abs=1e-12)
+            assert row["pass_hat_k"][str(k)] == pytest.approx(pass_hat_k(n, c, k), abs=1e-12)

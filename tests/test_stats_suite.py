@@ -67,10 +67,11 @@ def test_unequal_epochs_match_statsmodels_cluster_robust() -> None:
     assert suite.mean.value == pytest.approx(wls.params[0], rel=1e-12)
     assert suite.mean.stderr == pytest.approx(wls.bse[0], rel=1e-10)
     assert clustered_stderr(y, g, 1.0 / n_c[g]) == pytest.approx(wls.bse[0], rel=1e-10)
-    # Same t interval on C-1 degrees of freedom.
+    # Same t interval on C-1 degrees of freedom, cut at the score range [0, 1].
     assert wls.df_resid_inference == 8 and suite.mean.df == 8
     low, high = wls.conf_int(alpha=0.05)[0]
-    assert (suite.mean.ci_low, suite.mean.ci_high) == pytest.approx((low, high), rel=1e-10)
+    assert high > 1 and suite.mean.clipped and "clipped to the range [0, 1]" in suite.mean.method
+    assert (suite.mean.ci_low, suite.mean.ci_high) == pytest.approx((low, 1.0), rel=1e-10)
     assert suite.min_epochs == 1 and suite.max_epochs == 8
     assert any("unequal epoch counts" in n for n in suite.notes)
 
@@ -163,7 +164,7 @@ def test_bootstrap_degenerate_inputs() -> None:
 
 
 def test_suite_bootstrap_uses_seed() -> None:
-    scores = _random_suite(np.random.default_rng(2), 10, 3)
+    scores = _random_suite(np.random.default_rng(2), 20, 3)
     a = suite_stats(scores, seed=4, bootstrap_resamples=999)
     b = suite_stats(scores, seed=4, bootstrap_resamples=999)
     assert a.bootstrap == b.bootstrap

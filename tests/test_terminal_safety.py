@@ -216,7 +216,7 @@ def test_several_problems_one_line_each_with_markup_literal(harness: Harness,
     assert len(lines) == 3 and lines[0].startswith("error: ")
     duplicate = next(line for line in lines if "duplicate sample" in line)
     assert "scenario '\\x1b]2;PWNED\\x1b\\\\" in duplicate and "[red]x[/red]" in duplicate
-    assert any(line.endswith('expected an integer, got "\\n[bold]"') for line in lines)
+    assert any(line.endswith('expected an integer >= 0, got "\\n[bold]"') for line in lines)
     assert RAW.search(err.replace("\n", "")) is None
 
 

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-import json
+import itertools
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,16 +16,17 @@ from harness.cli.app import app, check_target_mdd
 from harness.errors import InputError
 from harness.report.safe import terminal_console
 from harness.report.terminal import (
+    estimate_how,
     fmt_num,
+    handful_of_k,
     render_notes,
     render_notice,
     render_power,
     render_scenarios,
     render_variance,
 )
-from harness.stats.jsonl import read_sample_scores
-from harness.stats.suite import suite_stats
-from harness.stats.summary import design_power, offline_notice, stats_summary
+
+TABLE_ROWS = 50  # scenarios shown in the table; the JSON output has them all
 
 
 def _interval(obj: dict[str, Any] | None) -> str:
@@ -33,7 +35,8 @@ def _interval(obj: dict[str, Any] | None) -> str:
     return f"[{obj['ci_low']:.3f}, {obj['ci_high']:.3f}]"
 
 
-def _print_tables(out: dict[str, Any], console: Console) -> None:
+def _print_tables(out: dict[str, Any], scenarios: list[dict[str, Any]], console: Console, *,
+                  all_k: bool) -> None:
     render_notice(out["notice"], console)
     level = f"{out['confidence']:.0%}"
     suite = Table(title=f"Suite ({out['n_scenarios']} scenarios, {out['n_samples']} samples)",
@@ -41,28 +44,48 @@ def _print_tables(out: dict[str, Any], console: Console) -> None:
     for col, justify in (("figure", "left"), ("value", "right"), ("SE", "right"),
                          (f"{level} interval", "right"), ("how", "left")):
         suite.add_column(col, justify=justify)  # type: ignore[arg-type]
+    mean = {"value": out["mean"], "stderr": out["stderr"], "ci_low": out["ci_low"],
+            "ci_high": out["ci_high"], "clipped": out["ci_clipped"],
+            "n_clusters": out["n_scenarios"]}
     suite.add_row("mean score", fmt_num(out["mean"]), fmt_num(out["stderr"]),
-                  _interval(out), "clustered by scenario, t on C-1 df")
+                  _interval(out), estimate_how(mean, "clustered by scenario, t on C-1 df"))
     boot = out["bootstrap"]
     if boot:
         suite.add_row("mean score", fmt_num(out["mean"]), "", _interval(boot),
                       f"cluster bootstrap, {boot['n_resamples']} resamples, seed {boot['seed']}")
     pr = out["pass_rate"]
     suite.add_row("pass rate", fmt_num(pr["value"]), fmt_num(pr["stderr"]), _interval(pr),
-                  "mean of scenario pass rates")
-    for k in out["pass_at_k"]:
-        d = out["pass_at_k_detail"][k]
-        suite.add_row(f"pass@{k}", fmt_num(d["value"]), fmt_num(d["stderr"]), _interval(d),
-                      "Chen et al., mean over scenarios")
-    for k in out["pass_hat_k"]:
-        d = out["pass_hat_k_detail"][k]
-        suite.add_row(f"pass^{k}", fmt_num(d["value"]), fmt_num(d["stderr"]), _interval(d),
-                      "tau-bench, mean over scenarios")
+                  estimate_how(pr, "mean of scenario pass rates; Wilson, effective n"))
+    ks = list(out["pass_at_k"]) if all_k else handful_of_k(list(out["pass_at_k"]))
+    for label, key, how in (("pass@", "pass_at_k_detail", "Chen et al."),
+                            ("pass^", "pass_hat_k_detail", "tau-bench")):
+        for k in ks:
+            d = out[key][k]
+            suite.add_row(f"{label}{k}", fmt_num(d["value"]), fmt_num(d["stderr"]),
+                          _interval(d), estimate_how(d, f"{how}; Wilson, effective n"))
+    if len(ks) < len(out["pass_at_k"]):
+        suite.caption = (f"k = {', '.join(ks)} of 1..{len(out['pass_at_k'])}: --all-k lists "
+                         "every k (the JSON output always has them all)")
     console.print(suite)
     render_power(out, console)
-    render_scenarios(out, console)
+    render_scenarios({**out, "scenarios": scenarios}, console)
     render_variance(out, console)
     render_notes(out["notes"], console)
+
+
+def _score_range(text: str) -> tuple[float, float]:
+    from harness.stats.jsonl import check_score_range
+
+    low, sep, high = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        bounds = (float(low), float(high))
+    except ValueError:
+        raise InputError("command line", "--score-range",
+                         f"expected LOW:HIGH (two numbers), got {text!r}") from None
+    check_score_range(bounds)
+    return bounds
 
 
 @app.command("stats")
@@ -82,8 +105,25 @@ def stats(
     errors_as_failures: Annotated[bool, typer.Option(
         help="Count lines with status 'errored' as failures (score 0), as a run made with "
         "--errors-as-failures does; by default they are skipped and counted.")] = False,
+    score_range: Annotated[str, typer.Option(
+        "--score-range", metavar="LOW:HIGH",
+        help="The range every score lies in; a score outside it is an error. A sample "
+        "without 'passed' passes at the top of the range.")] = "0:1",
+    all_k: Annotated[bool, typer.Option(
+        "--all-k", help="List pass@k and pass^k for every k in the tables (by default k = "
+        "1, 2, 4, 8, ... and the largest; the JSON always has every k).")] = False,
 ) -> None:
     """Suite statistics with confidence intervals from a JSONL of sample scores."""
+    # Imported here: numpy and scipy load only when statistics are computed, not for --help.
+    from harness.stats.jsonl import read_sample_scores
+    from harness.stats.suite import suite_stats_from_columns
+    from harness.stats.summary import (
+        design_power,
+        offline_notice,
+        summary_head,
+        write_summary_json,
+    )
+
     if not 0.0 < confidence < 1.0:
         raise InputError("command line", "--confidence",
                          f"expected a number strictly between 0 and 1, got {confidence}")
@@ -91,12 +131,13 @@ def stats(
         raise InputError("command line", "--bootstrap-resamples",
                          f"expected 0 or more, got {bootstrap_resamples}")
     check_target_mdd(target_mdd)
-    table = read_sample_scores(file, errors_as_failures=errors_as_failures)
-    suite = suite_stats(
-        table.scores, table.passed, judge_scores=table.judge_scores, confidence=confidence,
-        seed=seed, bootstrap_resamples=bootstrap_resamples,
+    bounds = _score_range(score_range)
+    table = read_sample_scores(file, errors_as_failures=errors_as_failures, score_range=bounds)
+    suite = suite_stats_from_columns(
+        table.columns, judge_scores=table.judge_scores, confidence=confidence, seed=seed,
+        bootstrap_resamples=bootstrap_resamples, score_range=bounds,
     )
-    out = stats_summary(
+    out = summary_head(
         suite, source=str(file), power=design_power(suite, alpha=1.0 - confidence),
         target_difference=target_mdd,
     )
@@ -110,6 +151,10 @@ def stats(
     out["offline_samples"] = table.n_offline
     out["notice"] = offline_notice(table.n_offline, table.n_samples)
     if as_json:
-        typer.echo(json.dumps(out, indent=2, allow_nan=False))
+        sys.stdout.flush()
+        write_summary_json(out, suite.scenarios.rows(), sys.stdout.buffer)
+        sys.stdout.buffer.flush()
     else:
-        _print_tables(out, terminal_console())
+        # The table shows the first rows only; the rest are never built.
+        rows = list(itertools.islice(suite.scenarios.rows(), TABLE_ROWS))
+        _print_tables(out, rows, terminal_console(), all_k=all_k)

@@ -25,6 +25,37 @@ def fmt_ci(low: float | None, high: float | None) -> str:
     return "—" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
 
 
+def fmt_p(p: float | None) -> str:
+    """A p-value to 3 places, ``<0.001`` below that (never a misleading ``0.000``)."""
+    if p is None:
+        return "—"
+    return "<0.001" if p < 0.0005 else f"{p:.3f}"
+
+
+def handful_of_k(ks: list[str]) -> list[str]:
+    """The k values a table shows by default: 1, 2, 4, 8, ... and the largest (keys as
+    strings, in order)."""
+    if not ks:
+        return []
+    largest = max(int(k) for k in ks)
+    wanted = {1 << i for i in range(largest.bit_length())} | {largest}
+    return [k for k in ks if int(k) in wanted]
+
+
+def estimate_how(est: dict[str, Any], how: str) -> str:
+    """``how`` an estimate was computed, or what replaced its usual interval: the
+    no-spread bound when every scenario agreed, or the cut at the range."""
+    if est.get("ci_low") is None:
+        return how
+    if est.get("stderr") == 0.0:
+        units = est.get("n_clusters")
+        return "every scenario the same: " + (f"bound for {units} scenarios" if units
+                                               else "no-spread bound")
+    if est.get("clipped"):
+        return how + "; cut at the score range"
+    return how
+
+
 def make_table(title: str, *columns: str) -> Table:
     """A table in the house style: the first column left-aligned, figures right-aligned."""
     table = Table(title=title, title_justify="left", title_style="bold")
@@ -76,8 +107,10 @@ def _suite_table(score: dict[str, Any], console: Console) -> None:
     table = make_table(f"Suite ({score['n_scenarios']} scenarios, {score['n_samples']} samples)",
                    "figure", "value", f"{level} interval", "n", "how")
     table.columns[-1].justify = "left"
+    mean = {"stderr": score["stderr"], "ci_low": score["ci_low"],
+            "clipped": score.get("ci_clipped"), "n_clusters": score["n_scenarios"]}
     table.add_row("mean score", fmt_num(score["mean"]), fmt_ci(score["ci_low"], score["ci_high"]),
-                  str(score["n_samples"]), "clustered by scenario, t on C-1 df")
+                  str(score["n_samples"]), estimate_how(mean, "clustered by scenario, t on C-1 df"))
     boot = score.get("bootstrap")
     if boot:
         table.add_row("mean score", fmt_num(score["mean"]), fmt_ci(boot["ci_low"], boot["ci_high"]),
@@ -85,14 +118,14 @@ def _suite_table(score: dict[str, Any], console: Console) -> None:
                       f"cluster bootstrap ({boot['n_resamples']} resamples, seed {boot['seed']})")
     pr = score["pass_rate"]
     table.add_row("pass rate", fmt_num(pr["value"]), fmt_ci(pr["ci_low"], pr["ci_high"]),
-                  str(pr["n"]), "mean of scenario pass rates")
-    ks = sorted(score["pass_hat_k_detail"], key=int)
-    for k in ([ks[0], ks[-1]] if len(ks) > 1 else ks):
+                  str(pr["n"]), estimate_how(pr, "mean of scenario pass rates"))
+    ks = handful_of_k(sorted(score["pass_hat_k_detail"], key=int))
+    for k in ks:
         for label, key, how in (("pass@", "pass_at_k_detail", "Chen et al."),
                                 ("pass^", "pass_hat_k_detail", "tau-bench")):
             d = score[key][k]
             table.add_row(f"{label}{k}", fmt_num(d["value"]), fmt_ci(d["ci_low"], d["ci_high"]),
-                          str(d["n"]), f"{how}, mean over scenarios")
+                          str(d["n"]), estimate_how(d, f"{how}, mean over scenarios"))
     console.print(table)
     render_power(score, console)
 
@@ -130,8 +163,9 @@ def render_scenarios(score: dict[str, Any], console: Console, *,
         if errors is not None:
             cells.append(str(errors.get(s["scenario_id"], "")))
         table.add_row(*cells)
-    if len(rows) > max_rows:
-        table.caption = f"{len(rows) - max_rows} more in the JSON output"
+    total = score.get("n_scenarios", len(rows))
+    if total > max_rows:
+        table.caption = f"{total - max_rows} more in the JSON output"
     console.print(table)
 
 
@@ -281,12 +315,12 @@ def render_comparison(result: dict[str, Any], console: Console, *, max_rows: int
     for key in ("t_test", "permutation_test"):
         t = result[key]
         table.add_row(key.replace("_", " "), fmt_num(t["statistic"]),
-                      f"p = {fmt_num(t['p_value'])}",
+                      f"p = {fmt_p(t['p_value'])}",
                       terminal_text(t["method"]))
     if result.get("mcnemar"):
         m = result["mcnemar"]
         table.add_row("McNemar (pass/fail)", fmt_num(m.get("statistic")),
-                      f"p = {fmt_num(m['p_value'])}", terminal_text(m["method"]))
+                      f"p = {fmt_p(m['p_value'])}", terminal_text(m["method"]))
     table.add_row("correlation of scenario means", fmt_num(result["correlation"]), "", "Pearson")
     console.print(table)
     rows = sorted(result["scenarios"], key=lambda s: s["difference"])

@@ -4,7 +4,8 @@
 scenario pass rates) and mean score with the thresholds, on the figure itself
 (``--gate-on mean``) or on the lower end of its confidence interval (``--gate-on
 lower-bound``, the cautious choice: the suite must clear the bar even allowing for sampling
-noise).
+noise). Both figures lie in [0, 1], and so do the intervals the gate shows: one that reached
+past the range is cut at it, and the message says so.
 """
 
 from __future__ import annotations
@@ -34,6 +35,16 @@ class GateResult(BaseModel):
     checks: list[GateCheck]
 
 
+def _in_unit_range(low: float | None, high: float | None
+                   ) -> tuple[float | None, float | None, bool]:
+    """An interval of a figure in [0, 1] cut at that range, and whether it had to be (a
+    summary written before intervals were cut can hold a negative lower bound)."""
+    if low is None or high is None:
+        return low, high, False
+    cut_low, cut_high = min(max(low, 0.0), 1.0), min(max(high, 0.0), 1.0)
+    return cut_low, cut_high, (cut_low, cut_high) != (low, high)
+
+
 def evaluate_gate(
     summary: dict[str, Any],
     *,
@@ -58,16 +69,20 @@ def evaluate_gate(
                                     detail="no scored samples, so nothing clears the bar"))
             continue
         est = score["pass_rate"] if figure == "pass rate" else {
-            "value": score["mean"], "ci_low": score["ci_low"], "ci_high": score["ci_high"]}
-        value = est["value"] if gate_on == "mean" else est["ci_low"]
+            "value": score["mean"], "ci_low": score["ci_low"], "ci_high": score["ci_high"],
+            "clipped": score.get("ci_clipped")}
+        low, high, clipped = _in_unit_range(est["ci_low"], est["ci_high"])
+        clipped = clipped or bool(est.get("clipped"))
+        value = est["value"] if gate_on == "mean" else low
         if value is None:
             checks.append(GateCheck(
                 figure=figure, threshold=threshold, basis=gate_on, value=None, passed=False,
                 detail="no interval (fewer than 2 scenarios), so the lower bound is unknown"))
             continue
         ok = value >= threshold
-        interval = ("" if est["ci_low"] is None
-                    else f" (interval {est['ci_low']:.3f}–{est['ci_high']:.3f})")
+        interval = ("" if low is None or high is None
+                    else f" (interval {low:.3f}–{high:.3f}"
+                    + (", clipped to the range [0, 1]" if clipped else "") + ")")
         checks.append(GateCheck(
             figure=figure, threshold=threshold, basis=gate_on, value=value, passed=ok,
             detail=f"{figure} {'lower bound ' if gate_on == 'lower-bound' else ''}"

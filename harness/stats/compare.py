@@ -24,6 +24,10 @@ PairedTest = Literal["t", "permutation"]
 # Below this many discordant pairs the chi-square approximation to McNemar's test is poor;
 # the exact binomial test is used instead (the common rule of thumb).
 MCNEMAR_EXACT_BELOW = 25
+# A per-scenario difference this small (relative to the means, at least 1) is rounding, not
+# a difference: two runs whose samples were scored from the same components in another order
+# differ by a few units in the last place, and a t test on that noise is meaningless.
+ZERO_DIFFERENCE = 1e-9
 
 
 class McNemarResult(BaseModel):
@@ -210,14 +214,18 @@ def compare_runs(
         xa, xb = baseline[sid], candidate[sid]
         if not xa or not xb:
             raise ValueError(f"scenario {sid!r} has no epochs in one of the runs")
-        ma, mb = float(np.mean(xa)), float(np.mean(xb))
+        # fsum: the exactly rounded sum, whatever order the epochs come in.
+        ma, mb = math.fsum(xa) / len(xa), math.fsum(xb) / len(xb)
+        diff = mb - ma
+        if abs(diff) <= ZERO_DIFFERENCE * max(1.0, abs(ma), abs(mb)):
+            diff = 0.0
         rows.append(ScenarioDifference(
-            scenario_id=sid, baseline_mean=ma, candidate_mean=mb, difference=mb - ma,
+            scenario_id=sid, baseline_mean=ma, candidate_mean=mb, difference=diff,
             baseline_epochs=len(xa), candidate_epochs=len(xb),
         ))
     ma_arr = np.array([r.baseline_mean for r in rows])
     mb_arr = np.array([r.candidate_mean for r in rows])
-    d = mb_arr - ma_arr
+    d = np.array([r.difference for r in rows])
     n_samples = sum(r.baseline_epochs + r.candidate_epochs for r in rows)
     difference = mean_of_cluster_means(
         d, confidence=1.0 - alpha, n=n_samples,
@@ -241,12 +249,24 @@ def compare_runs(
         )
         notes.append("every scenario has the same difference: tests are degenerate")
     else:
-        t_res = sps.ttest_rel(mb_arr, ma_arr)
+        # The paired t test is the one-sample t test of the differences (what
+        # scipy.stats.ttest_rel computes), run on them so that rounding noise stays zero.
+        t_res = sps.ttest_1samp(d, 0.0)
         t_test = TestResult(
             statistic=float(t_res.statistic), p_value=float(t_res.pvalue), df=len(d) - 1,
-            method="paired t test on scenario means (scipy.stats.ttest_rel), two-sided",
+            method="paired t test on scenario means (one-sample t test of the differences, "
+            "as scipy.stats.ttest_rel), two-sided",
         )
     permutation = _permutation(d, permutation_resamples, seed)
+    differing = int(np.count_nonzero(d))
+    if differing and 2.0 / 2**differing >= alpha:
+        notes.append(
+            f"the permutation test cannot reject at alpha {alpha:g} with {differing} "
+            f"scenario(s) that differ: its smallest possible p-value is 2/2^{differing} = "
+            f"{2.0 / 2**differing:.4g}"
+            + ("; the verdict (--test permutation) can never be significant"
+               if test == "permutation" else "")
+        )
 
     base_flags: list[bool] = []
     cand_flags: list[bool] = []

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from scipy import stats as sps
 
 from harness.errors import HarnessError
+from harness.stats.bounded import T_INTERVAL, mean_intervals, rule_text
 
 
 class InsufficientDataError(HarnessError, ValueError):
@@ -29,6 +30,8 @@ class Estimate(BaseModel):
     ``n`` counts the observations behind the value (samples, or scenarios when the value is
     an average of per-scenario figures); ``n_clusters`` is the number of scenarios. The
     interval fields are ``None`` when they cannot be computed (fewer than two scenarios).
+    ``clipped`` is true when the interval reached past the figure's range and was cut at it
+    (the ``method`` says so too).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -42,6 +45,7 @@ class Estimate(BaseModel):
     n: int
     n_clusters: int
     method: str
+    clipped: bool = False
 
 
 def check_confidence(confidence: float) -> None:
@@ -107,7 +111,7 @@ def clustered_stderr(
 
 
 def mean_of_cluster_means(
-    cluster_means: Sequence[float],
+    cluster_means: Sequence[float] | np.ndarray,
     *,
     confidence: float = 0.95,
     n: int | None = None,
@@ -118,8 +122,12 @@ def mean_of_cluster_means(
 
     Each scenario counts once, so the clustered standard error is ``sd(means)/sqrt(C)``
     (the sandwich formula with weights ``1/n_c``, see :func:`clustered_stderr`). ``n`` is the
-    number of samples behind the figures (defaults to C). ``bounds`` clips the interval to a
-    known range (e.g. [0, 1] for probabilities). With one scenario the interval is ``None``.
+    number of samples behind the figures (defaults to C). ``bounds`` is the figures' known
+    range (e.g. [0, 1] for probabilities): the interval is cut at it (``clipped``), and when
+    every scenario has the same figure it is the no-spread interval of
+    :mod:`harness.stats.bounded` (an exact bound at an end of the range, else the Wilson
+    interval for C units) instead of a zero-width one. With one scenario the interval is
+    ``None``.
 
     Raises ``ValueError`` on no scenarios or a bad confidence.
     """
@@ -136,10 +144,23 @@ def mean_of_cluster_means(
             method=method + " (no interval: needs at least 2 scenarios)",
         )
     stderr = float(m.std(ddof=1)) / math.sqrt(c)
-    low, high = t_interval(value, stderr, c - 1, confidence)
-    if bounds is not None:
-        low, high = max(low, bounds[0]), min(high, bounds[1])
+    clipped = False
+    if bounds is None:
+        low, high = t_interval(value, stderr, c - 1, confidence)
+    else:
+        spread = bool(np.ptp(m) > 0)
+        if not spread:
+            value, stderr = float(m[0]), 0.0  # exactly, not the rounding noise of a mean
+        got = mean_intervals(np.array(value), np.array(stderr), np.array(spread),
+                             np.array(c), confidence=confidence, score_range=bounds)
+        low, high = float(got.low), float(got.high)
+        clipped = bool(got.clipped)
+        if clipped:
+            method += f"; clipped to the range [{bounds[0]:g}, {bounds[1]:g}]"
+        rule = str(got.rule)
+        if rule != T_INTERVAL:
+            method += "; " + rule_text(rule, c, confidence)
     return Estimate(
         value=value, stderr=stderr, ci_low=low, ci_high=high, confidence=confidence,
-        df=c - 1, n=n if n is not None else c, n_clusters=c, method=method,
+        df=c - 1, n=n if n is not None else c, n_clusters=c, method=method, clipped=clipped,
     )

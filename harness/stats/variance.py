@@ -95,21 +95,37 @@ def _nested_moments(
     # Flatten to arrays with group codes so the sums are vectorised (runs can be large).
     values: list[float] = []
     judge_counts: list[int] = []
-    transcript_scenario: list[int] = []
-    for code, (sid, epochs) in enumerate(data.items()):
+    epoch_counts: list[int] = []
+    for sid, epochs in data.items():
         if not epochs or any(len(t) == 0 for t in epochs):
             raise ValueError(f"scenario {sid!r} has an epoch with no scores")
         for t in epochs:
             values.extend(t)
             judge_counts.append(len(t))
-            transcript_scenario.append(code)
-    x = np.asarray(values, dtype=float)
-    if not np.all(np.isfinite(x)):
-        raise ValueError("variance components need finite scores")
-    j = np.asarray(judge_counts, dtype=float)
-    t_of_x = np.repeat(np.arange(j.size), judge_counts)
-    s_of_t = np.asarray(transcript_scenario)
+        epoch_counts.append(len(epochs))
+    return _array_moments(np.asarray(values, dtype=float), np.asarray(judge_counts),
+                          np.asarray(epoch_counts), need_judge_df=need_judge_df)
 
+
+def _array_moments(
+    values: np.ndarray, judge_counts: np.ndarray, epoch_counts: np.ndarray, *,
+    need_judge_df: bool,
+) -> _Moments:
+    """The moments from flat arrays: ``values`` in transcript order, ``judge_counts`` the
+    judge samples of each transcript, ``epoch_counts`` the transcripts of each scenario
+    (scenarios contiguous, in order)."""
+    c = int(epoch_counts.size)
+    if c < 2:
+        raise InsufficientDataError(f"variance components need at least 2 scenarios, got {c}")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("variance components need finite scores")
+    # Centred on one of the scores (variances do not change): identical scores then give
+    # sums of squares of exactly 0 rather than rounding noise such as 1e-32, which would
+    # make the intraclass correlation look like 1.
+    x = values - values[0]
+    j = judge_counts.astype(float)
+    t_of_x = np.repeat(np.arange(j.size), judge_counts)
+    s_of_t = np.repeat(np.arange(c), epoch_counts)
     # Judge noise: pooled variance of judge samples around their transcript's mean.
     t_mean = np.bincount(t_of_x, weights=x) / j
     judge_df = float(np.sum(j - 1))
@@ -155,8 +171,22 @@ def variance_components(scores: Mapping[str, Sequence[float]]) -> VarianceCompon
     Raises :class:`InsufficientDataError` with fewer than 2 scenarios or when no scenario has
     2 epochs; ``ValueError`` on an empty scenario or a non-finite score.
     """
-    m = _nested_moments({sid: [[s] for s in xs] for sid, xs in scores.items()},
-                        need_judge_df=False)
+    for sid, xs in scores.items():
+        if len(xs) == 0:
+            raise ValueError(f"scenario {sid!r} has an epoch with no scores")
+    values = np.fromiter((x for xs in scores.values() for x in xs), dtype=float)
+    counts = np.fromiter((len(xs) for xs in scores.values()), dtype=np.int64)
+    return variance_components_flat(values, counts)
+
+
+def variance_components_flat(values: np.ndarray, epoch_counts: np.ndarray) -> VarianceComponents:
+    """:func:`variance_components` from flat arrays: ``values`` scenario by scenario (each
+    scenario's scores contiguous) and ``epoch_counts`` the number of scores of each.
+
+    Raises as :func:`variance_components` does.
+    """
+    m = _array_moments(np.asarray(values, dtype=float), np.ones(len(values), dtype=np.int64),
+                       np.asarray(epoch_counts), need_judge_df=False)
     between = max(m.scenario, 0.0)
     within = max(m.epoch, 0.0)  # a pooled sum of squares: never negative without a judge term
     total = between + within
