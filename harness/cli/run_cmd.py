@@ -147,7 +147,8 @@ def run(
     simulator: Annotated[str | None, typer.Option(help="user simulator model")] = None,
     judge: Annotated[list[str] | None, typer.Option(
         help="judge model; repeat for a panel")] = None,
-    no_judge: Annotated[bool, typer.Option(help="skip rubric judging")] = False,
+    no_judge: Annotated[bool, typer.Option(
+        "--no-judge", help="skip rubric judging on purpose")] = False,
     judge_samples: Annotated[int, typer.Option(help="judge samples per transcript")] = 1,
     judge_temperature: Annotated[float | None, typer.Option()] = None,
     judge_aggregation: Annotated[AggregationMethod, typer.Option()] = "mean",
