@@ -191,7 +191,10 @@ def run(
     progress = RunProgress(ERR)
     try:
         if resume is not None:
-            overrides: dict[str, Any] = {"concurrency": concurrency}
+            # Only what was given changes: an option left at its default keeps the stored value.
+            overrides: dict[str, Any] = {}
+            if _given(ctx, {"concurrency"}):
+                overrides["concurrency"] = concurrency
             if max_cost is not None:
                 overrides["max_cost_usd"] = max_cost
             if max_calls is not None:
