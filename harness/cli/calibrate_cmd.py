@@ -13,7 +13,6 @@ Two ways in, one report (terminal or ``--json``):
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ from harness.calibration.render import render_report
 from harness.calibration.report import AnalysisOptions, CalibrationReport
 from harness.calibration.scale import Scale
 from harness.cli.app import app, counting_progress, judge_models
+from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
 from harness.models.config import CacheMode, ModelsConfig
 
@@ -247,16 +247,16 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
 
     try:
         with progress:
-            report = asyncio.run(run_calibration(
+            report = run_async(run_calibration(
                 dataset, judges, rubric, samples=samples, out_dir=out, criterion=criterion,
                 scale_map=mapping, swap=swap, allow_ties=allow_ties, temperature=temperature,
                 concurrency=concurrency, options=options, rubric_dirs=rubric_dirs,
                 models=config, cache_path=cache, cache_mode=cache_mode, base_url=base_url,
                 progress=advance))
-    except KeyboardInterrupt:
-        err.print(f"[yellow]interrupted: the finished judgments are in "
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM
+        err.print(f"[yellow]{signal_name(stop)}: the finished judgments are in "
                   f"{escape(str(out / JUDGMENTS_FILE))}; run the same command to resume[/]")
-        raise typer.Exit(130) from None
+        raise typer.Exit(exit_code(stop)) from None
     offline = [n for n in report.notes if n.startswith("OFFLINE:")]
     if offline and not json_output:
         Console(highlight=False).print(f"[bold yellow]{escape(offline[0])}[/]")

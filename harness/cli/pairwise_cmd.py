@@ -3,7 +3,6 @@ pair, in both orders (:mod:`harness.runs.pairwise`)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated
@@ -13,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness.cli.app import EXIT_GATE_FAILED, app, counting_progress, judge_models
+from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
 from harness.models.config import CacheMode, ModelsConfig
 
@@ -67,16 +67,16 @@ def pairwise(
 
     try:
         with progress:
-            result = asyncio.run(compare_runs_pairwise(
+            result = run_async(compare_runs_pairwise(
                 run_a, run_b, judges, rubric, samples=samples, concurrency=concurrency,
                 rubric_dirs=rubrics or [], models=config, cache_path=cache,
                 cache_mode=cache_mode, base_url=judge_base_url, progress=advance))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM
         cached = cache_mode in ("read-write", "replay")
-        err.print("[yellow]interrupted: nothing was written" + (
+        err.print(f"[yellow]{signal_name(stop)}: nothing was written" + (
             "; judged comparisons are in the response cache, so running the same command "
             "again repeats no call" if cached else "") + "[/]")
-        raise typer.Exit(130) from None
+        raise typer.Exit(exit_code(stop)) from None
     data = result.report.model_dump(mode="json")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,6 @@ show a run's summary again, and compare two runs scenario by scenario."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from pathlib import Path
@@ -11,9 +10,18 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.cli.app import EXIT_GATE_FAILED, EXIT_INPUT_ERROR, app, check_target_mdd
+from harness.cli.app import (
+    EXIT_BUDGET_STOP,
+    EXIT_GATE_FAILED,
+    EXIT_INPUT_ERROR,
+    EXIT_NOTHING_SCORED,
+    app,
+    check_target_mdd,
+)
+from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import HarnessError
 from harness.judging.aggregate import AggregationMethod
 from harness.models.config import CacheMode
@@ -22,12 +30,12 @@ from harness.runs.config import AdaptiveSettings, RunConfig
 from harness.runs.engine import Runner
 from harness.runs.gate import GateBasis, evaluate_gate
 from harness.runs.sample import SampleRecord
-from harness.runs.store import RunStore
+from harness.runs.store import STORE_FILENAME, RunStore
 from harness.runs.summary import read_summary, scores_by_scenario
 from harness.stats.compare import PairedTest, compare_runs
 from harness.stats.summary import offline_notice
 
-ERR = Console(stderr=True, highlight=False)
+ERR = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per message
 
 
 class RunProgress:
@@ -77,11 +85,42 @@ def _finish(result: RunResult, *, as_json: bool, min_pass_rate: float | None,
         render_run(result.summary, Console(highlight=False), run_dir=str(result.run_dir),
                    gate=gate)
         ERR.print(f"[dim]wrote {result.run_dir}/summary.json and samples.jsonl[/]")
-    stopped = result.summary.get("stopped")
-    if stopped and stopped["reason"] == "model_configuration":
-        raise typer.Exit(EXIT_INPUT_ERROR)
+    codes = []
+    for code, problem in _problems(result.summary, result.run_dir):
+        ERR.print(f"[bold red]error:[/] {escape(problem)}")
+        codes.append(code)
     if gate is not None and not gate.passed:
-        raise typer.Exit(EXIT_GATE_FAILED)
+        codes.append(EXIT_GATE_FAILED)
+    if codes:
+        # Most telling first: a configuration to fix, a budget stop, nothing scored, the gate.
+        order = (EXIT_INPUT_ERROR, EXIT_BUDGET_STOP, EXIT_NOTHING_SCORED, EXIT_GATE_FAILED)
+        raise typer.Exit(min(codes, key=order.index))
+
+
+def _problems(summary: dict[str, Any], run_dir: Path) -> list[tuple[int, str]]:
+    """Why a finished run cannot pass as a complete measurement, one line each with the exit
+    code it sets (the gate aside)."""
+    counts, stopped = summary["counts"], summary.get("stopped")
+    problems = []
+    if stopped and stopped["reason"] == "model_configuration":
+        problems.append((EXIT_INPUT_ERROR, f"the run stopped: {stopped['message']}; fix it and "
+                         f"continue with harness run --resume {run_dir}"))
+    if stopped and stopped["reason"] == "budget":
+        planned = counts.get("samples_planned")
+        of = f" of {planned} planned" if planned is not None else ""
+        kept = (f"with {counts['samples']}{of} samples stored, so its figures cover only "
+                "those" if counts["samples"] else f"before any sample finished (0{of})")
+        problems.append((EXIT_BUDGET_STOP, f"the run stopped on its budget {kept} (exit "
+                         f"{EXIT_BUDGET_STOP}); continue with harness run --resume {run_dir} "
+                         "--max-cost USD or --max-calls N"))
+    # An early stop with no sample at all is already explained by its line.
+    if counts["scored"] == 0 and (counts["samples"] or not problems):
+        what = (f"{counts['errored']} errored, {counts['unscored']} unscored"
+                if counts["samples"] else "no sample finished")
+        problems.append((EXIT_NOTHING_SCORED, f"no sample was scored ({what}), so the run has "
+                         f"no figure (exit {EXIT_NOTHING_SCORED}); the errors are listed in "
+                         f"{run_dir}/summary.json"))
+    return problems
 
 
 # Options that may be given with --resume: they change how the run continues or what is
@@ -185,10 +224,13 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False,
 ) -> None:
     """Run scenarios x epochs, check and judge every transcript, store every sample, and
-    report each figure with its confidence interval. Exit 1 when a gate is missed."""
+    report each figure with its confidence interval. Exit 1 when a gate is missed, 2 on bad
+    input or configuration, 3 when a budget stopped the run early, 4 when no sample was
+    scored; Ctrl-C and SIGTERM keep what finished (exit 130, 143)."""
     _check_option_combinations(ctx, resume=resume, paths=paths,
                                adaptive=target_ci_width is not None)
     progress = RunProgress(ERR)
+    run_dir = resume or out or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
     try:
         if resume is not None:
             # Only what was given changes: an option left at its default keeps the stored value.
@@ -221,17 +263,18 @@ def run(
                     "target_width": target_ci_width, "pilot_epochs": pilot_epochs,
                     "max_epochs_per_scenario": max_epochs},
             )
-            run_dir = out or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
             coro = run_suite(config, run_dir, on_start=progress.start, on_sample=progress.sample)
         try:
-            result = asyncio.run(coro)
+            result = run_async(coro)
         finally:
             progress.stop()
-    except KeyboardInterrupt:
-        where = resume or out or "the run directory"
-        ERR.print(f"[yellow]interrupted: finished samples are stored; continue with "
-                  f"harness run --resume {where}[/]")
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM (harness.cli.interrupts)
+        if (run_dir / STORE_FILENAME).exists():
+            ERR.print(f"[yellow]{signal_name(stop)}: finished samples are stored and "
+                      f"summarised; continue with harness run --resume {escape(str(run_dir))}[/]")
+        else:
+            ERR.print(f"[yellow]{signal_name(stop)} before the run started: nothing was written[/]")
+        raise typer.Exit(exit_code(stop)) from None
     _finish(result, as_json=as_json, min_pass_rate=min_pass_rate, min_score=min_score,
             gate_on=gate_on)
 

@@ -128,8 +128,11 @@ class _Collector:
 
 
 def summarise(store: RunStore, config: RunConfig, *, run_dir: Path,
-              extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Compute the run summary from the store, writing ``samples.jsonl`` on the way."""
+              extra: dict[str, Any] | None = None,
+              scenarios_loaded: int | None = None) -> dict[str, Any]:
+    """Compute the run summary from the store, writing ``samples.jsonl`` on the way.
+    ``scenarios_loaded`` (the suite's size) lets the counts say how much of the plan has
+    samples when a run stopped early."""
     collector = _Collector(config)
     samples_path = run_dir / "samples.jsonl"
     tmp = samples_path.with_suffix(".jsonl.tmp")
@@ -138,7 +141,7 @@ def summarise(store: RunStore, config: RunConfig, *, run_dir: Path,
             collector.add(record)
             out.write(json.dumps(sample_line(record), ensure_ascii=False) + "\n")
     tmp.replace(samples_path)
-    return _summary(collector, store, config, extra or {})
+    return _summary(collector, store, config, extra or {}, scenarios_loaded)
 
 
 def _score_section(c: _Collector, config: RunConfig) -> tuple[dict[str, Any] | None, list[str]]:
@@ -197,8 +200,8 @@ def metric_summaries(metrics: dict[str, dict[str, list[float]]],
     return out
 
 
-def _summary(c: _Collector, store: RunStore, config: RunConfig,
-             extra: dict[str, Any]) -> dict[str, Any]:
+def _summary(c: _Collector, store: RunStore, config: RunConfig, extra: dict[str, Any],
+             scenarios_loaded: int | None) -> dict[str, Any]:
     score, notes = _score_section(c, config)
     failures: FailureAnalysis = analyse_failures(c.check_reports, c.judge_failures)
     n_errored = c.status.get("errored", 0)
@@ -217,6 +220,10 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig,
         "config": config.model_dump(mode="json"),
         "counts": {
             "scenarios": len(c.scenarios),
+            "scenarios_loaded": scenarios_loaded,
+            # a fixed design plans every scenario x epoch; an adaptive one decides as it goes
+            "samples_planned": None if scenarios_loaded is None or config.adaptive is not None
+            else scenarios_loaded * config.epochs,
             "samples": sum(c.status.values()),
             "scored": c.status.get("scored", 0),
             "errored": n_errored,
