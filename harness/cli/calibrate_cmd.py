@@ -28,9 +28,10 @@ from harness.calibration.judgments import load_judgments
 from harness.calibration.render import render_report
 from harness.calibration.report import AnalysisOptions, CalibrationReport
 from harness.calibration.scale import Scale
-from harness.cli.app import app, counting_progress, judge_models
+from harness.cli.app import Verbose, app, counting_progress, judge_models, logs_to
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
+from harness.logs import LOG_FILENAME
 from harness.models.config import CacheMode, ModelsConfig
 
 _OPTION_NAMES = {
@@ -176,6 +177,7 @@ def calibrate(
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples (0: no intervals).")] = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     confidence: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
+    verbose: Verbose = False,
 ) -> None:
     """Measure how well judges agree with people: correlations, kappa, Krippendorff's alpha,
     bias, pass/fail and threshold calibration, pairwise position consistency, the human
@@ -187,6 +189,7 @@ def calibrate(
         "--temperature": temperature, "--out": out, "--concurrency": concurrency,
         "--offline": offline or None, "--cache": cache, "--models-config": models_config,
         "--judge-base-url": judge_base_url, "--rubrics-dir": rubrics_dir,
+        "--verbose": verbose or None,
     }
     if (dataset is None) == (judgments is None):
         raise InputError("command line", "DATASET / --judgments",
@@ -226,6 +229,7 @@ def calibrate(
         concurrency=8 if concurrency is None else concurrency,
         cache=cache or Path(".harness/cache.sqlite"), cache_mode=cache_mode,
         models_config=models_config, base_url=judge_base_url, rubric_dirs=rubrics_dir or [],
+        verbose=verbose,
     )
 
 
@@ -234,7 +238,7 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
                allow_ties: bool, scale_map: str | None, temperature: float | None, out: Path,
                concurrency: int, cache: Path, cache_mode: CacheMode,
                models_config: Path | None, base_url: str | None,
-               rubric_dirs: list[Path]) -> None:
+               rubric_dirs: list[Path], verbose: bool) -> None:
 
     from harness.calibration.study import run_calibration
     from harness.calibration.study_dir import JUDGMENTS_FILE, STUDY_FILE
@@ -246,7 +250,7 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
     progress, advance = counting_progress("judging", err)
 
     try:
-        with progress:
+        with logs_to(out / LOG_FILENAME, verbose=verbose), progress:
             report = run_async(run_calibration(
                 dataset, judges, rubric, samples=samples, out_dir=out, criterion=criterion,
                 scale_map=mapping, swap=swap, allow_ties=allow_ties, temperature=temperature,

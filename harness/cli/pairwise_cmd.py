@@ -11,9 +11,17 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from harness.cli.app import EXIT_GATE_FAILED, app, counting_progress, judge_models
+from harness.cli.app import (
+    EXIT_GATE_FAILED,
+    Verbose,
+    app,
+    counting_progress,
+    judge_models,
+    logs_to,
+)
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
+from harness.logs import command_log_file
 from harness.models.config import CacheMode, ModelsConfig
 
 
@@ -49,6 +57,7 @@ def pairwise(
     fail_on_regression: Annotated[bool, typer.Option(
         help="exit 1 when B is significantly worse than A (the interval of B's win rate "
         "lies below 0.5)")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Compare two runs' transcripts pairwise: every (scenario, epoch) present and not errored
     in both is judged A against B under a rubric by every judge, --samples times, in both
@@ -66,7 +75,7 @@ def pairwise(
     progress, advance = counting_progress("judging pairs", err)
 
     try:
-        with progress:
+        with logs_to(command_log_file("pairwise"), verbose=verbose), progress:
             result = run_async(compare_runs_pairwise(
                 run_a, run_b, judges, rubric, samples=samples, concurrency=concurrency,
                 rubric_dirs=rubrics or [], models=config, cache_path=cache,

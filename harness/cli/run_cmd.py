@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,12 +19,15 @@ from harness.cli.app import (
     EXIT_GATE_FAILED,
     EXIT_INPUT_ERROR,
     EXIT_NOTHING_SCORED,
+    Verbose,
     app,
     check_target_mdd,
+    logs_to,
 )
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import HarnessError
 from harness.judging.aggregate import AggregationMethod
+from harness.logs import LOG_FILENAME
 from harness.models.config import CacheMode
 from harness.runs.api import RunResult, resume_run, run_suite
 from harness.runs.config import AdaptiveSettings, RunConfig
@@ -127,7 +131,7 @@ def _problems(summary: dict[str, Any], run_dir: Path) -> list[tuple[int, str]]:
 # printed, never what a finished sample means. Everything else is the stored configuration.
 RESUME_OPTIONS = frozenset({
     "resume", "concurrency", "max_cost", "max_calls", "episode_timeout", "retry_errors",
-    "as_json", "min_pass_rate", "min_score", "gate_on",
+    "as_json", "min_pass_rate", "min_score", "gate_on", "verbose",
 })
 
 
@@ -222,6 +226,7 @@ def run(
     min_score: Annotated[float | None, typer.Option(help="gate on the mean score")] = None,
     gate_on: Annotated[GateBasis, typer.Option(help="mean or lower-bound")] = "mean",
     as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Run scenarios x epochs, check and judge every transcript, store every sample, and
     report each figure with its confidence interval. Exit 1 when a gate is missed, 2 on bad
@@ -229,25 +234,22 @@ def run(
     scored; Ctrl-C and SIGTERM keep what finished (exit 130, 143)."""
     _check_option_combinations(ctx, resume=resume, paths=paths,
                                adaptive=target_ci_width is not None)
+    if resume is None and not paths:
+        raise HarnessError("give at least one scenario file or folder (or --resume DIR)")
     progress = RunProgress(ERR)
     run_dir = resume or out or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
-    try:
+    with logs_to(run_dir / LOG_FILENAME, verbose=verbose):
         if resume is not None:
-            # Only what was given changes: an option left at its default keeps the stored value.
-            overrides: dict[str, Any] = {}
-            if _given(ctx, {"concurrency"}):
-                overrides["concurrency"] = concurrency
-            if max_cost is not None:
-                overrides["max_cost_usd"] = max_cost
-            if max_calls is not None:
-                overrides["max_calls"] = max_calls
-            if episode_timeout is not None:
-                overrides["episode_timeout_s"] = episode_timeout
+            # Only what was given changes: an option left at its default keeps its stored value.
+            given: dict[str, Any] = {
+                "concurrency": concurrency if _given(ctx, {"concurrency"}) else None,
+                "max_cost_usd": max_cost, "max_calls": max_calls,
+                "episode_timeout_s": episode_timeout}
+            overrides = {name: value for name, value in given.items() if value is not None}
             coro = resume_run(resume, overrides=overrides, retry_errors=retry_errors,
                               on_start=progress.start, on_sample=progress.sample)
         else:
-            if not paths:
-                raise HarnessError("give at least one scenario file or folder (or --resume DIR)")
+            assert paths is not None
             config = _config(
                 paths=paths, agent=agent, agent_base_url=agent_base_url, simulator=simulator,
                 judges=judge or [], no_judge=no_judge, judge_samples=judge_samples,
@@ -264,19 +266,28 @@ def run(
                     "max_epochs_per_scenario": max_epochs},
             )
             coro = run_suite(config, run_dir, on_start=progress.start, on_sample=progress.sample)
+        result = _run_to_end(coro, progress, run_dir)
+        _finish(result, as_json=as_json, min_pass_rate=min_pass_rate, min_score=min_score,
+                gate_on=gate_on)
+
+
+def _run_to_end(coro: Coroutine[Any, Any, RunResult], progress: RunProgress,
+                run_dir: Path) -> RunResult:
+    """Run ``coro`` (a new or resumed run). Ctrl-C or SIGTERM (harness.cli.interrupts) stops
+    it: what finished is kept and summarised, and the terminal says how to continue."""
+    try:
         try:
-            result = run_async(coro)
+            return run_async(coro)
         finally:
             progress.stop()
-    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM (harness.cli.interrupts)
+    except KeyboardInterrupt as stop:
         if (run_dir / STORE_FILENAME).exists():
             ERR.print(f"[yellow]{signal_name(stop)}: finished samples are stored and "
                       f"summarised; continue with harness run --resume {escape(str(run_dir))}[/]")
         else:
-            ERR.print(f"[yellow]{signal_name(stop)} before the run started: nothing was written[/]")
+            ERR.print(f"[yellow]{signal_name(stop)} before the run started: nothing was "
+                      "written[/]")
         raise typer.Exit(exit_code(stop)) from None
-    _finish(result, as_json=as_json, min_pass_rate=min_pass_rate, min_score=min_score,
-            gate_on=gate_on)
 
 
 def _config(*, paths: list[Path], adaptive: dict[str, Any] | None, **fields: Any) -> RunConfig:
