@@ -261,7 +261,7 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
         err.print(f"[yellow]{signal_name(stop)}: the finished judgments are in "
                   f"{escape(str(out / JUDGMENTS_FILE))}; run the same command to resume[/]")
         raise typer.Exit(exit_code(stop)) from None
-    offline = [n for n in report.notes if n.startswith("OFFLINE:")]
+    offline = [n for n in report.notes if n.startswith("OFFLINE")]
     if offline and not json_output:
         Console(highlight=False).print(f"[bold yellow]{escape(offline[0])}[/]")
     _print(report, json_output)

@@ -29,6 +29,7 @@ from harness.errors import HarnessError
 from harness.judging.aggregate import AggregationMethod
 from harness.logs import LOG_FILENAME
 from harness.models.config import CacheMode
+from harness.models.provenance import RoleModels, roles_notice
 from harness.runs.api import RunResult, resume_run, run_suite
 from harness.runs.config import AdaptiveSettings, RunConfig
 from harness.runs.engine import Runner
@@ -290,6 +291,17 @@ def _run_to_end(coro: Coroutine[Any, Any, RunResult], progress: RunProgress,
         raise typer.Exit(exit_code(stop)) from None
 
 
+def _comparison_notice(notices: dict[str, str | None]) -> str | None:
+    """One notice for two runs: their notice when both have the same, else each run's."""
+    given = {which: notice for which, notice in notices.items() if notice}
+    if not given:
+        return None
+    if len(given) == len(notices) and len(set(given.values())) == 1:
+        return next(iter(given.values()))
+    return "OFFLINE models in " + " and ".join(given) + ": " + " | ".join(
+        f"{which}: {notice}" for which, notice in given.items())
+
+
 def _config(*, paths: list[Path], adaptive: dict[str, Any] | None, **fields: Any) -> RunConfig:
     from pydantic import ValidationError
 
@@ -366,20 +378,26 @@ def compare(
     difference with a clustered interval, paired t / permutation tests and McNemar."""
     runs = []
     offline: dict[str, int] = {}
-    counts: dict[str, int] = {}
-    for role, path in (("baseline", baseline), ("candidate", candidate)):
+    roles: dict[str, dict[str, RoleModels]] = {}
+    notices: dict[str, str | None] = {}
+    for which, path in (("baseline", baseline), ("candidate", candidate)):
         with RunStore.open(path) as store:
             policy = store.config.get("run", {}).get("error_policy", "exclude")
             runs.append(scores_by_scenario(store, policy))
-            offline[role], counts[role] = store.offline_count(), store.count()
+            offline[which], roles[which] = store.offline_count(), store.model_roles()
+            # Samples stored before roles were recorded say only whether they were offline.
+            notices[which] = (roles_notice(roles[which])
+                              or offline_notice(offline[which], store.count()))
     (base_scores, base_passed), (cand_scores, cand_passed) = runs
     result = compare_runs(base_scores, cand_scores, base_passed, cand_passed, alpha=alpha,
                           test=test, seed=seed)
     data = result.model_dump(mode="json")
-    # Whether either run was made with offline mock models, and the notice that says so.
-    data["offline"] = {role: n > 0 for role, n in offline.items()}
+    # Which roles of either run were offline (mock:) models, and the notice that says so.
+    data["offline"] = {which: n > 0 for which, n in offline.items()}
     data["offline_samples"] = offline
-    data["notice"] = offline_notice(sum(offline.values()), sum(counts.values()))
+    data["roles"] = {which: {role: r.model_dump(mode="json") for role, r in by_role.items()}
+                     for which, by_role in roles.items()}
+    data["notice"] = _comparison_notice(notices)
     if as_json:
         typer.echo(json.dumps(data, indent=2))
     else:

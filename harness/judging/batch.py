@@ -145,8 +145,12 @@ def summarise_run(
         "failed_votes": failed_votes,
         "offline": offline,
     }
+    real = [name for name in judge_names if not name.startswith("mock:")]
     if offline:
-        summary["note"] = OFFLINE_NOTE
+        summary["note"] = OFFLINE_NOTE if not real else (
+            f"judge scores come partly from offline mock models ("
+            f"{', '.join(n for n in judge_names if n not in real)}) and partly from real ones "
+            f"({', '.join(real)}): the offline votes say nothing about a real judge")
     return JudgeRun(metrics=metrics, judgments=judgments, warnings=warnings, summary=summary)
 
 

@@ -10,7 +10,7 @@ are not ``scored``)::
      "stop_reason": str, "error": {"kind", "message", "role"} | null,
      "usage": {role: {calls, cached_calls, input_tokens, output_tokens, latency_s, cost_usd,
                       unpriced_calls}},
-     "duration_s": float, "offline": bool}
+     "duration_s": float, "models": {role: [model, ...]}, "offline": bool}
 
 ``summary.json`` keys are documented in the README ("Run outputs").
 """
@@ -25,6 +25,7 @@ from typing import Any
 from harness import __version__
 from harness.checks.failures import FailureAnalysis, JudgeFailure, analyse_failures
 from harness.checks.result import CheckReport, CheckResult
+from harness.models.provenance import RoleCollector, roles_notice
 from harness.runs.config import RunConfig
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
@@ -54,6 +55,7 @@ def sample_line(record: SampleRecord) -> dict[str, Any]:
         error=None if record.error is None else record.error.model_dump(mode="json"),
         usage={role: u.model_dump(mode="json") for role, u in record.usage.items()},
         duration_s=round(record.finished_at - record.started_at, 6),
+        models=record.models,
         offline=record.offline,
     )
     return line
@@ -91,6 +93,7 @@ class _Collector:
         self.judge_failures: list[JudgeFailure] = []
         self.usage: dict[str, UsageTotals] = {}
         self.n_offline = 0
+        self.roles = RoleCollector()
         self.scenarios: set[str] = set()
 
     def add(self, record: SampleRecord) -> None:
@@ -101,6 +104,9 @@ class _Collector:
         self.n_offline += record.offline
         for role, totals in record.usage.items():
             self.usage.setdefault(role, UsageTotals()).merge(totals)
+        for role, models in record.models.items():
+            usage = record.usage.get(role)
+            self.roles.add(role, models, None if usage is None else usage.model_dump())
         if record.status == "errored":
             assert record.error is not None
             self.errors_by_kind[record.error.kind] += 1
@@ -211,12 +217,16 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, extra: dict[str,
         if config.error_policy == "exclude"
         else "errored samples count as failures (score 0, not passed) in every figure"
     )
+    roles = c.roles.roles()
+    # Samples stored before roles were recorded say only whether they were offline.
+    notice = roles_notice(roles) or offline_notice(c.n_offline, sum(c.status.values()))
     summary: dict[str, Any] = {
         "schema": SUMMARY_SCHEMA,
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "harness_version": __version__,
         "offline": c.n_offline > 0,
-        "notice": offline_notice(c.n_offline, sum(c.status.values())),
+        "notice": notice,
+        "roles": {role: r.model_dump(mode="json") for role, r in roles.items()},
         "config": config.model_dump(mode="json"),
         "counts": {
             "scenarios": len(c.scenarios),

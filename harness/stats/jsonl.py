@@ -5,13 +5,14 @@ optional ``"passed": bool`` (default ``score >= 1 - 1e-6``) and an optional
 ``"judge_scores": [number, ...]`` (the scores of repeated judgings of this transcript, used
 to separate judge noise from agent noise) and an optional ``"offline": bool`` (the sample
 came from offline ``mock:`` models, as a run's ``samples.jsonl`` records; the output then
-says so). A line with ``"status"`` other than ``"scored"``
-(a run's ``samples.jsonl`` also lists errored and unscored samples) is skipped and counted in
-the notes, never read as a score; only when asked (``errors_as_failures``, the policy of a
-run made with ``--errors-as-failures``) is an ``"errored"`` line read as a failure (score
-0, not passed), and counted as such in the notes. Blank lines are skipped. Other keys are ignored
-(so richer exports can be analysed) unless they look like a misspelling of a known key,
-which is an error rather than a silently dropped field.
+says so), with optional ``"models"`` (role -> model names) and ``"usage"`` (role -> calls and
+cost) saying which roles were offline and which real. A line with ``"status"`` other than
+``"scored"`` (a run's ``samples.jsonl`` also lists errored and unscored samples) is skipped
+and counted in the notes, never read as a score; only when asked (``errors_as_failures``,
+the policy of a run made with ``--errors-as-failures``) is an ``"errored"`` line read as a
+failure (score 0, not passed), and counted as such in the notes. Blank lines are skipped.
+Other keys are ignored (so richer exports can be analysed) unless they look like a
+misspelling of a known key, which is an error rather than a silently dropped field.
 """
 
 from __future__ import annotations
@@ -22,12 +23,18 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from harness.errors import InputError, InputErrors
+from harness.models.provenance import RoleCollector, RoleModels
 from harness.stats.sampling import default_passed
 
-KNOWN_FIELDS = ("scenario_id", "epoch", "score", "passed", "judge_scores", "status", "offline")
+KNOWN_FIELDS = ("scenario_id", "epoch", "score", "passed", "judge_scores", "status", "offline",
+                "models", "usage")
+USAGE_FIELDS = ("calls", "cached_calls", "cost_usd", "unpriced_calls")
+# A key close to one of these is taken for a misspelling. Not "models" and "usage": they
+# only describe a run's samples, and a "model" key of another export is not a typo of them.
+TYPO_TARGETS = KNOWN_FIELDS[:7]
 SAMPLE_STATUSES = ("scored", "errored", "unscored")
 MAX_REPORTED_ERRORS = 20
 
@@ -37,7 +44,8 @@ class SampleTable(BaseModel):
 
     ``scores[sid][i]``, ``passed[sid][i]`` and ``epochs[sid][i]`` describe the same sample.
     ``judge_scores`` is set only when every line carried ``judge_scores``. ``n_offline``
-    counts the samples marked ``"offline": true`` (made with offline mock models).
+    counts the samples marked ``"offline": true`` (made with offline mock models); ``roles``
+    says, from the lines' ``models`` and ``usage``, which models played each role.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -49,6 +57,7 @@ class SampleTable(BaseModel):
     epochs: dict[str, list[int]]
     judge_scores: dict[str, list[list[float]]] | None
     n_offline: int = 0
+    roles: dict[str, RoleModels] = Field(default_factory=dict)
     notes: list[str]
 
 
@@ -67,7 +76,7 @@ def _check_record(
     for key in obj:
         if key in KNOWN_FIELDS:
             continue
-        close = difflib.get_close_matches(key, KNOWN_FIELDS, n=1, cutoff=0.8)
+        close = difflib.get_close_matches(key, TYPO_TARGETS, n=1, cutoff=0.8)
         if close and close[0] not in obj:
             bad(key, f"unknown field; did you mean {close[0]!r}?")
     out: dict[str, Any] = {}
@@ -112,6 +121,24 @@ def _check_record(
             bad("offline", f"expected true or false, got {json.dumps(obj['offline'])}")
         else:
             out["offline"] = obj["offline"]
+    models = obj.get("models")
+    if "models" in obj:
+        if not (isinstance(models, dict) and all(
+                isinstance(names, list) and all(isinstance(n, str) for n in names)
+                for names in models.values())):
+            bad("models", "expected an object of role -> list of model names, as a run's "
+                "samples.jsonl writes")
+        else:
+            out["models"] = models
+    usage = obj.get("usage")
+    if "usage" in obj:
+        if not (isinstance(usage, dict) and all(
+                isinstance(u, dict) and all(_is_number(u.get(k, 0)) for k in USAGE_FIELDS)
+                for u in usage.values())):
+            bad("usage", "expected an object of role -> {calls, cached_calls, cost_usd, ...} "
+                "numbers, as a run's samples.jsonl writes")
+        else:
+            out["usage"] = usage
     return errors, out
 
 
@@ -159,7 +186,8 @@ def parse_sample_lines(
             else:
                 if obj.get("status") == "errored":  # with errors_as_failures: a failure
                     as_failures += 1
-                    obj = {k: obj[k] for k in ("scenario_id", "epoch", "offline") if k in obj}
+                    obj = {k: obj[k] for k in ("scenario_id", "epoch", "offline", "models",
+                                               "usage") if k in obj}
                     obj |= {"score": 0.0, "passed": False}
                 line_errors, rec = _check_record(obj, source, number)
                 if not line_errors:
@@ -216,8 +244,19 @@ def parse_sample_lines(
             if with_judges == len(records) else None
         ),
         n_offline=sum(bool(r.get("offline")) for r in records),
+        roles=_roles(records),
         notes=notes,
     )
+
+
+def _roles(records: list[dict[str, Any]]) -> dict[str, RoleModels]:
+    """Each role's models and usage over the samples read (lines with ``models``)."""
+    collector = RoleCollector()
+    for record in records:
+        usage = record.get("usage", {})
+        for role, names in record.get("models", {}).items():
+            collector.add(role, names, usage.get(role))
+    return collector.roles()
 
 
 def read_sample_scores(path: str | Path, *, errors_as_failures: bool = False) -> SampleTable:
