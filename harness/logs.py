@@ -5,11 +5,14 @@ own: an invalid structured answer alone is an instructor ERROR with the whole va
 once per attempt. Left to Python's defaults those lines flood the terminal, ahead of the one
 line per problem the harness prints. While :func:`library_logs` is active:
 
-- every record at INFO and above, from any logger, goes to a log file (the run's or study's
-  ``harness.log``, or a file under ``.harness/logs/`` for commands without an output
-  directory), keys removed (:func:`redact_secrets`);
-- the terminal gets the harness's own warnings (loggers under ``harness``), one line each;
-- ``verbose`` shows every record on the terminal as well;
+- the libraries' warnings and errors, and the harness's own records from INFO up (retries,
+  loggers under ``harness``), go to a log file (the run's or study's ``harness.log``, or a
+  file under ``.harness/logs/`` for commands without an output directory), keys removed
+  (:func:`redact_secrets`); the libraries' INFO records (one per HTTP request) are not even
+  made, so a long run does not pay for them;
+- the terminal gets the harness's own warnings, one line each;
+- ``verbose`` takes every record from INFO up, the libraries' too, to the file and to the
+  terminal;
 - Python warnings (``warnings.warn``) are logged, so they follow the same path.
 
 Keys never reach the file or the terminal: each record's text has every key the model layer
@@ -119,8 +122,10 @@ def library_logs(path: Path, *, verbose: bool = False) -> Iterator[LogSink]:
         terminal.addFilter(_OwnRecords())
         terminal.setFormatter(_RedactingFormatter("warning: %(message)s"))
     handlers: list[logging.Handler] = [file_handler, terminal]
-    level = root.level
-    root.setLevel(logging.INFO)
+    own = logging.getLogger("harness")
+    levels = root.level, own.level
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+    own.setLevel(logging.INFO)
     for handler in handlers:
         root.addHandler(handler)
     logging.captureWarnings(True)
@@ -131,4 +136,5 @@ def library_logs(path: Path, *, verbose: bool = False) -> Iterator[LogSink]:
         for handler in handlers:
             root.removeHandler(handler)
             handler.close()
-        root.setLevel(level)
+        root.setLevel(levels[0])
+        own.setLevel(levels[1])

@@ -153,11 +153,12 @@ def test_the_log_file_hides_keys_whatever_logs_them(tmp_path: Path,
             raise RuntimeError(f"refused {KEY}")
         except RuntimeError:
             library.exception("call failed")
-        logging.getLogger("httpx").debug("below INFO: not written")
+        logging.getLogger("httpx").info("a library's INFO: not written")
+        logging.getLogger("harness.models").info("our own retry line")
     text = path.read_text()
     assert KEY not in text and "plain-gateway-key-42" not in text
     assert text.count("[redacted]") >= 3 and "Traceback" in text
-    assert "below INFO" not in text
+    assert "a library's INFO" not in text and "our own retry line" in text
     assert sink.problems == 3
     # Outside the block the logging set-up is as it was: nothing more reaches the file.
     logging.getLogger("some_sdk").error("after")
