@@ -163,3 +163,24 @@ def test_the_log_file_hides_keys_whatever_logs_them(tmp_path: Path,
     # Outside the block the logging set-up is as it was: nothing more reaches the file.
     logging.getLogger("some_sdk").error("after")
     assert "after" not in path.read_text()
+
+
+def test_a_run_whose_agent_key_is_refused_prints_one_line_and_logs_no_key(
+        tmp_path: Path, openai_at_loopback: LoopbackServer) -> None:
+    openai_at_loopback.set_responder(_echo_the_key)
+    suite = tmp_path / "s.yaml"
+    suite.write_text(json.dumps({"id": "refused", "user": {"goal": "g", "script": ["hi"]},
+                                 "agent": {"model": "openai:loop-agent"}}))
+    out = tmp_path / "run"
+    with bare_logging():
+        result = CliRunner().invoke(app, ["run", str(suite), "--epochs", "3", "--cache-mode",
+                                          "off", "--out", str(out), "--json"])
+    assert result.exit_code == 2, result.output
+    assert json.loads(result.stdout)["stopped"]["reason"] == "model_configuration"
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == ("error: the run stopped: openai:loop-agent: OPENAI_API_KEY was refused "
+                        f"(401); check that the key is valid; fix it and continue with harness "
+                        f"run --resume {out}")
+    assert len(lines) <= 2  # and, when the libraries logged errors, the log file's name
+    log = out / "harness.log"
+    assert KEY not in result.stderr and (not log.exists() or KEY not in log.read_text())
