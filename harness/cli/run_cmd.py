@@ -123,7 +123,7 @@ def _problems(summary: dict[str, Any], run_dir: Path) -> list[tuple[int, str]]:
         what = (f"{counts['errored']} errored, {counts['unscored']} unscored"
                 if counts["samples"] else "no sample finished")
         problems.append((EXIT_NOTHING_SCORED, f"no sample was scored ({what}), so the run has "
-                         f"no figure (exit {EXIT_NOTHING_SCORED}); the errors are listed in "
+                         f"no figure (exit {EXIT_NOTHING_SCORED}); why is in "
                          f"{run_dir}/summary.json"))
     return problems
 
