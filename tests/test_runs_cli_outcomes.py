@@ -92,7 +92,7 @@ def test_a_budget_stop_exits_3_and_the_counts_say_what_was_loaded(tmp_path: Path
                    "--max-calls", "0", "--cache-mode", "off", "--out", str(out))
     assert done.exit_code == EXIT_BUDGET_STOP == 3, done.output
     # One line for the one problem (no second line for "nothing scored": it says why).
-    [line] = done.stderr.strip().splitlines()[-1:]
+    line = done.stderr.strip().splitlines()[-1]
     assert line.startswith("error: the run stopped on its budget before any sample finished "
                            "(0 of 55 planned)")
     assert f"harness run --resume {out}" in line
