@@ -72,6 +72,15 @@ def loopback_config(
     })
 
 
+@pytest.fixture(autouse=True)
+def _command_logs_in_tmp(tmp_path_factory: pytest.TempPathFactory,
+                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands with no output directory log under ``.harness/logs`` in the current
+    directory (harness.logs); in tests, under a temporary directory instead, so no test
+    writes into the checkout or shares a file with another."""
+    monkeypatch.setattr("harness.logs.LOG_DIR", tmp_path_factory.mktemp("command-logs"))
+
+
 @pytest.fixture(scope="session")
 def _loopback_session() -> Iterator[LoopbackServer]:
     with LoopbackServer() as server:

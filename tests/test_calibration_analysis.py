@@ -103,6 +103,31 @@ def test_one_order_only_leaves_both_order_statistics_undefined() -> None:
     assert "no unit was judged in both orders" in (judge.position_consistency.undefined or "")
 
 
+def test_each_pairwise_n_counts_only_the_items_that_statistic_uses() -> None:
+    """Item c has no gold label: it is in the consistency statistics, not the accuracies
+    (issue 11: accuracy.n was 3 where 2 items contribute)."""
+    rows = [("a", "A", "A", "A"), ("b", "B", "A", "B"), ("c", None, "A", "B"),
+            ("d", "A", None, None)]  # d: no verdict in either order
+    records = [PairwiseJudgment(item_id=item, gold=gold, verdict=verdict, swapped=sw)
+               for item, gold, original, swapped in rows
+               for sw, verdict in ((False, original), (True, swapped))]
+    judge = analyse(build_pairwise(records, "x"), FAST).judges[0]
+    assert isinstance(judge, PairwiseJudgeReport)
+    assert judge.n_items == 4 and judge.n_missing_gold == 1
+    # Missing verdicts count as wrong (the default policy): d is in the accuracies.
+    assert (judge.accuracy.value, judge.accuracy.n) == (pytest.approx((1 / 3 + 2 / 3) / 2), 3)
+    assert judge.accuracy_original_order.n == judge.accuracy_both_orders.n == 3
+    assert (judge.position_consistency.value, judge.position_consistency.n) == (
+        pytest.approx(1 / 4), 4)
+    # Only given verdicts: d is out of these three.
+    assert judge.order_kappa.n == judge.first_position_rate.n == judge.tie_rate.n == 3
+    excluded = analyse(build_pairwise(records, "x"),
+                       FAST.model_copy(update={"missing_verdict": "exclude"})).judges[0]
+    assert isinstance(excluded, PairwiseJudgeReport)
+    assert (excluded.accuracy.value, excluded.accuracy.n) == (pytest.approx(0.75), 2)
+    assert excluded.position_consistency.n == 3
+
+
 def test_pairwise_gold_majority_baseline_and_repeated_samples() -> None:
     records = []
     gold_lists = [["A", "A", "B"], ["B", "B", "B"], ["A", "B", None], ["tie", "tie", "A"]]

@@ -104,8 +104,13 @@ def test_unknown_mock_lists_known_names():
         ModelHub(environ={}).get("mock:nonesuch")
     message = str(caught.value)
     assert "unknown mock model 'nonesuch'" in message
-    for name in ("agent", "echo", "judge", "simulator"):
-        assert name in message
+    # Every name that resolves, variants included (issue 11: it listed 4 base names).
+    listed = message.split("known mock models: ")[1].split(", ")
+    assert listed == ["mock:agent", "mock:agent-flaky", "mock:echo", "mock:judge",
+                      "mock:judge-first", "mock:judge-lenient", "mock:judge-strict",
+                      "mock:simulator"]
+    for name in listed:
+        ModelHub(environ={}).get(name)  # each one listed resolves
 
 
 def test_import_failure_is_a_clear_error():

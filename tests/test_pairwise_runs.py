@@ -356,7 +356,11 @@ def test_real_sdk_judge_through_the_loopback_server(runs: dict[str, Path], loopb
     assert done.exit_code == 0, done.output
     report = json.loads(done.stdout)
     assert report["offline"] is True  # the runs were made with mock: models
-    assert "the samples of" in report["notice"] and "judges" not in report["notice"]
+    # The runs' roles are offline, the judge is real: the notice says both (issue 11).
+    offline, real = report["notice"].split("; REAL: ")
+    assert offline.startswith("OFFLINE: the samples of") and "judges" not in offline
+    assert real.startswith(f"the pairwise judges openai:judge-model "
+                           f"({report['usage']['calls']} calls, $")
     assert report["judges"] == ["openai:judge-model"]
     assert report["by_judge"]["openai:judge-model"]["n_pairs"] == 18
     # weather-no-tool-needed: 3 pairs x 2 orders x 2 attempts, all 500

@@ -134,7 +134,7 @@ def test_episode_timeout_turns_a_hung_sync_agent_into_an_error_and_the_cli_exits
     )
     done = harness("run", str(tmp_path / "s.yaml"), "--episode-timeout", "0.3", "--epochs", "2",
                    "--cache-mode", "off", "--out", str(tmp_path / "run"), "--json")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 4, done.stderr  # every sample errored: nothing was measured
     summary = json.loads(done.stdout)
     assert summary["counts"]["errored"] == 2 and summary["score"] is None  # nothing scored
     bad = harness("run", str(tmp_path / "s.yaml"), "--episode-timeout", "0",

@@ -309,7 +309,10 @@ def test_compare_of_offline_runs_says_so(runs: dict[str, Path], tmp_path: Path) 
     assert data["offline"] == {"baseline": True, "candidate": True}
     n = json.loads((runs["once"] / "summary.json").read_text())["counts"]["samples"]
     assert data["offline_samples"] == {"baseline": n, "candidate": n}
-    assert data["notice"].startswith("OFFLINE:")
+    # weather.yaml has a Python agent beside the mock: ones: the notice names the roles.
+    assert data["notice"].startswith("OFFLINE roles: agent (mock:agent), simulator")
+    assert data["roles"]["baseline"]["agent"]["callables"] == [
+        "python:example_agents.weather_bot:answer"]
     text = harness("compare", str(runs["once"]), str(runs["twice"])).stdout
     assert "OFFLINE" in text.splitlines()[1]  # the first thing printed, in its panel
 
@@ -318,9 +321,11 @@ def test_compare_of_offline_runs_says_so(runs: dict[str, Path], tmp_path: Path) 
     for run in real:
         db = sqlite3.connect(run / STORE_FILENAME)
         with db:
-            db.execute("UPDATE samples SET record = json_set(record, '$.offline', json('false'))")
+            db.execute("UPDATE samples SET record = json_set(record, '$.offline', json('false'), "
+                       "'$.models', json('{\"agent\": [\"openai:gpt-4.1\"]}'))")
         db.close()
     data = json.loads(harness("compare", str(real[0]), str(real[1]), "--json").stdout)
     assert data["offline"] == {"baseline": False, "candidate": False}
+    assert data["roles"]["baseline"]["agent"]["real_models"] == ["openai:gpt-4.1"]
     assert data["notice"] is None
     assert "OFFLINE" not in harness("compare", str(real[0]), str(real[1])).stdout

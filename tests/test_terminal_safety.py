@@ -107,7 +107,7 @@ def test_score_transcripts_table_and_warnings(harness: Harness, tmp_path: Path) 
     assert f"warning: line 1 (id {SHOWN}): tool call 0 ({SHOWN}, turn" in err
 
 
-def test_score_transcripts_warns_with_a_servers_error_text_shown_safely(
+def test_score_transcripts_stops_with_a_servers_error_text_shown_safely(
         harness: Harness, tmp_path: Path, loopback: LoopbackServer,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-terminal-safety")
@@ -115,9 +115,9 @@ def test_score_transcripts_warns_with_a_servers_error_text_shown_safely(
     code, _, err = harness("score-transcripts", str(_transcripts(tmp_path)), "--judge",
                            "openai:m", "--judge-base-url", loopback.openai_base_url,
                            "--rubric", "final_response_quality")
-    assert code == 0
+    assert code == 2  # a rejected request stops the command, as it stops a run
     assert_shown_safely(err)
-    assert f"the server said: {SHOWN})" in err
+    assert f"the server said: {SHOWN}" in err
 
 
 def test_calibrate_table_heading_and_off_scale_warnings(harness: Harness, tmp_path: Path) -> None:

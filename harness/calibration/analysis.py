@@ -244,7 +244,7 @@ def _pairwise_comparisons(
         boot = ItemBootstrap(len(common), options.n_resamples, options.confidence, options.seed)
         for name in ("accuracy", "accuracy_both_orders", "position_consistency"):
             comparisons.append(
-                _compare(id_a, id_b, name, boot, stats_a[name][0], stats_b[name][0])
+                _compare(id_a, id_b, name, boot, stats_a[name].fn, stats_b[name].fn)
             )
     return comparisons
 

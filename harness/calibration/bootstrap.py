@@ -66,13 +66,15 @@ class ItemBootstrap:
         self._cache[statistic] = (value, replicates)
         return value, replicates
 
-    def estimate(self, statistic: Statistic, *, detail: str | None = None) -> Estimate:
-        """The statistic on all items, with a percentile interval over the resamples.
+    def estimate(self, statistic: Statistic, *, detail: str | None = None,
+                 n: int | None = None) -> Estimate:
+        """The statistic on all items, with a percentile interval over the resamples. ``n``
+        is the number of items it uses, when that is fewer than all (default: all).
 
         Never raises for undefined data: the Estimate then has ``value=None`` and
         ``undefined`` set to the reason.
         """
-        return self._summarise(*self.replicates(statistic), detail)
+        return self._summarise(*self.replicates(statistic), detail, n)
 
     def difference(
         self, first: Statistic, second: Statistic, *, detail: str | None = None
@@ -86,10 +88,12 @@ class ItemBootstrap:
         return self._summarise(value_a - value_b, reps_a - reps_b, detail)
 
     def _summarise(
-        self, value: float | str, replicates: np.ndarray, detail: str | None
+        self, value: float | str, replicates: np.ndarray, detail: str | None,
+        n: int | None = None,
     ) -> Estimate:
+        n = self.n_items if n is None else n
         if isinstance(value, str):
-            return Estimate(value=None, n=self.n_items, undefined=value, detail=detail)
+            return Estimate(value=None, n=n, undefined=value, detail=detail)
         defined = replicates[np.isfinite(replicates)]
         low = high = None
         if len(defined):
@@ -99,7 +103,7 @@ class ItemBootstrap:
             value=value,
             ci_low=low,
             ci_high=high,
-            n=self.n_items,
+            n=n,
             resamples_undefined=int(len(replicates) - len(defined)),
             detail=detail,
         )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -128,21 +129,38 @@ def _share(name: str, hits: np.ndarray, eligible: np.ndarray, w: np.ndarray) -> 
     return float((w * (hits & eligible)).sum()) / total
 
 
-Statistics = dict[str, tuple[Callable[[np.ndarray], float], str | None]]
+class PairwiseStatistic(NamedTuple):
+    """One pairwise statistic: its function of an item resample, the detail it is reported
+    with, and the units it can use on all items (its ``n`` counts their items, so an item
+    with no gold label is not counted in an accuracy)."""
+
+    fn: Callable[[np.ndarray], float]
+    detail: str | None
+    units: np.ndarray
+
+    def n_items(self, unit_item: np.ndarray) -> int:
+        """The number of items with at least one unit this statistic uses."""
+        return len(np.unique(unit_item[self.units]))
+
+
+Statistics = dict[str, PairwiseStatistic]
 
 
 def pairwise_statistics(units: PairwiseUnits, missing_verdict: str) -> Statistics:
     """The pairwise statistics of ``units`` as functions of an item resample, with the detail
-    text each is reported with. Keys are the report's field names."""
+    text each is reported with and the units each uses. Keys are the report's field names."""
     exclude = missing_verdict == "exclude"
     gold_known = units.unit_gold >= 0
     first, second = units.first, units.second
 
-    def in_order(verdicts: np.ndarray, label: str) -> Callable[[np.ndarray], float]:
-        eligible = (verdicts != NOT_RUN) & gold_known
+    def eligible_in(verdicts: np.ndarray) -> np.ndarray:
+        eligible: np.ndarray = (verdicts != NOT_RUN) & gold_known
         if exclude:
             eligible &= verdicts != MISSING
-        hits = verdicts == units.unit_gold
+        return eligible
+
+    def in_order(verdicts: np.ndarray, label: str) -> Callable[[np.ndarray], float]:
+        eligible, hits = eligible_in(verdicts), verdicts == units.unit_gold
         reason = f"accuracy ({label} order): no unit judged in this order with a gold label"
         return lambda idx: _share(reason, hits, eligible, units.weights(idx))
 
@@ -183,33 +201,34 @@ def pairwise_statistics(units: PairwiseUnits, missing_verdict: str) -> Statistic
         w = units.weights(idx)
         return np.concatenate([w, w])
 
+    decisive_units = decisive[: len(first)] | decisive[len(first):]
     return {
-        "accuracy": (accuracy, "mean of the accuracies in the two orders" if len(orders) == 2
-                     else "only one order was judged: its accuracy"),
-        "accuracy_original_order": (first_acc, None),
-        "accuracy_swapped_order": (second_acc, None),
-        "accuracy_both_orders": (
+        "accuracy": PairwiseStatistic(
+            accuracy, "mean of the accuracies in the two orders" if len(orders) == 2
+            else "only one order was judged: its accuracy",
+            eligible_in(first) | eligible_in(second)),
+        "accuracy_original_order": PairwiseStatistic(first_acc, None, eligible_in(first)),
+        "accuracy_swapped_order": PairwiseStatistic(second_acc, None, eligible_in(second)),
+        "accuracy_both_orders": PairwiseStatistic(
             lambda idx: _share(f"accuracy_both_orders: {no_pairs} with a gold label", both_hits,
                                pair_eligible & gold_known, units.weights(idx)),
-            "correct in both orders",
-        ),
-        "position_consistency": (
+            "correct in both orders", pair_eligible & gold_known),
+        "position_consistency": PairwiseStatistic(
             lambda idx: _share(f"position_consistency: {no_pairs}", consistent, pair_eligible,
                                units.weights(idx)),
-            "same verdict in both orders",
-        ),
-        "order_kappa": (order_kappa, "Cohen's kappa, original-order vs swapped verdicts (given "
-                        "verdicts only)"),
-        "first_position_rate": (
+            "same verdict in both orders", pair_eligible),
+        "order_kappa": PairwiseStatistic(
+            order_kappa, "Cohen's kappa, original-order vs swapped verdicts (given verdicts "
+            "only)", both_ok),
+        "first_position_rate": PairwiseStatistic(
             lambda idx: _share(f"first_position_rate: {no_pairs} with decisive (A/B) "
                                "verdicts; in one order, position and gold answer are confounded",
                                picked_first, decisive, doubled(idx)),
             "share of A/B verdicts naming the output shown first (units judged in both orders)",
-        ),
-        "tie_rate": (
+            decisive_units),
+        "tie_rate": PairwiseStatistic(
             lambda idx: _share("tie_rate: no verdict given", ties, given, doubled(idx)),
-            "share of given verdicts that are tie",
-        ),
+            "share of given verdicts that are tie", (first >= 0) | (second >= 0)),
     }
 
 
@@ -220,8 +239,8 @@ def analyse_pairwise_judge(
     units = PairwiseUnits(records)
     boot = ItemBootstrap(units.n_items, options.n_resamples, options.confidence, options.seed)
     estimates: dict[str, Estimate] = {
-        name: boot.estimate(fn, detail=detail)
-        for name, (fn, detail) in pairwise_statistics(units, options.missing_verdict).items()
+        name: boot.estimate(stat.fn, detail=stat.detail, n=stat.n_items(units.unit_item))
+        for name, stat in pairwise_statistics(units, options.missing_verdict).items()
     }
     both_run = (units.first != NOT_RUN) & (units.second != NOT_RUN)
     return PairwiseJudgeReport(
@@ -262,7 +281,7 @@ def _beside_humans(
             continue
         eligible |= keep
         gold = np.where(keep, rest, MISSING)
-        accuracy = pairwise_statistics(units.with_gold(gold), missing_verdict)["accuracy"][0]
+        accuracy = pairwise_statistics(units.with_gold(gold), missing_verdict)["accuracy"].fn
         positions.append((keep, raters[:, r] == rest, accuracy))
     if not positions:
         return None

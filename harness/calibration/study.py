@@ -86,6 +86,7 @@ from harness.judging.rubric import Rubric
 from harness.models.base import ChatModel, ModelSpec
 from harness.models.config import CacheConfig, CacheMode, ModelsConfig
 from harness.models.hub import ModelHub
+from harness.models.provenance import RoleCollector, roles_notice
 
 OFFLINE_NOTICE = (
     "OFFLINE: these numbers come from mock: models ({models}), not from a real judge; no model "
@@ -301,11 +302,20 @@ def study_notes(settings: Sequence[StudySettings], models: Sequence[str],
                 counts: StudyCounts, others: Sequence[str], threshold_note: str | None
                 ) -> tuple[list[str], list[str]]:
     """The policies and notes a study adds to its report: how judge answers were obtained
-    and compared (one policy per rubric), the offline notice for mock ``models``, failed
-    calls and N/A answers."""
+    and compared (one policy per rubric), the offline notice for mock ``models`` (with the
+    real judges beside them, and this invocation's calls and cost, when they are mixed),
+    failed calls and N/A answers."""
     every = list(settings)
     offline = [m for m in models if ModelSpec.parse(m).is_offline]
-    notes = [OFFLINE_NOTICE.format(models=", ".join(offline))] if offline else []
+    notes = []
+    if offline and len(offline) == len(models):
+        notes.append(OFFLINE_NOTICE.format(models=", ".join(offline)))
+    elif offline:
+        judges = RoleCollector()
+        judges.add("judge", models, counts.usage)
+        notice = roles_notice(judges.roles())
+        assert notice is not None  # some judges are offline
+        notes.append(notice)
     policies = [_policy(one) for one in every]
     if len(every) > 1:
         policies.append("several rubrics: each (model, rubric) pair is a judge of its own, "

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from harness.errors import InputError
+from harness.logs import library_logs
 
 app = typer.Typer(
     name="harness",
@@ -23,6 +28,9 @@ app = typer.Typer(
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1  # the run worked, but the suite fell short of the gate
 EXIT_INPUT_ERROR = 2  # bad input or configuration: the message says what to fix
+EXIT_BUDGET_STOP = 3  # a run stopped on its budget: its figures cover only part of the plan
+EXIT_NOTHING_SCORED = 4  # a run finished with no scored sample (all errored): no figure at all
+# Stopped from outside: 130 (Ctrl-C) and 143 (SIGTERM), see harness.cli.interrupts.
 
 
 @app.callback()
@@ -77,3 +85,23 @@ def judge_models(judges: list[str], offline: bool, *, needed_for: str) -> list[s
         raise InputError("--offline", None, f"{real[0]} is not an offline model; with "
                          f"--offline use mock: judges ({', '.join(OFFLINE_JUDGES)})")
     return judges
+
+
+Verbose = Annotated[bool, typer.Option(
+    "--verbose", help="also show the model libraries' log lines here (they always go to the "
+    "log file)")]
+
+
+@contextmanager
+def logs_to(path: Path, *, verbose: bool) -> Iterator[None]:
+    """Library log records go to ``path`` (not the terminal, unless ``verbose``) inside the
+    block (:func:`harness.logs.library_logs`); at its end, one dim line on stderr names the
+    file when warnings or errors went there."""
+    with library_logs(path, verbose=verbose) as sink:
+        try:
+            yield
+        finally:
+            hint = sink.hint()
+            if hint:
+                Console(stderr=True, highlight=False, soft_wrap=True).print(
+                    f"[dim]{escape(hint)}[/]")

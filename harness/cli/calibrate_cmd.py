@@ -13,7 +13,6 @@ Two ways in, one report (terminal or ``--json``):
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from pathlib import Path
@@ -27,8 +26,10 @@ from harness.calibration.judgments import load_judgments
 from harness.calibration.render import render_report
 from harness.calibration.report import AnalysisOptions, CalibrationReport
 from harness.calibration.scale import Scale
-from harness.cli.app import app, counting_progress, judge_models
+from harness.cli.app import Verbose, app, counting_progress, judge_models, logs_to
+from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
+from harness.logs import LOG_FILENAME
 from harness.models.config import CacheMode, ModelsConfig
 from harness.report.safe import terminal_console, terminal_text
 
@@ -175,6 +176,7 @@ def calibrate(
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples (0: no intervals).")] = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     confidence: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
+    verbose: Verbose = False,
 ) -> None:
     """Measure how well judges agree with people: correlations, kappa, Krippendorff's alpha,
     bias, pass/fail and threshold calibration, pairwise position consistency, the human
@@ -186,6 +188,7 @@ def calibrate(
         "--temperature": temperature, "--out": out, "--concurrency": concurrency,
         "--offline": offline or None, "--cache": cache, "--models-config": models_config,
         "--judge-base-url": judge_base_url, "--rubrics-dir": rubrics_dir,
+        "--verbose": verbose or None,
     }
     if (dataset is None) == (judgments is None):
         raise InputError("command line", "DATASET / --judgments",
@@ -225,6 +228,7 @@ def calibrate(
         concurrency=8 if concurrency is None else concurrency,
         cache=cache or Path(".harness/cache.sqlite"), cache_mode=cache_mode,
         models_config=models_config, base_url=judge_base_url, rubric_dirs=rubrics_dir or [],
+        verbose=verbose,
     )
 
 
@@ -233,7 +237,7 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
                allow_ties: bool, scale_map: str | None, temperature: float | None, out: Path,
                concurrency: int, cache: Path, cache_mode: CacheMode,
                models_config: Path | None, base_url: str | None,
-               rubric_dirs: list[Path]) -> None:
+               rubric_dirs: list[Path], verbose: bool) -> None:
 
     from harness.calibration.study import run_calibration
     from harness.calibration.study_dir import JUDGMENTS_FILE, STUDY_FILE
@@ -245,18 +249,18 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
     progress, advance = counting_progress("judging", err)
 
     try:
-        with progress:
-            report = asyncio.run(run_calibration(
+        with logs_to(out / LOG_FILENAME, verbose=verbose), progress:
+            report = run_async(run_calibration(
                 dataset, judges, rubric, samples=samples, out_dir=out, criterion=criterion,
                 scale_map=mapping, swap=swap, allow_ties=allow_ties, temperature=temperature,
                 concurrency=concurrency, options=options, rubric_dirs=rubric_dirs,
                 models=config, cache_path=cache, cache_mode=cache_mode, base_url=base_url,
                 progress=advance))
-    except KeyboardInterrupt:
-        err.print(f"[yellow]interrupted: the finished judgments are in "
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM
+        err.print(f"[yellow]{signal_name(stop)}: the finished judgments are in "
                   f"{terminal_text(out / JUDGMENTS_FILE)}; run the same command to resume[/]")
-        raise typer.Exit(130) from None
-    offline = [n for n in report.notes if n.startswith("OFFLINE:")]
+        raise typer.Exit(exit_code(stop)) from None
+    offline = [n for n in report.notes if n.startswith("OFFLINE")]
     if offline and not json_output:
         terminal_console().print(f"[bold yellow]{terminal_text(offline[0])}[/]")
     _print(report, json_output)

@@ -16,8 +16,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness.cli.app import app
+from harness.cli.app import Verbose, app, logs_to
 from harness.errors import HarnessError
+from harness.logs import LOG_FILENAME
 from harness.report.safe import terminal_console, terminal_text
 from harness.resources import data_dir
 from harness.runs.api import run_suite
@@ -32,15 +33,21 @@ def demo(
     out: Annotated[Path | None, typer.Option(help="where to write (default runs/demo-<time>)")
                    ] = None,
     epochs: Annotated[int, typer.Option(help="samples per scenario")] = 5,
+    verbose: Verbose = False,
 ) -> None:
     """Run the example suite and a judge calibration study offline (mock: models)."""
-    from harness.report.terminal import render_run
-
     if not EXAMPLE_SCENARIOS.is_dir():
         raise HarnessError(
             f"the example scenarios are not at {EXAMPLE_SCENARIOS}; run the demo from a "
             "checkout installed with `pip install -e .`")
     out = out or Path("runs") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
+    with logs_to(out / LOG_FILENAME, verbose=verbose):
+        _demo(out, epochs)
+
+
+def _demo(out: Path, epochs: int) -> None:
+    from harness.report.terminal import render_run
+
     console = terminal_console()
     console.rule("[bold]1. The example suite, offline")
     console.print(f"scenarios: {terminal_text(EXAMPLE_SCENARIOS)}; agent mock:agent-flaky, "

@@ -3,16 +3,24 @@ pair, in both orders (:mod:`harness.runs.pairwise`)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from harness.cli.app import EXIT_GATE_FAILED, app, counting_progress, judge_models
+from harness.cli.app import (
+    EXIT_GATE_FAILED,
+    Verbose,
+    app,
+    counting_progress,
+    judge_models,
+    logs_to,
+)
+from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
 from harness.files import atomic_write, check_output_file
+from harness.logs import command_log_file
 from harness.models.config import CacheMode, ModelsConfig
 from harness.report.safe import terminal_console, terminal_text
 
@@ -49,6 +57,7 @@ def pairwise(
     fail_on_regression: Annotated[bool, typer.Option(
         help="exit 1 when B is significantly worse than A (the interval of B's win rate "
         "lies below 0.5)")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Compare two runs' transcripts pairwise: every (scenario, epoch) present and not errored
     in both is judged A against B under a rubric by every judge, --samples times, in both
@@ -68,17 +77,17 @@ def pairwise(
     progress, advance = counting_progress("judging pairs", err)
 
     try:
-        with progress:
-            result = asyncio.run(compare_runs_pairwise(
+        with logs_to(command_log_file("pairwise"), verbose=verbose), progress:
+            result = run_async(compare_runs_pairwise(
                 run_a, run_b, judges, rubric, samples=samples, concurrency=concurrency,
                 rubric_dirs=rubrics or [], models=config, cache_path=cache,
                 cache_mode=cache_mode, base_url=judge_base_url, progress=advance))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM
         cached = cache_mode in ("read-write", "replay")
-        err.print("[yellow]interrupted: nothing was written" + (
+        err.print(f"[yellow]{signal_name(stop)}: nothing was written" + (
             "; judged comparisons are in the response cache, so running the same command "
             "again repeats no call" if cached else "") + "[/]")
-        raise typer.Exit(130) from None
+        raise typer.Exit(exit_code(stop)) from None
     data = result.report.model_dump(mode="json")
     if out is not None:
         with atomic_write(out) as handle:

@@ -3,9 +3,9 @@ show a run's summary again, and compare two runs scenario by scenario."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,22 +13,34 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.cli.app import EXIT_GATE_FAILED, EXIT_INPUT_ERROR, app, check_target_mdd
+from harness.cli.app import (
+    EXIT_BUDGET_STOP,
+    EXIT_GATE_FAILED,
+    EXIT_INPUT_ERROR,
+    EXIT_NOTHING_SCORED,
+    Verbose,
+    app,
+    check_target_mdd,
+    logs_to,
+)
+from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import HarnessError
 from harness.judging.aggregate import AggregationMethod
+from harness.logs import LOG_FILENAME
 from harness.models.config import CacheMode
+from harness.models.provenance import RoleModels, roles_notice
 from harness.report.safe import terminal_console, terminal_text
 from harness.runs.api import RunResult, resume_run, run_suite
 from harness.runs.config import AdaptiveSettings, RunConfig
 from harness.runs.engine import Runner
 from harness.runs.gate import GateBasis, evaluate_gate
 from harness.runs.sample import SampleRecord
-from harness.runs.store import RunStore
+from harness.runs.store import STORE_FILENAME, RunStore
 from harness.runs.summary import read_summary, scores_by_scenario
 from harness.stats.compare import PairedTest, compare_runs
 from harness.stats.summary import offline_notice
 
-ERR = terminal_console(stderr=True)
+ERR = terminal_console(stderr=True, soft_wrap=True)  # one line per message
 
 
 class RunProgress:
@@ -78,18 +90,49 @@ def _finish(result: RunResult, *, as_json: bool, min_pass_rate: float | None,
         render_run(result.summary, terminal_console(), run_dir=str(result.run_dir),
                    gate=gate)
         ERR.print(f"[dim]wrote {terminal_text(result.run_dir)}/summary.json and samples.jsonl[/]")
-    stopped = result.summary.get("stopped")
-    if stopped and stopped["reason"] == "model_configuration":
-        raise typer.Exit(EXIT_INPUT_ERROR)
+    codes = []
+    for code, problem in _problems(result.summary, result.run_dir):
+        ERR.print(f"[bold red]error:[/] {terminal_text(problem)}")
+        codes.append(code)
     if gate is not None and not gate.passed:
-        raise typer.Exit(EXIT_GATE_FAILED)
+        codes.append(EXIT_GATE_FAILED)
+    if codes:
+        # Most telling first: a configuration to fix, a budget stop, nothing scored, the gate.
+        order = (EXIT_INPUT_ERROR, EXIT_BUDGET_STOP, EXIT_NOTHING_SCORED, EXIT_GATE_FAILED)
+        raise typer.Exit(min(codes, key=order.index))
+
+
+def _problems(summary: dict[str, Any], run_dir: Path) -> list[tuple[int, str]]:
+    """Why a finished run cannot pass as a complete measurement, one line each with the exit
+    code it sets (the gate aside)."""
+    counts, stopped = summary["counts"], summary.get("stopped")
+    problems = []
+    if stopped and stopped["reason"] == "model_configuration":
+        problems.append((EXIT_INPUT_ERROR, f"the run stopped: {stopped['message']}; fix it and "
+                         f"continue with harness run --resume {run_dir}"))
+    if stopped and stopped["reason"] == "budget":
+        planned = counts.get("samples_planned")
+        of = f" of {planned} planned" if planned is not None else ""
+        kept = (f"with {counts['samples']}{of} samples stored, so its figures cover only "
+                "those" if counts["samples"] else f"before any sample finished (0{of})")
+        problems.append((EXIT_BUDGET_STOP, f"the run stopped on its budget {kept} (exit "
+                         f"{EXIT_BUDGET_STOP}); continue with harness run --resume {run_dir} "
+                         "--max-cost USD or --max-calls N"))
+    # An early stop with no sample at all is already explained by its line.
+    if counts["scored"] == 0 and (counts["samples"] or not problems):
+        what = (f"{counts['errored']} errored, {counts['unscored']} unscored"
+                if counts["samples"] else "no sample finished")
+        problems.append((EXIT_NOTHING_SCORED, f"no sample was scored ({what}), so the run has "
+                         f"no figure (exit {EXIT_NOTHING_SCORED}); why is in "
+                         f"{run_dir}/summary.json"))
+    return problems
 
 
 # Options that may be given with --resume: they change how the run continues or what is
 # printed, never what a finished sample means. Everything else is the stored configuration.
 RESUME_OPTIONS = frozenset({
     "resume", "concurrency", "max_cost", "max_calls", "episode_timeout", "retry_errors",
-    "as_json", "min_pass_rate", "min_score", "gate_on",
+    "as_json", "min_pass_rate", "min_score", "gate_on", "verbose",
 })
 
 
@@ -148,7 +191,8 @@ def run(
     simulator: Annotated[str | None, typer.Option(help="user simulator model")] = None,
     judge: Annotated[list[str] | None, typer.Option(
         help="judge model; repeat for a panel")] = None,
-    no_judge: Annotated[bool, typer.Option(help="skip rubric judging")] = False,
+    no_judge: Annotated[bool, typer.Option(
+        "--no-judge", help="skip rubric judging on purpose")] = False,
     judge_samples: Annotated[int, typer.Option(help="judge samples per transcript")] = 1,
     judge_temperature: Annotated[float | None, typer.Option()] = None,
     judge_aggregation: Annotated[AggregationMethod, typer.Option()] = "mean",
@@ -183,26 +227,30 @@ def run(
     min_score: Annotated[float | None, typer.Option(help="gate on the mean score")] = None,
     gate_on: Annotated[GateBasis, typer.Option(help="mean or lower-bound")] = "mean",
     as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Run scenarios x epochs, check and judge every transcript, store every sample, and
-    report each figure with its confidence interval. Exit 1 when a gate is missed."""
+    report each figure with its confidence interval. Exit 1 when a gate is missed, 2 on bad
+    input or configuration, 3 when a budget stopped the run early, 4 when no sample was
+    scored; Ctrl-C and SIGTERM keep what finished (exit 130, 143)."""
     _check_option_combinations(ctx, resume=resume, paths=paths,
                                adaptive=target_ci_width is not None)
+    if resume is None and not paths:
+        raise HarnessError("give at least one scenario file or folder (or --resume DIR)")
     progress = RunProgress(ERR)
-    try:
+    run_dir = resume or out or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
+    with logs_to(run_dir / LOG_FILENAME, verbose=verbose):
         if resume is not None:
-            overrides: dict[str, Any] = {"concurrency": concurrency}
-            if max_cost is not None:
-                overrides["max_cost_usd"] = max_cost
-            if max_calls is not None:
-                overrides["max_calls"] = max_calls
-            if episode_timeout is not None:
-                overrides["episode_timeout_s"] = episode_timeout
+            # Only what was given changes: an option left at its default keeps its stored value.
+            given: dict[str, Any] = {
+                "concurrency": concurrency if _given(ctx, {"concurrency"}) else None,
+                "max_cost_usd": max_cost, "max_calls": max_calls,
+                "episode_timeout_s": episode_timeout}
+            overrides = {name: value for name, value in given.items() if value is not None}
             coro = resume_run(resume, overrides=overrides, retry_errors=retry_errors,
                               on_start=progress.start, on_sample=progress.sample)
         else:
-            if not paths:
-                raise HarnessError("give at least one scenario file or folder (or --resume DIR)")
+            assert paths is not None
             config = _config(
                 paths=paths, agent=agent, agent_base_url=agent_base_url, simulator=simulator,
                 judges=judge or [], no_judge=no_judge, judge_samples=judge_samples,
@@ -218,19 +266,40 @@ def run(
                     "target_width": target_ci_width, "pilot_epochs": pilot_epochs,
                     "max_epochs_per_scenario": max_epochs},
             )
-            run_dir = out or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
             coro = run_suite(config, run_dir, on_start=progress.start, on_sample=progress.sample)
+        result = _run_to_end(coro, progress, run_dir)
+        _finish(result, as_json=as_json, min_pass_rate=min_pass_rate, min_score=min_score,
+                gate_on=gate_on)
+
+
+def _run_to_end(coro: Coroutine[Any, Any, RunResult], progress: RunProgress,
+                run_dir: Path) -> RunResult:
+    """Run ``coro`` (a new or resumed run). Ctrl-C or SIGTERM (harness.cli.interrupts) stops
+    it: what finished is kept and summarised, and the terminal says how to continue."""
+    try:
         try:
-            result = asyncio.run(coro)
+            return run_async(coro)
         finally:
             progress.stop()
-    except KeyboardInterrupt:
-        where = resume or out or "the run directory"
-        ERR.print(f"[yellow]interrupted: finished samples are stored; continue with "
-                  f"harness run --resume {terminal_text(where)}[/]")
-        raise typer.Exit(130) from None
-    _finish(result, as_json=as_json, min_pass_rate=min_pass_rate, min_score=min_score,
-            gate_on=gate_on)
+    except KeyboardInterrupt as stop:
+        if (run_dir / STORE_FILENAME).exists():
+            ERR.print(f"[yellow]{signal_name(stop)}: finished samples are stored and "
+                      f"summarised; continue with harness run --resume {terminal_text(run_dir)}[/]")
+        else:
+            ERR.print(f"[yellow]{signal_name(stop)} before the run started: nothing was "
+                      "written[/]")
+        raise typer.Exit(exit_code(stop)) from None
+
+
+def _comparison_notice(notices: dict[str, str | None]) -> str | None:
+    """One notice for two runs: their notice when both have the same, else each run's."""
+    given = {which: notice for which, notice in notices.items() if notice}
+    if not given:
+        return None
+    if len(given) == len(notices) and len(set(given.values())) == 1:
+        return next(iter(given.values()))
+    return "OFFLINE models in " + " and ".join(given) + ": " + " | ".join(
+        f"{which}: {notice}" for which, notice in given.items())
 
 
 def _config(*, paths: list[Path], adaptive: dict[str, Any] | None, **fields: Any) -> RunConfig:
@@ -309,20 +378,26 @@ def compare(
     difference with a clustered interval, paired t / permutation tests and McNemar."""
     runs = []
     offline: dict[str, int] = {}
-    counts: dict[str, int] = {}
-    for role, path in (("baseline", baseline), ("candidate", candidate)):
+    roles: dict[str, dict[str, RoleModels]] = {}
+    notices: dict[str, str | None] = {}
+    for which, path in (("baseline", baseline), ("candidate", candidate)):
         with RunStore.open(path) as store:
             policy = store.config.get("run", {}).get("error_policy", "exclude")
             runs.append(scores_by_scenario(store, policy))
-            offline[role], counts[role] = store.offline_count(), store.count()
+            offline[which], roles[which] = store.offline_count(), store.model_roles()
+            # Samples stored before roles were recorded say only whether they were offline.
+            notices[which] = (roles_notice(roles[which])
+                              or offline_notice(offline[which], store.count()))
     (base_scores, base_passed), (cand_scores, cand_passed) = runs
     result = compare_runs(base_scores, cand_scores, base_passed, cand_passed, alpha=alpha,
                           test=test, seed=seed)
     data = result.model_dump(mode="json")
-    # Whether either run was made with offline mock models, and the notice that says so.
-    data["offline"] = {role: n > 0 for role, n in offline.items()}
+    # Which roles of either run were offline (mock:) models, and the notice that says so.
+    data["offline"] = {which: n > 0 for which, n in offline.items()}
     data["offline_samples"] = offline
-    data["notice"] = offline_notice(sum(offline.values()), sum(counts.values()))
+    data["roles"] = {which: {role: r.model_dump(mode="json") for role, r in by_role.items()}
+                     for which, by_role in roles.items()}
+    data["notice"] = _comparison_notice(notices)
     if as_json:
         typer.echo(json.dumps(data, indent=2))
     else:

@@ -19,8 +19,9 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.checks.transcript_file import load_transcript_file, score_records
-from harness.cli.app import app
+from harness.cli.app import Verbose, app, logs_to
 from harness.errors import InputError
+from harness.logs import command_log_file
 from harness.report.safe import terminal_console, terminal_text
 
 # The per-transcript table shows the core trajectory metrics (short headers) and names the
@@ -99,14 +100,18 @@ def score_transcripts(
                          ] = "mean",
     judge_base_url: Annotated[str | None, typer.Option(
         help="Base URL for the judges (an OpenAI-compatible server or a gateway).")] = None,
+    verbose: Verbose = False,
 ) -> None:
     """Score existing transcripts with the deterministic checks (no model calls): trajectory
     metrics under their Vertex AI names, ADK's scores, and the scenario checks given per line.
     Malformed tool-call arguments are scored as non-matching, with a warning. With --judge and
-    --rubric, rubric judges score them too."""
+    --rubric, rubric judges score them too; a missing or refused key or an unknown model
+    stops the command (exit 2)."""
     records = load_transcript_file(file)
-    judged = _judge(records, judge or [], rubric or [], rubrics_dir or [], samples,
-                    temperature, aggregate, judge_base_url)
+    # Judges are model calls: their libraries' log lines go to a file of this command's own.
+    with logs_to(command_log_file("score-transcripts"), verbose=verbose):
+        judged = _judge(records, judge or [], rubric or [], rubrics_dir or [], samples,
+                        temperature, aggregate, judge_base_url)
     output = score_records(records, extra_metrics=judged.metrics if judged else None)
     if judged is not None:
         judged.attach(output)

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from harness.cli.app import app, check_target_mdd
 from harness.errors import InputError
+from harness.models.provenance import roles_notice
 from harness.report.safe import terminal_console
 from harness.report.terminal import (
     estimate_how,
@@ -146,10 +147,13 @@ def stats(
         out["notes"].append("--target-mdd: no design computed (the variance components need "
                             "at least 2 scenarios)")
     # Added keys (contract 2 fixes a minimum, not the whole set): was any sample made with
-    # offline mock models, and the notice that says so.
+    # offline mock models, which roles were (when the lines name their models), and the
+    # notice that says so.
     out["offline"] = table.n_offline > 0
     out["offline_samples"] = table.n_offline
-    out["notice"] = offline_notice(table.n_offline, table.n_samples)
+    out["roles"] = {role: r.model_dump(mode="json") for role, r in table.roles.items()}
+    out["notice"] = (roles_notice(table.roles)
+                     or offline_notice(table.n_offline, table.n_samples))
     if as_json:
         sys.stdout.flush()
         write_summary_json(out, suite.scenarios.rows(), sys.stdout.buffer)

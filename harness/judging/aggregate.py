@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.errors import FATAL_MODEL_ERRORS
 from harness.judging.rubric import Rubric, RubricTarget
 from harness.judging.scoring import criterion_passed, score_rubric
 from harness.judging.verdicts import JudgeError, JudgeOutcome, Judgment
@@ -114,6 +115,15 @@ class AggregatedJudgment(BaseModel):
     @property
     def criterion_values(self) -> dict[str, float | None]:
         return {c.criterion_id: c.value for c in self.criteria}
+
+    def fatal_error(self) -> JudgeError | None:
+        """The first failed vote (panel members included) that no retry can fix and every
+        later call would meet alike (:data:`~harness.errors.FATAL_MODEL_ERRORS`: a missing
+        or refused key, an unknown model, a replay-cache miss), or ``None``."""
+        for error in self.errors:
+            if error.error_type in FATAL_MODEL_ERRORS:
+                return error
+        return next((e for m in self.members if (e := m.fatal_error()) is not None), None)
 
 
 def _majority(values: Sequence[float | None]) -> float | None:

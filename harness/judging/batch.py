@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.checks.transcript_file import TranscriptRecord
+from harness.errors import raise_if_fatal
 from harness.judging.aggregate import AggregatedJudgment
 from harness.judging.judge import JudgeSettings, judge_transcript, metric_name
 from harness.judging.prompts import JudgeContext, template_hash
@@ -50,10 +51,28 @@ async def judge_items(
     settings: JudgeSettings | None = None,
 ) -> dict[str, list[AggregatedJudgment]]:
     """Judge every item under every rubric with the judge panel; results by item id, one
-    aggregate per rubric in ``rubrics`` order. Judge errors are inside the aggregates."""
-    jobs = [judge_transcript(judges, rubric, item.transcript, item.context, settings=settings)
-            for item in items for rubric in rubrics]
-    results = await asyncio.gather(*jobs)
+    aggregate per rubric in ``rubrics`` order. Judge errors are inside the aggregates, except
+    one that every call would meet alike (a missing or refused key, an unknown model, a
+    replay-cache miss): that one is raised (ModelConfigError, CacheMissError) at once, the
+    other judgings cancelled, rather than recorded on every item."""
+
+    async def one(item: JudgeItem, rubric: Rubric) -> AggregatedJudgment:
+        judgment = await judge_transcript(judges, rubric, item.transcript, item.context,
+                                          settings=settings)
+        fatal = judgment.fatal_error()
+        if fatal is not None:
+            raise_if_fatal(fatal.error_type, fatal.message)
+        return judgment
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(one(item, rubric)) for item in items for rubric in rubrics]
+    except BaseExceptionGroup as failures:
+        first: BaseException = failures
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from None
+    results = [task.result() for task in tasks]
     out: dict[str, list[AggregatedJudgment]] = {}
     for k, item in enumerate(items):
         out[item.id] = list(results[k * len(rubrics):(k + 1) * len(rubrics)])
@@ -126,8 +145,12 @@ def summarise_run(
         "failed_votes": failed_votes,
         "offline": offline,
     }
+    real = [name for name in judge_names if not name.startswith("mock:")]
     if offline:
-        summary["note"] = OFFLINE_NOTE
+        summary["note"] = OFFLINE_NOTE if not real else (
+            f"judge scores come partly from offline mock models ("
+            f"{', '.join(n for n in judge_names if n not in real)}) and partly from real ones "
+            f"({', '.join(real)}): the offline votes say nothing about a real judge")
     return JudgeRun(metrics=metrics, judgments=judgments, warnings=warnings, summary=summary)
 
 

@@ -114,6 +114,8 @@ def _candidate_quality(text: str) -> float:
 class MockJudge(MockBehaviour):
     """``mock:judge``: deterministic rubric verdicts and pairwise preferences from hints."""
 
+    VARIANTS = tuple(v.removeprefix("judge-") for v in _VARIANTS if v != "judge")
+
     def __init__(self, name: str = "judge") -> None:
         if name not in _VARIANTS:
             raise ModelConfigError(

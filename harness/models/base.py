@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -116,7 +116,12 @@ class MockBehaviour(ABC):
     with the same accounting as real providers (token estimates, zero cost) and marks every
     response as offline. Behaviours are deterministic functions of their inputs and
     ``sample_index``; they read what they need from ``hints`` (e.g. the scenario or rubric).
+
+    ``VARIANTS`` names the suffixes a behaviour also answers to (``mock:<name>-<variant>``), so
+    an error for an unknown mock model can list every name there is.
     """
+
+    VARIANTS: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     async def chat(

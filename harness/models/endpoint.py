@@ -17,6 +17,7 @@ from typing import Any
 import httpx2
 
 from harness.errors import ModelConfigError
+from harness.logs import hide_in_logs
 
 ClientFactory = Callable[[str, str, httpx2.AsyncClient, float], Any]
 """``(api_key, base_url, http_client, timeout_s) -> SDK client`` with the SDK's own retries
@@ -58,6 +59,8 @@ class Endpoint:
         self.base_url = base_url
         self.base_url_is_custom = base_url_is_custom
         self._api_key = api_key
+        if api_key:
+            hide_in_logs(api_key)
         self.key_source = key_source
         self.env_var = env_var
         self.key_required = key_required

@@ -71,31 +71,47 @@ def unregister_mock(name: str) -> None:
         _registry.pop(name, None)
 
 
+def _load(entry: str | MockFactory) -> Any:
+    """The factory of a registry entry, importing a ``"module:attribute"`` one. Raises
+    ImportError or AttributeError when it cannot be imported."""
+    if not isinstance(entry, str):
+        return entry
+    module_name, _, attribute = entry.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
 def known_mocks() -> list[str]:
-    return sorted(_registry)
+    """Every mock model name that resolves, variants included (``mock:agent``,
+    ``mock:agent-flaky``, ...), sorted. A factory that does not import is listed by its
+    registered name alone."""
+    names = []
+    for name, entry in _registry.items():
+        try:
+            variants = getattr(_load(entry), "VARIANTS", ())
+        except (ImportError, AttributeError):
+            variants = ()
+        names += [f"mock:{name}", *(f"mock:{name}-{v}" for v in variants)]
+    return sorted(set(names))
 
 
 def resolve_mock(name: str) -> MockBehaviour:
-    """The behaviour for ``mock:<name>``. Raises :class:`ModelConfigError` listing the known
-    names when the name is unknown or its factory cannot be imported or built."""
+    """The behaviour for ``mock:<name>``. Raises :class:`ModelConfigError` listing every known
+    name when the name is unknown or its factory cannot be imported or built."""
     entry = _registry.get(name)
     if entry is None and "-" in name:
         entry = _registry.get(name.split("-", 1)[0])
-    known = ", ".join(known_mocks())
     if entry is None:
-        raise ModelConfigError(f"unknown mock model {name!r}; known mock models: {known}",
-                               model=f"mock:{name}")
-    factory: Any = entry
-    if isinstance(entry, str):
-        module_name, _, attribute = entry.partition(":")
-        try:
-            factory = getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError) as err:
-            raise ModelConfigError(
-                f"mock model {name!r} could not be loaded from {entry} ({err}); "
-                f"known mock models: {known}",
-                model=f"mock:{name}",
-            ) from None
+        raise ModelConfigError(
+            f"unknown mock model {name!r}; known mock models: {', '.join(known_mocks())}",
+            model=f"mock:{name}")
+    try:
+        factory = _load(entry)
+    except (ImportError, AttributeError) as err:
+        raise ModelConfigError(
+            f"mock model {name!r} could not be loaded from {entry} ({err}); "
+            f"known mock models: {', '.join(known_mocks())}",
+            model=f"mock:{name}",
+        ) from None
     behaviour = factory(name)
     if not isinstance(behaviour, MockBehaviour):
         raise ModelConfigError(

@@ -70,15 +70,15 @@ def render_run(summary: dict[str, Any], console: Console, *, run_dir: str | None
     usage, and the gate verdict."""
     render_notice(summary.get("notice"), console)
     counts = summary["counts"]
-    head = (f"{counts['scenarios']} scenarios, {counts['samples']} samples: "
-            f"{counts['scored']} scored, {counts['errored']} errored, "
-            f"{counts['unscored']} unscored")
+    head = (f"{_scenarios_and_samples(counts)}: {counts['scored']} scored, "
+            f"{counts['errored']} errored, {counts['unscored']} unscored")
     console.print(f"[bold]Run[/] {terminal_text(run_dir or '')}  {head}")
     stopped = summary.get("stopped")
     if stopped:
         console.print(f"[bold red]stopped early[/] ({terminal_text(stopped['reason'])}): "
                       f"{terminal_text(stopped['message'])} — finished samples are kept; "
-                      "continue with [bold]harness run --resume DIR[/]")
+                      "continue with [bold]harness run --resume "
+                      f"{terminal_text(run_dir or 'DIR')}[/]")
     score = summary.get("score")
     if score is None:
         for note in summary.get("notes", []):
@@ -100,6 +100,18 @@ def render_run(summary: dict[str, Any], console: Console, *, run_dir: str | None
         _adaptive(adaptive, console)
     if gate is not None:
         render_gate(gate, console)
+
+
+def _scenarios_and_samples(counts: dict[str, Any]) -> str:
+    """"11 scenarios, 55 samples", or, when part of the plan has no sample (an early stop),
+    "11 scenarios loaded (3 with samples), 12 of 55 planned samples"."""
+    loaded, planned = counts.get("scenarios_loaded"), counts.get("samples_planned")
+    with_samples, samples = counts["scenarios"], counts["samples"]
+    scenarios = (f"{with_samples} scenarios" if loaded in (None, with_samples)
+                 else f"{loaded} scenarios loaded ({with_samples} with samples)")
+    samples_text = (f"{samples} samples" if planned in (None, samples)
+                    else f"{samples} of {planned} planned samples")
+    return f"{scenarios}, {samples_text}"
 
 
 def _suite_table(score: dict[str, Any], console: Console) -> None:

@@ -32,6 +32,10 @@ from harness.stats.estimate import InsufficientDataError
 OnStart = Callable[[Runner], None]
 OnSample = Callable[[SampleRecord], None]
 
+# The message of a cancellation asked for by SIGTERM (see harness.cli.interrupts); any other
+# cancellation, Ctrl-C included, is an interruption. The run records which.
+TERMINATED = "SIGTERM"
+
 
 @dataclass
 class RunResult:
@@ -116,8 +120,15 @@ async def _execute(
                 await runner.run_samples(epochs_plan(suite, config.epochs, done))
             else:
                 extra["adaptive"] = await _adaptive(runner, store, done)
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            store.log_event("interrupted", {"finished_this_session": runner.state.finished})
+        except (KeyboardInterrupt, asyncio.CancelledError) as err:
+            # Stopped from outside (Ctrl-C, SIGTERM, a cancelled task): the samples in flight
+            # are abandoned, but what finished is summarised, so `harness report` works and
+            # `--resume` knows where to go on.
+            how = "terminated" if TERMINATED in err.args else "interrupted"
+            store.log_event(how, {"finished_this_session": runner.state.finished})
+            extra["stopped"] = {"reason": how, "message": _stop_message(how, runner.state)}
+            write_summary(run_dir, summarise(store, config, run_dir=run_dir, extra=extra,
+                                             scenarios_loaded=len(suite.scenarios)))
             raise
         finally:
             await hub.aclose()
@@ -125,12 +136,19 @@ async def _execute(
         if runner.state.stopped:
             stopped = {"reason": runner.state.stop_reason, "message": runner.state.stop_message}
         extra["stopped"] = stopped
-        summary = summarise(store, config, run_dir=run_dir, extra=extra)
+        summary = summarise(store, config, run_dir=run_dir, extra=extra,
+                            scenarios_loaded=len(suite.scenarios))
         write_summary(run_dir, summary)
         return RunResult(run_dir=run_dir, state=runner.state, summary=summary,
                          ledger=hub.ledger.snapshot())
     finally:
         store.close()
+
+
+def _stop_message(how: str, state: RunState) -> str:
+    cause = "SIGTERM" if how == "terminated" else "an interrupt (Ctrl-C or a cancelled task)"
+    return (f"{how} by {cause} after {state.finished} sample(s) finished in this session; "
+            "samples in flight were abandoned")
 
 
 async def _adaptive(runner: Runner, store: RunStore, done: set[SampleKey]) -> dict[str, Any]:

@@ -12,11 +12,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.checks.run import PreparedExpectations, prepare_expectations, run_checks
 from harness.errors import (
@@ -246,9 +245,10 @@ class Runner:
                                      settings=self.judge_settings)
                     for rid in scenario.rubrics
                 )))
-                fatal = next((m for j in judgments for m in _fatal_judge_errors(j)), None)
-                if fatal:
-                    self._stop("model_configuration", fatal)
+                judge_fatal = next((e for j in judgments if (e := j.fatal_error()) is not None),
+                                   None)
+                if judge_fatal is not None:
+                    self._stop("model_configuration", judge_fatal.message)
                     return
             record = build_sample(transcript, checks, judgments, started_at=started,
                                   finished_at=time.time())
@@ -308,13 +308,6 @@ def _fatal_error(error: ErrorInfo | None) -> str | None:
         return error.message
     return None
 
-
-def _fatal_judge_errors(judgment: Any) -> Iterable[str]:
-    for err in judgment.errors:
-        if err.error_type in FATAL_MODEL_ERRORS:
-            yield err.message
-    for member in judgment.members:
-        yield from _fatal_judge_errors(member)
 
 
 def epochs_plan(suite: Suite, epochs: int, done: set[SampleKey]) -> list[SampleKey]:

@@ -29,6 +29,7 @@ from harness.models.types import GenerationParams
 from harness.runs.pairwise_report import (
     PairOutcome,
     PairwiseRunReport,
+    RunRoles,
     SamplePair,
     combine_pair,
     jsonl_lines,
@@ -196,13 +197,13 @@ async def compare_runs_pairwise(
         if hub is None:
             await active.aclose()
 
-    offline_runs = [str(path) for path, records in ((run_a, records_a), (run_b, records_b))
-                    if any(r.offline for r in records)]
+    run_roles = {str(path): RunRoles.of(records)
+                 for path, records in ((run_a, records_a), (run_b, records_b))}
     report = summarise_runs_pairwise(
         pairing, outcomes, run_a=str(run_a), run_b=str(run_b),
         rubric={"id": rubric.id, "version": rubric.version, "target": rubric.target,
                 "prompt_version": PROMPT_VERSION, "prompt_hash": template_hash("pairwise")},
-        judges=judge_names, samples=samples, offline_runs=offline_runs, usage=usage, notes=notes)
+        judges=judge_names, samples=samples, run_roles=run_roles, usage=usage, notes=notes)
     return PairwiseRunResult(report=report, lines=jsonl_lines(pairing, outcomes))
 
 

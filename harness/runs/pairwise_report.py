@@ -24,7 +24,7 @@ clustered by scenario and a t interval on C - 1 degrees of freedom
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -38,16 +38,13 @@ from harness.judging.pairwise import (
     summarise_pairwise,
 )
 from harness.models.base import ModelSpec
+from harness.models.provenance import RoleCollector, RoleModels
 from harness.runs.sample import SampleRecord
 from harness.stats.estimate import Estimate, mean_of_cluster_means
 from harness.transcript import Transcript
 
 SCHEMA_VERSION = 1
 CONFIDENCE = 0.95  # the Wilson intervals of summarise_pairwise are 95% too
-OFFLINE_NOTICE = (
-    "OFFLINE: these numbers come from mock: models ({what}); no real model service made "
-    "them, so they exercise the pipeline and say nothing about any real agent or judge."
-)
 AGGREGATION = (
     "per pair: each judge's decided samples by majority, then the judges' verdicts by "
     "majority (one vote per judge); no label with more than half of the votes is a tie"
@@ -336,20 +333,18 @@ def summarise_runs_pairwise(
     rubric: dict[str, Any],
     judges: Sequence[str],
     samples: int,
-    offline_runs: Sequence[str] = (),
+    run_roles: Mapping[str, RunRoles] | None = None,
     usage: dict[str, Any] | None = None,
     notes: Sequence[str] = (),
 ) -> PairwiseRunReport:
-    """The report from judged pairs (pure). ``offline_runs`` names the runs whose samples
-    came from mock: models (their numbers are then marked offline, like mock judges')."""
+    """The report from judged pairs (pure). ``run_roles`` says, per run, which models made
+    its samples (see :func:`pairwise_notice`); ``usage`` is the judges' calls and cost."""
     comparisons = [r for o in outcomes for r in o.comparisons]
     overall = summarise_pairwise(comparisons)
     reasons = Counter(s.reason for s in pairing.skipped)
     decided = [o for o in outcomes if o.status == "decided"]
     rate = b_win_rate(outcomes)
-    offline_judges = [j for j in judges if ModelSpec.parse(j).is_offline]
-    what = [f"judges {', '.join(offline_judges)}"] if offline_judges else []
-    what += [f"the samples of {r}" for r in offline_runs]
+    notice = pairwise_notice(judges, usage or {}, run_roles or {})
     all_notes = list(notes)
     if rate is not None and rate.ci_low is None:
         all_notes.append("B's win rate has no interval: it needs decided pairs in at least "
@@ -367,7 +362,7 @@ def summarise_runs_pairwise(
                          "they are errors, never verdicts (see judge_errors)")
     return PairwiseRunReport(
         run_a=run_a, run_b=run_b, rubric=rubric, judges=list(judges), samples=samples,
-        offline=bool(what), notice=OFFLINE_NOTICE.format(what="; ".join(what)) if what else None,
+        offline=notice is not None, notice=notice,
         counts=PairwiseCounts(
             common_scenarios=len(pairing.common_scenarios), pairs=len(outcomes),
             decided=len(decided), judge_errors=len(outcomes) - len(decided),
@@ -399,6 +394,53 @@ def summarise_runs_pairwise(
     )
 
 
+@dataclass(frozen=True)
+class RunRoles:
+    """Which models made a run's samples: each role's (from the samples' ``models``) and
+    whether any sample was offline (samples stored before roles were recorded say only
+    that)."""
+
+    roles: Mapping[str, RoleModels]
+    any_offline: bool
+
+    @classmethod
+    def of(cls, records: Sequence[SampleRecord]) -> RunRoles:
+        collector = RoleCollector()
+        for record in records:
+            for role, names in record.models.items():
+                usage = record.usage.get(role)
+                collector.add(role, names, None if usage is None else usage.model_dump())
+        return cls(collector.roles(), any(r.offline for r in records))
+
+
+def pairwise_notice(judges: Sequence[str], judge_usage: Mapping[str, Any],
+                    run_roles: Mapping[str, RunRoles]) -> str | None:
+    """The offline notice of a pairwise comparison: which of its models were offline
+    (``mock:`` judges, the roles that made either run's samples) and which real, the judges'
+    calls and cost with them; ``None`` when no model was offline."""
+    judge_kinds = {j: ModelSpec.parse(j).is_offline for j in judges}
+    offline = [f"the pairwise judges {', '.join(j for j, off in judge_kinds.items() if off)}"
+               ] if any(judge_kinds.values()) else []
+    real = [f"the pairwise judges {', '.join(j for j, off in judge_kinds.items() if not off)} "
+            f"({judge_usage.get('calls', 0)} calls, ${judge_usage.get('cost_usd', 0.0):.4f})"
+            ] if not all(judge_kinds.values()) else []
+    for run, made in run_roles.items():
+        mock = "; ".join(f"{role} {', '.join(r.offline_models)}"
+                         for role, r in made.roles.items() if r.offline_models)
+        if mock or made.any_offline:
+            offline.append(f"the samples of {run}" + (f" ({mock})" if mock else ""))
+        models = "; ".join(f"{role} {', '.join(r.real_models)}"
+                           for role, r in made.roles.items() if r.real_models)
+        if models:
+            real.append(f"the samples of {run} ({models})")
+    if not offline:
+        return None
+    return ("OFFLINE: " + "; ".join(offline) + " come from mock: models; "
+            + ("REAL: " + "; ".join(real) if real else "no real model was called")
+            + ". Figures that depend on an offline model say nothing about a real agent or "
+            "judge.")
+
+
 def jsonl_lines(pairing: RunPairing, outcomes: Sequence[PairOutcome]) -> list[dict[str, Any]]:
     """One ``--out`` line per (scenario, epoch) of either run, in key order: judged pairs
     (``status`` ``decided`` or ``judge_error``, with votes and comparisons) and samples not
@@ -411,13 +453,13 @@ def jsonl_lines(pairing: RunPairing, outcomes: Sequence[PairOutcome]) -> list[di
 
 
 __all__ = [
-    "OFFLINE_NOTICE",
     "SCHEMA_VERSION",
     "JudgeVote",
     "PairOutcome",
     "PairwiseCounts",
     "PairwiseRunReport",
     "RunPairing",
+    "RunRoles",
     "SamplePair",
     "ScenarioPairwise",
     "SkippedSample",
@@ -426,5 +468,6 @@ __all__ = [
     "jsonl_lines",
     "majority_preference",
     "pair_samples",
+    "pairwise_notice",
     "summarise_runs_pairwise",
 ]

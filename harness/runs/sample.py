@@ -25,7 +25,9 @@ class SampleRecord(BaseModel):
     can be summarised with its own interval. ``judge_samples`` holds the per-judge-sample
     scores of each rubric; ``score_by_judge_sample`` the sample score recomputed with the k-th
     judge sample of every rubric (set when judged more than once), which separates judge noise
-    from agent noise.
+    from agent noise. ``models`` names the models of each role (``mock:`` ones are offline; a
+    Python agent is ``python:module:function``); ``offline`` is true when any role used a
+    ``mock:`` model.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -43,6 +45,7 @@ class SampleRecord(BaseModel):
     checks: list[dict[str, Any]] = Field(default_factory=list)
     judgments: list[dict[str, Any]] = Field(default_factory=list)
     usage: dict[Role, UsageTotals] = Field(default_factory=dict)
+    models: dict[Role, list[str]] = Field(default_factory=dict)
     offline: bool = False
     started_at: float = 0.0
     finished_at: float = 0.0

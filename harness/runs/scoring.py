@@ -62,6 +62,7 @@ def build_sample(
         "checks": [checks.model_dump(mode="json")],
         "judgments": [j.model_dump(mode="json") for j in judgments],
         "usage": _usage(transcript, judgments),
+        "models": _models(transcript, judgments),
         "offline": transcript.offline or any(j.offline for j in judgments),
         "started_at": started_at,
         "finished_at": finished_at,
@@ -146,6 +147,16 @@ def _usage(
         for vote in _all_judgments(judgment):
             usage.setdefault("judge", UsageTotals()).merge(vote.usage)
     return usage
+
+
+def _models(
+    transcript: Transcript, judgments: Sequence[AggregatedJudgment]
+) -> dict[Role, list[str]]:
+    models: dict[Role, list[str]] = {role: [name] for role, name in transcript.models.items()}
+    judges = list(dict.fromkeys(name for j in judgments for name in j.judge_models))
+    if judges:
+        models["judge"] = judges
+    return models
 
 
 def _all_judgments(aggregate: AggregatedJudgment) -> list[Judgment | JudgeError]:

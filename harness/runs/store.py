@@ -18,6 +18,7 @@ from typing import Any
 from harness import __version__
 from harness.errors import HarnessError
 from harness.files import connect_read_only, make_directory, sqlite_damage
+from harness.models.provenance import RoleCollector, RoleModels
 from harness.runs.sample import SampleRecord
 
 STORE_FILENAME = "run.sqlite"
@@ -241,6 +242,23 @@ class RunStore:
         except sqlite3.OperationalError:  # an SQLite built without the JSON functions
             return sum(record.offline for record in self.iter_samples())
         return int(row[0])
+
+    def model_roles(self) -> dict[str, RoleModels]:
+        """Each role's models (offline or real) and usage over the stored samples, read
+        without parsing whole records (see :mod:`harness.models.provenance`)."""
+        collector = RoleCollector()
+        try:
+            rows = [(json.loads(models or "{}"), json.loads(usage or "{}"))
+                    for models, usage in self._db.execute(
+                        "SELECT json_extract(record, '$.models'), json_extract(record, '$.usage') "
+                        "FROM samples")]
+        except sqlite3.OperationalError:  # an SQLite built without the JSON functions
+            rows = [(r.models, {role: u.model_dump() for role, u in r.usage.items()})
+                    for r in self.iter_samples()]
+        for models, usage in rows:
+            for role, names in models.items():
+                collector.add(role, names, usage.get(role))
+        return collector.roles()
 
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM samples").fetchone()[0])

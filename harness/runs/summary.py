@@ -10,7 +10,7 @@ are not ``scored``)::
      "stop_reason": str, "error": {"kind", "message", "role"} | null,
      "usage": {role: {calls, cached_calls, input_tokens, output_tokens, latency_s, cost_usd,
                       unpriced_calls}},
-     "duration_s": float, "offline": bool}
+     "duration_s": float, "models": {role: [model, ...]}, "offline": bool}
 
 ``summary.json`` keys are documented in the README ("Run outputs").
 """
@@ -26,6 +26,7 @@ from harness import __version__
 from harness.checks.failures import FailureAnalysis, JudgeFailure, analyse_failures
 from harness.checks.result import CheckReport, CheckResult
 from harness.files import atomic_write, read_text, write_text_atomic
+from harness.models.provenance import RoleCollector, roles_notice
 from harness.runs.config import RunConfig
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
@@ -55,6 +56,7 @@ def sample_line(record: SampleRecord) -> dict[str, Any]:
         error=None if record.error is None else record.error.model_dump(mode="json"),
         usage={role: u.model_dump(mode="json") for role, u in record.usage.items()},
         duration_s=round(record.finished_at - record.started_at, 6),
+        models=record.models,
         offline=record.offline,
     )
     return line
@@ -92,6 +94,7 @@ class _Collector:
         self.judge_failures: list[JudgeFailure] = []
         self.usage: dict[str, UsageTotals] = {}
         self.n_offline = 0
+        self.roles = RoleCollector()
         self.scenarios: set[str] = set()
 
     def add(self, record: SampleRecord) -> None:
@@ -102,6 +105,9 @@ class _Collector:
         self.n_offline += record.offline
         for role, totals in record.usage.items():
             self.usage.setdefault(role, UsageTotals()).merge(totals)
+        for role, models in record.models.items():
+            usage = record.usage.get(role)
+            self.roles.add(role, models, None if usage is None else usage.model_dump())
         if record.status == "errored":
             assert record.error is not None
             self.errors_by_kind[record.error.kind] += 1
@@ -129,15 +135,18 @@ class _Collector:
 
 
 def summarise(store: RunStore, config: RunConfig, *, run_dir: Path,
-              extra: dict[str, Any] | None = None) -> dict[str, Any]:
+              extra: dict[str, Any] | None = None,
+              scenarios_loaded: int | None = None) -> dict[str, Any]:
     """Compute the run summary from the store, writing ``samples.jsonl`` on the way (in one
-    step: an error leaves the previous file, and no temporary file)."""
+    step: an error leaves the previous file, and no temporary file). ``scenarios_loaded``
+    (the suite's size) lets the counts say how much of the plan has samples when a run
+    stopped early."""
     collector = _Collector(config)
     with atomic_write(run_dir / "samples.jsonl") as out:
         for record in store.iter_samples():
             collector.add(record)
             out.write(json.dumps(sample_line(record), ensure_ascii=False) + "\n")
-    return _summary(collector, store, config, extra or {})
+    return _summary(collector, store, config, extra or {}, scenarios_loaded)
 
 
 def _score_section(c: _Collector, config: RunConfig) -> tuple[dict[str, Any] | None, list[str]]:
@@ -196,8 +205,8 @@ def metric_summaries(metrics: dict[str, dict[str, list[float]]],
     return out
 
 
-def _summary(c: _Collector, store: RunStore, config: RunConfig,
-             extra: dict[str, Any]) -> dict[str, Any]:
+def _summary(c: _Collector, store: RunStore, config: RunConfig, extra: dict[str, Any],
+             scenarios_loaded: int | None) -> dict[str, Any]:
     score, notes = _score_section(c, config)
     failures: FailureAnalysis = analyse_failures(c.check_reports, c.judge_failures)
     n_errored = c.status.get("errored", 0)
@@ -207,15 +216,23 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig,
         if config.error_policy == "exclude"
         else "errored samples count as failures (score 0, not passed) in every figure"
     )
+    roles = c.roles.roles()
+    # Samples stored before roles were recorded say only whether they were offline.
+    notice = roles_notice(roles) or offline_notice(c.n_offline, sum(c.status.values()))
     summary: dict[str, Any] = {
         "schema": SUMMARY_SCHEMA,
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "harness_version": __version__,
         "offline": c.n_offline > 0,
-        "notice": offline_notice(c.n_offline, sum(c.status.values())),
+        "notice": notice,
+        "roles": {role: r.model_dump(mode="json") for role, r in roles.items()},
         "config": config.model_dump(mode="json"),
         "counts": {
             "scenarios": len(c.scenarios),
+            "scenarios_loaded": scenarios_loaded,
+            # a fixed design plans every scenario x epoch; an adaptive one decides as it goes
+            "samples_planned": None if scenarios_loaded is None or config.adaptive is not None
+            else scenarios_loaded * config.epochs,
             "samples": sum(c.status.values()),
             "scored": c.status.get("scored", 0),
             "errored": n_errored,

@@ -112,6 +112,8 @@ class _Score(_Read):
 
 class _Counts(_Read):
     scenarios: int
+    scenarios_loaded: int | None = None
+    samples_planned: int | None = None
     samples: int
     scored: int
     errored: int

@@ -207,8 +207,6 @@ def _error_text(content: str) -> str:
 class MockSimulator(MockBehaviour):
     """The offline simulated user (``mock:simulator``)."""
 
-    VARIANTS: tuple[str, ...] = ()
-
     def __init__(self, name: str = "simulator") -> None:
         self.name = name
         _variant(name, "simulator", self.VARIANTS)

@@ -5,7 +5,9 @@ optional ``"passed": bool`` (default: the score reaches the top of the score ran
 >= 1 - 1e-6`` on [0, 1]) and an optional ``"judge_scores": [number, ...]`` (the scores of
 repeated judgings of this transcript, used to separate judge noise from agent noise) and an
 optional ``"offline": bool`` (the sample came from offline ``mock:`` models, as a run's
-``samples.jsonl`` records; the output then says so). Scores must lie in the score range,
+``samples.jsonl`` records; the output then says so), with optional ``"models"`` (role ->
+model names) and ``"usage"`` (role -> calls and cost) saying which roles were offline and
+which real. Scores must lie in the score range,
 [0, 1] unless the caller declares another, and epochs must be integers >= 0. A line with
 ``"status"`` other than ``"scored"`` (a run's ``samples.jsonl`` also lists errored and
 unscored samples) is skipped and counted in the notes, never read as a score; only when
@@ -38,9 +40,15 @@ import orjson
 
 from harness.errors import InputError, InputErrors
 from harness.files import not_utf8, open_binary
+from harness.models.provenance import RoleCollector, RoleModels
 from harness.stats.columns import UNIT_RANGE, ScoreColumns, pass_threshold
 
-KNOWN_FIELDS = ("scenario_id", "epoch", "score", "passed", "judge_scores", "status", "offline")
+KNOWN_FIELDS = ("scenario_id", "epoch", "score", "passed", "judge_scores", "status", "offline",
+                "models", "usage")
+USAGE_FIELDS = ("calls", "cached_calls", "cost_usd", "unpriced_calls")
+# A key close to one of these is taken for a misspelling. Not "models" and "usage": they
+# only describe a run's samples, and a "model" key of another export is not a typo of them.
+TYPO_TARGETS = KNOWN_FIELDS[:7]
 SAMPLE_STATUSES = ("scored", "errored", "unscored")
 MAX_REPORTED_ERRORS = 20
 MAX_EPOCH = 2**63 - 1  # epochs are kept as 64-bit integers
@@ -56,7 +64,8 @@ class SampleTable:
     samples; ``scores``, ``passed`` and ``epochs`` give the same as plain dicts (scenario id
     -> list). ``judge_scores`` is set only when every line carried ``judge_scores``.
     ``n_offline`` counts the samples marked ``"offline": true`` (made with offline mock
-    models).
+    models); ``roles`` says, from the lines' ``models`` and ``usage``, which models played
+    each role.
     """
 
     source: str
@@ -65,6 +74,7 @@ class SampleTable:
     epoch_values: np.ndarray
     judge_scores: dict[str, list[list[float]]] | None
     n_offline: int = 0
+    roles: dict[str, RoleModels] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     score_range: tuple[float, float] = UNIT_RANGE
 
@@ -156,7 +166,38 @@ def _check_record(
             bad("offline", f"expected true or false, got {json.dumps(obj['offline'])}")
         else:
             out["offline"] = obj["offline"]
+    if "models" in obj:
+        if _role_models(obj["models"]) is None:
+            bad("models", "expected an object of role -> list of model names, as a run's "
+                "samples.jsonl writes")
+        else:
+            out["models"] = obj["models"]
+    if "usage" in obj:
+        if _role_usage(obj["usage"]) is None:
+            bad("usage", "expected an object of role -> {calls, cached_calls, cost_usd, ...} "
+                "numbers, as a run's samples.jsonl writes")
+        else:
+            out["usage"] = obj["usage"]
     return errors, out
+
+
+def _role_models(models: Any) -> dict[str, list[str]] | None:
+    """``models`` when it is role -> list of model names, else ``None``."""
+    if type(models) is dict and all(
+            type(names) is list and all(type(n) is str for n in names)
+            for names in models.values()):
+        return models
+    return None
+
+
+def _role_usage(usage: Any) -> dict[str, dict[str, Any]] | None:
+    """``usage`` when it is role -> {calls, cached_calls, cost_usd, unpriced_calls} numbers
+    (any of them may be missing), else ``None``."""
+    if type(usage) is dict and all(
+            type(u) is dict and all(_is_number(u.get(k, 0)) for k in USAGE_FIELDS)
+            for u in usage.values()):
+        return usage
+    return None
 
 
 def _near_miss(key: str, cache: dict[str, str | None]) -> str | None:
@@ -164,7 +205,7 @@ def _near_miss(key: str, cache: dict[str, str | None]) -> str | None:
     repeats its keys on every line)."""
     if key not in cache:
         close = (None if key in KNOWN_FIELDS
-                 else difflib.get_close_matches(key, KNOWN_FIELDS, n=1, cutoff=0.8))
+                 else difflib.get_close_matches(key, TYPO_TARGETS, n=1, cutoff=0.8))
         cache[key] = close[0] if close else None
     return cache[key]
 
@@ -187,6 +228,7 @@ class _Reader:
         self.lines = array("q")
         self.judges: list[tuple[int, list[float]]] = []
         self.n_offline = 0
+        self.roles = RoleCollector()
         self.skipped: dict[str, int] = {}
         self.as_failures = 0
         self.errors: list[InputError] = []
@@ -223,7 +265,9 @@ class _Reader:
                         and type(offline) is bool
                         and obj.get("status", "scored") == "scored"
                         and (obj.keys() <= plain or self._plain(obj))
-                        and ("judge_scores" not in obj or self._judges(obj["judge_scores"]))):
+                        and ("judge_scores" not in obj or self._judges(obj["judge_scores"]))
+                        and (("models" not in obj and "usage" not in obj)
+                             or self._roles(obj))):
                     codes(code_of(sid, len(ids)))
                     epochs(epoch)
                     scores(score)
@@ -249,6 +293,15 @@ class _Reader:
                 (type(v) is float or type(v) is int) and math.isfinite(v) for v in judges)):
             return False
         self.judges.append((len(self.scores), [float(v) for v in judges]))
+        return True
+
+    def _roles(self, obj: dict[str, Any]) -> bool:
+        """Count a well-formed ``models`` (with its ``usage``) for the record being taken."""
+        models, usage = _role_models(obj.get("models", {})), _role_usage(obj.get("usage", {}))
+        if models is None or usage is None:
+            return False
+        for role, names in models.items():
+            self.roles.add(role, names, usage.get(role))
         return True
 
     def _keep(self, sid: str, epoch: int, score: float, passed: bool | None, offline: bool,
@@ -294,13 +347,15 @@ class _Reader:
             else:
                 if obj.get("status") == "errored":  # with errors_as_failures: a failure
                     self.as_failures += 1
-                    obj = {k: obj[k] for k in ("scenario_id", "epoch", "offline") if k in obj}
+                    obj = {k: obj[k] for k in ("scenario_id", "epoch", "offline", "models",
+                                               "usage") if k in obj}
                     obj |= {"score": self.score_range[0], "passed": False}
                 line_errors, rec = _check_record(obj, source, number, self.score_range,
                                                  self.near_misses)
                 if not line_errors:
                     if "judge_scores" in rec:
                         self.judges.append((len(self.scores), rec["judge_scores"]))
+                    self._roles(rec)
                     self._keep(rec["scenario_id"], rec["epoch"], rec["score"],
                                rec.get("passed"), rec.get("offline", False), number)
         self.n_errors += len(line_errors)
@@ -381,7 +436,8 @@ class _Reader:
                 for sid, a, b in zip(columns.ids, offsets[:-1], offsets[1:], strict=True)}
         return SampleTable(
             source=source, n_samples=n, columns=columns, epoch_values=epochs[order],
-            judge_scores=judge_scores, n_offline=self.n_offline, notes=notes,
+            judge_scores=judge_scores, n_offline=self.n_offline, roles=self.roles.roles(),
+            notes=notes,
             score_range=self.score_range,
         )
 

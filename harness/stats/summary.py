@@ -28,21 +28,24 @@ from harness.stats.power import PowerAnalysis, design_for_target, minimum_detect
 from harness.stats.suite import SuiteStats
 
 OFFLINE_NOTICE = (
-    "OFFLINE: these numbers come from mock: models (no real model was called); they "
-    "exercise the pipeline and say nothing about any real agent."
+    "OFFLINE: these numbers come from samples made with mock: models in at least one role "
+    "(the samples do not say which: some roles may have been real models); they say nothing "
+    "dependable about any real agent."
 )
 
 
 def offline_notice(n_offline: int, n_samples: int) -> str | None:
-    """The notice every output made from offline (``mock:``) models carries: ``None`` when
-    no sample came from one, :data:`OFFLINE_NOTICE` when all did, and a count otherwise."""
+    """The notice for samples that say only whether they were made with offline
+    (``mock:``) models, not by which role (samples that name their models get
+    :func:`harness.models.provenance.roles_notice`): ``None`` when no sample was,
+    :data:`OFFLINE_NOTICE` when all were, and a count otherwise."""
     if n_offline <= 0:
         return None
     if n_offline >= n_samples:
         return OFFLINE_NOTICE
-    return (f"OFFLINE: {n_offline} of {n_samples} samples come from mock: models (no real model "
-            "was called for them); figures that mix them with real results say nothing "
-            "dependable about any real agent.")
+    return (f"OFFLINE: {n_offline} of {n_samples} samples were made with mock: models in at "
+            "least one role; figures that mix them with real results say nothing dependable "
+            "about any real agent.")
 
 
 def design_power(

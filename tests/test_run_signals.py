@@ -1,0 +1,101 @@
+"""A run stopped from outside (issue 11): SIGTERM, what `kill`, a CI timeout or a container
+stop send, ends a run as Ctrl-C does. The stop is recorded as an event, summary.json is
+written (so `harness report` works), the terminal says how to continue, the exit code is the
+shell's 128 + signal number, and `--resume` completes the run.
+
+Signals need a real process: the run is a subprocess whose Python agent sleeps, so the
+signal lands while samples are in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+
+SLOW_AGENT = '''\
+import asyncio, os
+
+async def answer(messages, toolbox):
+    await asyncio.sleep(float(os.environ.get("SLOW_AGENT_S", "0")))
+    return "DONE"
+'''
+EPOCHS = 30
+
+
+def _slow_suite(tmp_path: Path, module: str) -> Path:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / f"{module}.py").write_text(SLOW_AGENT)
+    (suite / "s.yaml").write_text(json.dumps([
+        {"id": sid, "user": {"goal": "g", "script": ["hi"]},
+         "agent": {"callable": f"{module}:answer"},
+         "expectations": {"required_phrases": ["DONE"]}} for sid in ("a", "b")]))
+    return suite
+
+
+def _stored_samples(run_dir: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{run_dir / 'run.sqlite'}?mode=ro", uri=True) as db:
+            return int(db.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
+    except sqlite3.Error:  # not created yet
+        return 0
+
+
+@pytest.mark.parametrize(("signum", "code", "word"), [
+    (signal.SIGTERM, 143, "terminated"),
+    (signal.SIGINT, 130, "interrupted"),
+])
+def test_a_signal_stops_the_run_with_a_summary_a_hint_and_a_resumable_store(
+        tmp_path: Path, signum: int, code: int, word: str) -> None:
+    module = f"slow_agent_{word}"
+    suite, out = _slow_suite(tmp_path, module), tmp_path / "run"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", str(suite), "--epochs", str(EPOCHS),
+         "--concurrency", "2", "--cache-mode", "off", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "SLOW_AGENT_S": "0.5", "COLUMNS": "250"})
+    try:
+        deadline = time.monotonic() + 120
+        while _stored_samples(out) == 0:  # samples are finishing: the run is under way
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the run never stored a sample"
+            time.sleep(0.05)
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == code, stderr
+    assert "Traceback" not in stderr
+    assert f"{word}: finished samples are stored" in stderr
+    assert f"harness run --resume {out}" in stderr
+
+    summary = json.loads((out / "summary.json").read_text())
+    kept = summary["counts"]["samples"]
+    assert 0 < kept < 2 * EPOCHS
+    assert summary["stopped"]["reason"] == word
+    assert summary["events"][-1]["kind"] == word
+    assert summary["events"][-1]["finished_this_session"] == kept
+    report = CliRunner().invoke(app, ["report", str(out)], env={"COLUMNS": "250"})
+    assert report.exit_code == 0, report.output
+    assert f"stopped early ({word})" in report.stdout
+    assert f"{kept} of {2 * EPOCHS} planned samples" in report.stdout
+
+    resumed = CliRunner().invoke(app, ["run", "--resume", str(out), "--json"])
+    assert resumed.exit_code == 0, resumed.output
+    done = json.loads(resumed.stdout)
+    assert done["stopped"] is None
+    assert done["counts"]["samples"] == done["counts"]["scored"] == 2 * EPOCHS
+    assert [e["kind"] for e in done["events"]] == [word, "resumed"]
