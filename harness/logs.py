@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.models.retry import redact
+from harness.redact import redact
 
 LOG_FILENAME = "harness.log"
 LOG_DIR = Path(".harness") / "logs"

@@ -11,8 +11,9 @@ import pytest
 
 from harness.errors import ModelConfigError, ModelUnavailableError
 from harness.models.config import RetryConfig
-from harness.models.retry import RetryPolicy, TransientFailure, redact, retry_after_seconds
+from harness.models.retry import RetryPolicy, TransientFailure, retry_after_seconds
 from harness.models.types import Message
+from harness.redact import redact
 from harness.testing.replies import Reply
 
 HI = [Message(role="user", content="hi")]

@@ -70,6 +70,7 @@ from harness.calibration.study_records import (
     pointwise_sample,
     raise_if_fatal,
 )
+from harness.choices import CacheMode
 from harness.errors import InputError, ModelError
 from harness.judging.batch import answer_transcript, resolve_rubrics
 from harness.judging.context import JudgeContext
@@ -84,7 +85,7 @@ from harness.judging.pairwise import (
 from harness.judging.prompts import build_pairwise_prompt, template_hash
 from harness.judging.rubric import Rubric
 from harness.models.base import ChatModel, ModelSpec
-from harness.models.config import CacheConfig, CacheMode, ModelsConfig
+from harness.models.config import CacheConfig, ModelsConfig
 from harness.models.hub import ModelHub
 from harness.models.provenance import RoleCollector, roles_notice
 

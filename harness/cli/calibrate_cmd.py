@@ -16,22 +16,22 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
 
-from harness.calibration.analysis import analyse, off_scale_notes
-from harness.calibration.judgments import load_judgments
-from harness.calibration.render import render_report
-from harness.calibration.report import AnalysisOptions, CalibrationReport
-from harness.calibration.scale import Scale
+from harness.choices import CacheMode
 from harness.cli.app import Verbose, app, counting_progress, judge_models, logs_to
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
 from harness.logs import LOG_FILENAME
-from harness.models.config import CacheMode, ModelsConfig
 from harness.report.safe import terminal_console, terminal_text
+
+# The calibration code (numpy, scipy) is imported when the command runs, not when the CLI
+# starts.
+if TYPE_CHECKING:
+    from harness.calibration.report import AnalysisOptions, CalibrationReport
+    from harness.calibration.scale import Scale
 
 _OPTION_NAMES = {
     "n_resamples": "--resamples",
@@ -47,6 +47,10 @@ _OPTION_NAMES = {
 
 def parse_scale(text: str) -> Scale:
     """``MIN:MAX`` (step 1), ``MIN:MAX:STEP``, or ``MIN:MAX:continuous``. Raises InputError."""
+    from pydantic import ValidationError
+
+    from harness.calibration.scale import Scale
+
     parts = text.split(":")
     expected = "MIN:MAX, MIN:MAX:STEP or MIN:MAX:continuous, e.g. 1:5"
     if len(parts) not in (2, 3):
@@ -61,6 +65,10 @@ def parse_scale(text: str) -> Scale:
 
 
 def _analysis_options(raw: dict[str, Any]) -> AnalysisOptions:
+    from pydantic import ValidationError
+
+    from harness.calibration.report import AnalysisOptions
+
     try:
         return AnalysisOptions.model_validate(raw)
     except ValidationError as err:
@@ -72,6 +80,8 @@ def _analysis_options(raw: dict[str, Any]) -> AnalysisOptions:
 def _warn_off_scale(report: CalibrationReport) -> None:
     """One stderr warning per label off the scale (they are missing labels, not errors), when
     the report itself goes out as JSON (the terminal report lists them in its notes)."""
+    from harness.calibration.analysis import off_scale_notes
+
     if not report.off_scale_labels:
         return
     err = terminal_console(stderr=True, soft_wrap=True)
@@ -80,6 +90,8 @@ def _warn_off_scale(report: CalibrationReport) -> None:
 
 
 def _print(report: CalibrationReport, json_output: bool) -> None:
+    from harness.calibration.render import render_report
+
     if json_output:
         _warn_off_scale(report)
         typer.echo(json.dumps(report.to_json_dict(), indent=2, allow_nan=False))
@@ -211,6 +223,9 @@ def calibrate(
         if given:
             raise InputError("command line", given[0], "runs judges on a DATASET; --judgments "
                              "analyses judgments that already exist, with no model calls")
+        from harness.calibration.analysis import analyse
+        from harness.calibration.judgments import load_judgments
+
         data = load_judgments(judgments, scale=options.scale)
         _print(analyse(data, options), json_output)
         return
@@ -238,10 +253,10 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
                concurrency: int, cache: Path, cache_mode: CacheMode,
                models_config: Path | None, base_url: str | None,
                rubric_dirs: list[Path], verbose: bool) -> None:
-
     from harness.calibration.study import run_calibration
     from harness.calibration.study_dir import JUDGMENTS_FILE, STUDY_FILE
     from harness.calibration.study_records import parse_scale_map
+    from harness.models.config import ModelsConfig
 
     err = terminal_console(stderr=True, soft_wrap=True)
     mapping = parse_scale_map(scale_map) if scale_map is not None else None

@@ -8,7 +8,6 @@ models.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 from typing import Annotated
@@ -21,8 +20,6 @@ from harness.errors import HarnessError
 from harness.logs import LOG_FILENAME
 from harness.report.safe import terminal_console, terminal_text
 from harness.resources import data_dir
-from harness.runs.api import run_suite
-from harness.runs.config import RunConfig
 
 EXAMPLE_SCENARIOS = data_dir("scenarios")
 EXAMPLE_CALIBRATION = data_dir("examples/calibration")
@@ -46,7 +43,11 @@ def demo(
 
 
 def _demo(out: Path, epochs: int) -> None:
+    import asyncio
+
     from harness.report.terminal import render_run
+    from harness.runs.api import run_suite
+    from harness.runs.config import RunConfig
 
     console = terminal_console()
     console.rule("[bold]1. The example suite, offline")
@@ -83,6 +84,8 @@ def _shown(path: Path) -> str:
 
 
 def _calibration(out: Path, console: Console) -> None:
+    import asyncio
+
     from harness.calibration.render import render_report
     from harness.calibration.study import run_calibration
 

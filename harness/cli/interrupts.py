@@ -7,13 +7,10 @@ the command prints how to continue and exits 130 (Ctrl-C) or 143 (SIGTERM), the 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
 from collections.abc import Coroutine
 from typing import Any, TypeVar
-
-from harness.runs.api import TERMINATED
 
 T = TypeVar("T")
 
@@ -42,6 +39,9 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     was terminated), then :class:`Terminated` is raised. Ctrl-C raises KeyboardInterrupt as
     ``asyncio.run`` does. Outside the main thread, or where the event loop cannot take signal
     handlers, SIGTERM keeps its default action."""
+    import asyncio  # here, not at the top: the CLI starts without the event loop machinery
+
+    from harness.runs.api import TERMINATED
 
     async def main() -> T:
         loop = asyncio.get_running_loop()

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from harness.choices import CacheMode
 from harness.cli.app import (
     EXIT_GATE_FAILED,
     Verbose,
@@ -21,7 +22,6 @@ from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
 from harness.files import atomic_write, check_output_file
 from harness.logs import command_log_file
-from harness.models.config import CacheMode, ModelsConfig
 from harness.report.safe import terminal_console, terminal_text
 
 
@@ -63,6 +63,7 @@ def pairwise(
     in both is judged A against B under a rubric by every judge, --samples times, in both
     orders (a winner only when both orders agree). Reports wins, ties, the inconsistency
     rate and B's win rate with an interval clustered by scenario."""
+    from harness.models.config import ModelsConfig
     from harness.report.pairwise import render_pairwise
     from harness.runs.pairwise import compare_runs_pairwise
 

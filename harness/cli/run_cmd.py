@@ -7,12 +7,13 @@ import json
 import time
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from harness.choices import AggregationMethod, CacheMode, GateBasis, PairedTest
 from harness.cli.app import (
     EXIT_BUDGET_STOP,
     EXIT_GATE_FAILED,
@@ -25,20 +26,16 @@ from harness.cli.app import (
 )
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import HarnessError
-from harness.judging.aggregate import AggregationMethod
 from harness.logs import LOG_FILENAME
-from harness.models.config import CacheMode
-from harness.models.provenance import RoleModels, roles_notice
 from harness.report.safe import terminal_console, terminal_text
-from harness.runs.api import RunResult, resume_run, run_suite
-from harness.runs.config import AdaptiveSettings, RunConfig
-from harness.runs.engine import Runner
-from harness.runs.gate import GateBasis, evaluate_gate
-from harness.runs.sample import SampleRecord
-from harness.runs.store import STORE_FILENAME, RunStore
-from harness.runs.summary import read_summary, scores_by_scenario
-from harness.stats.compare import PairedTest, compare_runs
-from harness.stats.summary import offline_notice
+
+# The work of these commands is imported when a command runs, not when the CLI starts (so
+# --help and the other commands do not pay for the runner, scipy and the model SDKs).
+if TYPE_CHECKING:
+    from harness.runs.api import RunResult
+    from harness.runs.config import RunConfig
+    from harness.runs.engine import Runner
+    from harness.runs.sample import SampleRecord
 
 ERR = terminal_console(stderr=True, soft_wrap=True)  # one line per message
 
@@ -76,6 +73,7 @@ class RunProgress:
 def _finish(result: RunResult, *, as_json: bool, min_pass_rate: float | None,
             min_score: float | None, gate_on: GateBasis) -> None:
     from harness.report.terminal import render_run
+    from harness.runs.gate import evaluate_gate
 
     gate = evaluate_gate(result.summary, min_pass_rate=min_pass_rate, min_score=min_score,
                          gate_on=gate_on)
@@ -237,6 +235,8 @@ def run(
                                adaptive=target_ci_width is not None)
     if resume is None and not paths:
         raise HarnessError("give at least one scenario file or folder (or --resume DIR)")
+    from harness.runs.api import resume_run, run_suite
+
     progress = RunProgress(ERR)
     run_dir = resume or out or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
     with logs_to(run_dir / LOG_FILENAME, verbose=verbose):
@@ -276,6 +276,8 @@ def _run_to_end(coro: Coroutine[Any, Any, RunResult], progress: RunProgress,
                 run_dir: Path) -> RunResult:
     """Run ``coro`` (a new or resumed run). Ctrl-C or SIGTERM (harness.cli.interrupts) stops
     it: what finished is kept and summarised, and the terminal says how to continue."""
+    from harness.runs.store import STORE_FILENAME
+
     try:
         try:
             return run_async(coro)
@@ -305,6 +307,8 @@ def _comparison_notice(notices: dict[str, str | None]) -> str | None:
 def _config(*, paths: list[Path], adaptive: dict[str, Any] | None, **fields: Any) -> RunConfig:
     from pydantic import ValidationError
 
+    from harness.runs.config import AdaptiveSettings, RunConfig
+
     try:
         return RunConfig(
             scenario_paths=[str(p) for p in paths],
@@ -329,6 +333,7 @@ def report(
     """Show a finished run's summary again (from its summary.json; nothing is written)."""
     from harness.report.terminal import render_run
     from harness.runs.gate import GateResult
+    from harness.runs.summary import read_summary
 
     check_target_mdd(target_mdd)
     summary = read_summary(run_dir)
@@ -376,6 +381,12 @@ def compare(
 ) -> None:
     """Compare two runs on their common scenarios: per-scenario differences, the mean
     difference with a clustered interval, paired t / permutation tests and McNemar."""
+    from harness.models.provenance import RoleModels, roles_notice
+    from harness.runs.store import RunStore
+    from harness.runs.summary import scores_by_scenario
+    from harness.stats.compare import compare_runs
+    from harness.stats.summary import offline_notice
+
     runs = []
     offline: dict[str, int] = {}
     roles: dict[str, dict[str, RoleModels]] = {}

@@ -18,7 +18,6 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from harness.checks.transcript_file import load_transcript_file, score_records
 from harness.cli.app import Verbose, app, logs_to
 from harness.errors import InputError
 from harness.logs import command_log_file
@@ -107,6 +106,8 @@ def score_transcripts(
     Malformed tool-call arguments are scored as non-matching, with a warning. With --judge and
     --rubric, rubric judges score them too; a missing or refused key or an unknown model
     stops the command (exit 2)."""
+    from harness.checks.transcript_file import load_transcript_file, score_records
+
     records = load_transcript_file(file)
     # Judges are model calls: their libraries' log lines go to a file of this command's own.
     with logs_to(command_log_file("score-transcripts"), verbose=verbose):

@@ -14,7 +14,6 @@ from rich.table import Table
 
 from harness.cli.app import app, check_target_mdd
 from harness.errors import InputError
-from harness.models.provenance import roles_notice
 from harness.report.safe import terminal_console
 from harness.report.terminal import (
     estimate_how,
@@ -116,6 +115,7 @@ def stats(
 ) -> None:
     """Suite statistics with confidence intervals from a JSONL of sample scores."""
     # Imported here: numpy and scipy load only when statistics are computed, not for --help.
+    from harness.models.provenance import roles_notice
     from harness.stats.jsonl import read_sample_scores
     from harness.stats.suite import suite_stats_from_columns
     from harness.stats.summary import (

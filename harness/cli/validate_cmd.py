@@ -10,10 +10,7 @@ import typer
 
 from harness.cli.app import EXIT_GATE_FAILED, EXIT_INPUT_ERROR, app
 from harness.errors import InputError, InputErrors
-from harness.judging.rubric import load_rubrics
 from harness.report.safe import terminal_console, terminal_text
-from harness.scenarios.export import stale_schemas, write_schemas
-from harness.scenarios.loading import validate_paths
 
 DEFAULT_SCHEMA_DIR = Path("schemas")
 
@@ -37,6 +34,8 @@ def validate(
     """Check scenario files: every problem in every file, one line each
     (file:line: field: what was expected), rubric ids included. Exits 2 when any problem is
     found."""
+    from harness.scenarios.loading import validate_paths
+
     known, rubric_errors = _rubric_ids(rubrics or [])
     report = validate_paths(paths, check_imports=not no_imports, known_rubrics=known)
     report.errors[:0] = rubric_errors
@@ -54,6 +53,8 @@ def validate(
 def _rubric_ids(paths: list[Path]) -> tuple[set[str] | None, list[InputError]]:
     """The rubric ids scenarios may name, and any problems loading the rubrics (reported
     with the scenario problems; rubric ids are then not checked)."""
+    from harness.judging.rubric import load_rubrics
+
     try:
         return set(load_rubrics(paths)), []
     except InputErrors as err:
@@ -75,6 +76,8 @@ def schema(
     """Write the JSON Schemas of scenario and rubric files (scenario.schema.json,
     rubric.schema.json) for editors. In a YAML file:
     # yaml-language-server: $schema=../schemas/scenario.schema.json"""
+    from harness.scenarios.export import stale_schemas, write_schemas
+
     if check:
         stale = stale_schemas(out)
         for path in stale:

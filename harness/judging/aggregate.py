@@ -31,12 +31,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.choices import AggregationMethod as AggregationMethod  # re-exported
 from harness.errors import FATAL_MODEL_ERRORS
 from harness.judging.rubric import Rubric, RubricTarget
 from harness.judging.scoring import criterion_passed, score_rubric
 from harness.judging.verdicts import JudgeError, JudgeOutcome, Judgment
 
-AggregationMethod = Literal["mean", "majority"]
 AggregateStatus = Literal["scored", "not_scored", "judge_error"]
 
 Vote = Mapping[str, float | None]

@@ -21,9 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from harness.choices import CacheMode
 from harness.errors import InputError
 from harness.files import check_output_file, connect_read_only, sqlite_damage
-from harness.models.config import CacheMode
 from harness.models.types import GenerationParams, Message, ToolChoice, ToolSpec
 
 log = logging.getLogger("harness.models.cache")

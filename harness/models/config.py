@@ -25,12 +25,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from harness.choices import CacheMode
 from harness.errors import InputError, ModelConfigError
 from harness.files import read_text
 from harness.models.base import ModelSpec
 from harness.models.prices import Price
 
-CacheMode = Literal["read-write", "refresh", "off", "replay"]
 """``read-write``: answer from the cache, store misses. ``refresh``: always call, overwrite.
 ``off``: no cache. ``replay``: answer only from the cache; a miss is
 :class:`~harness.errors.CacheMissError` (fully offline re-runs)."""

@@ -35,7 +35,7 @@ from harness.models.cache import ResponseCache, cache_key
 from harness.models.endpoint import Endpoint
 from harness.models.instructor_speedups import memoise_async_validator_check
 from harness.models.prices import PriceTable
-from harness.models.retry import ErrorContext, RetryPolicy, TransientFailure, classify, redact
+from harness.models.retry import ErrorContext, RetryPolicy, TransientFailure, classify
 from harness.models.types import (
     ChatResponse,
     GenerationParams,
@@ -48,6 +48,7 @@ from harness.models.types import (
     Usage,
 )
 from harness.models.usage import UsageLedger
+from harness.redact import redact
 
 log = logging.getLogger("harness.models")
 

@@ -15,10 +15,9 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
-import re
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from tenacity import (
@@ -31,26 +30,11 @@ from tenacity import (
 
 from harness.errors import ModelConfigError, ModelUnavailableError
 from harness.models.config import RetryConfig
+from harness.redact import redact
 
 log = logging.getLogger("harness.models")
 
 R = TypeVar("R")
-
-_KEY_SHAPES = re.compile(
-    r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+\S+|(?:x-api-key|api[_-]key|authorization)"
-    r"[\"']?\s*[:=]\s*[\"']?(?:Bearer\s+)?[^\s,\"'}]+)",
-    re.IGNORECASE,
-)
-REDACTED = "[redacted]"
-
-
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with each of ``secrets`` and anything shaped like an API key replaced."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, REDACTED)
-    return _KEY_SHAPES.sub(REDACTED, text)
-
 
 class TransientFailure(Exception):
     """A failure worth retrying. ``reason`` is safe to show; ``retry_after`` is the wait the

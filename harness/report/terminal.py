@@ -5,14 +5,16 @@ inject console markup or terminal escape sequences."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
 from harness.report.safe import terminal_text
-from harness.runs.gate import GateResult
+
+if TYPE_CHECKING:
+    from harness.runs.gate import GateResult
 
 
 def fmt_num(value: float | None, digits: int = 3) -> str:

@@ -12,8 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.judging.aggregate import AggregationMethod
-from harness.models.config import CacheMode
+from harness.choices import AggregationMethod, CacheMode
 
 OFFLINE_AGENT = "mock:agent"
 OFFLINE_SIMULATOR = "mock:simulator"

@@ -10,11 +10,11 @@ past the range is cut at it, and the message says so.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-GateBasis = Literal["mean", "lower-bound"]
+from harness.choices import GateBasis
 
 
 class GateCheck(BaseModel):

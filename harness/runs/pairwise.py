@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.choices import CacheMode
 from harness.errors import InputError, raise_if_fatal
 from harness.judging.batch import resolve_rubrics
 from harness.judging.context import JudgeContext, context_for_scenario
 from harness.judging.pairwise import PairwiseCriterion, PairwiseResult, compare_pair
 from harness.judging.prompts import PROMPT_VERSION, template_hash
 from harness.models.base import ChatModel, ModelSpec
-from harness.models.config import CacheConfig, CacheMode, ModelsConfig
+from harness.models.config import CacheConfig, ModelsConfig
 from harness.models.hub import ModelHub
 from harness.models.types import GenerationParams
 from harness.runs.pairwise_report import (

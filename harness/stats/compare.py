@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 from scipy import stats as sps
 
+from harness.choices import PairedTest
 from harness.stats.estimate import Estimate, InsufficientDataError, mean_of_cluster_means
 from harness.stats.sampling import default_passed
-
-PairedTest = Literal["t", "permutation"]
 
 # Below this many discordant pairs the chi-square approximation to McNemar's test is poor;
 # the exact binomial test is used instead (the common rule of thumb).

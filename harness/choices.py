@@ -1,0 +1,19 @@
+"""The named choices a user makes on the command line and in settings files, one ``Literal``
+each. They live apart from the code that acts on them so that a command can declare its
+options (and print its ``--help``) without importing that code and the libraries under it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+AggregationMethod = Literal["mean", "majority"]
+"""How repeated judge samples of one transcript are combined."""
+
+CacheMode = Literal["read-write", "refresh", "off", "replay"]
+"""How the response cache is used (see :class:`~harness.models.config.CacheConfig`)."""
+
+GateBasis = Literal["mean", "lower-bound"]
+"""Whether the CI gate compares the figure itself or the lower end of its interval."""
+
+PairedTest = Literal["t", "permutation"]
+"""The test behind a paired comparison's verdict."""
