@@ -26,3 +26,13 @@ def test_demo_runs_the_suite_and_a_calibration_study_offline(tmp_path: Path) -> 
     report = json.loads((tmp_path / "demo" / "calibration" / "report.json").read_text())
     assert any("OFFLINE" in note for note in report["notes"])
     assert (tmp_path / "demo" / "calibration" / "judgments.jsonl").stat().st_size > 0
+    # Short enough to read (it printed 424 lines at 80 columns, 174 of them failure groups):
+    # the largest failure groups only, the rest pointed to; the calibration's headline
+    # figures, the whole report pointed to.
+    groups = summary["failure_analysis"]["groups"]
+    assert len(groups) > 5
+    assert sum(line.startswith("• ") for line in out.splitlines()) == 5
+    flat = " ".join(out.split())
+    assert f"{len(groups) - 5} more groups" in flat and "(failure_analysis)" in flat
+    assert "harness calibrate --judgments" in flat and "policy:" not in out
+    assert len(out.splitlines()) < 200

@@ -51,12 +51,27 @@ def _judge_name(judge_id: str | None) -> str:
     return terminal_text(judge_id) if judge_id is not None else "judge"
 
 
-def _pointwise(judge: PointwiseJudgeReport, level: str, console: Console) -> None:
+# The statistics a brief report shows (the headline kappa and alpha are the quadratic and
+# the ordinal ones on a discrete scale; see the README's calibration section).
+BRIEF_POINTWISE = ("spearman", "kendall_tau_b", "cohen_kappa", "krippendorff_alpha",
+                   "mean_bias", "mae")
+BRIEF_PAIRWISE = ("accuracy", "accuracy_both_orders", "position_consistency", "order_kappa")
+
+
+def _pointwise(judge: PointwiseJudgeReport, level: str, console: Console, *,
+               brief: bool) -> None:
     counts = (
         f"{judge.n_items} items scored; missing: {judge.n_missing_human} human label, "
         f"{judge.n_missing_judge} judge score, {judge.n_missing_both} both"
     )
     table = _stats_table(f"{_judge_name(judge.judge_id)} vs people ({counts})", level)
+    if brief:
+        for name in BRIEF_POINTWISE:
+            _row(table, name, getattr(judge, name))
+        if judge.pass_fail:
+            _row(table, "pass/fail accuracy", judge.pass_fail.accuracy)
+        console.print(table)
+        return
     for name in ("spearman", "kendall_tau_b", "pearson", "cohen_kappa_unweighted",
                  "cohen_kappa_linear", "cohen_kappa_quadratic", "krippendorff_alpha_nominal",
                  "krippendorff_alpha_ordinal", "krippendorff_alpha_interval", "mean_bias", "mae"):
@@ -130,12 +145,18 @@ def _ppi(judge: PointwiseJudgeReport, level: str, console: Console) -> None:
     console.print(table)
 
 
-def _pairwise(judge: PairwiseJudgeReport, level: str, console: Console) -> None:
+def _pairwise(judge: PairwiseJudgeReport, level: str, console: Console, *,
+              brief: bool) -> None:
     counts = (
         f"{judge.n_items} items, {judge.n_units_both_orders} judged in both orders, "
         f"{judge.n_missing_verdicts} missing verdicts"
     )
     table = _stats_table(f"{_judge_name(judge.judge_id)} vs gold ({counts})", level)
+    if brief:
+        for name in BRIEF_PAIRWISE:
+            _row(table, name, getattr(judge, name))
+        console.print(table)
+        return
     for name in ("accuracy", "accuracy_original_order", "accuracy_swapped_order",
                  "accuracy_both_orders", "position_consistency", "order_kappa",
                  "first_position_rate", "tie_rate"):
@@ -154,17 +175,26 @@ def _pairwise(judge: PairwiseJudgeReport, level: str, console: Console) -> None:
     console.print(table)
 
 
-def render_report(report: CalibrationReport, console: Console) -> None:
-    """Print the report as rich tables."""
+def render_report(report: CalibrationReport, console: Console, *, brief: bool = False) -> None:
+    """Print the report as rich tables. ``brief`` shows each judge's headline statistics and
+    the report's notes only (no tables of detail, human baseline, comparisons or policies)."""
     level = f"{report.options.confidence:.0%}"
     scale = f", scale {report.scale.describe()}" if report.scale else ""
     console.print(f"[bold]Judge calibration[/] ({report.kind}, "
                   f"{terminal_text(report.source)}{scale})")
     for judge in report.judges:
         if isinstance(judge, PointwiseJudgeReport):
-            _pointwise(judge, level, console)
+            _pointwise(judge, level, console, brief=brief)
         else:
-            _pairwise(judge, level, console)
+            _pairwise(judge, level, console, brief=brief)
+    if not brief:
+        _baseline_comparisons_policies(report, level, console)
+    for note in report.notes:
+        console.print(f"[yellow]note:[/] {terminal_text(note)}")
+
+
+def _baseline_comparisons_policies(report: CalibrationReport, level: str,
+                                   console: Console) -> None:
     if report.human_baseline:
         hb = report.human_baseline
         table = _stats_table(
@@ -183,5 +213,3 @@ def render_report(report: CalibrationReport, console: Console) -> None:
         console.print(table)
     for policy in report.policies:
         console.print(f"[dim]policy:[/] {terminal_text(policy)}")
-    for note in report.notes:
-        console.print(f"[yellow]note:[/] {terminal_text(note)}")

@@ -66,6 +66,7 @@ def _demo(out: Path, epochs: int) -> None:
     console.rule("[bold]Next")
     suite = terminal_text(out / "suite")
     console.print(
+        f"- the suite's tables again: harness report {suite}\n"
         f"- the suite's files: {suite}/summary.json, samples.jsonl, run.sqlite\n"
         f"- statistics from any score file: harness stats {suite}/samples.jsonl\n"
         f"- with real models: harness run {terminal_text(_shown(EXAMPLE_SCENARIOS))} "
@@ -93,4 +94,7 @@ def _calibration(out: Path, console: Console) -> None:
     console.print(f"labelled items: {terminal_text(dataset)}; judge mock:judge, 3 samples per item")
     report = asyncio.run(run_calibration(
         dataset, ["mock:judge"], "final_response_quality", samples=3, out_dir=out))
-    render_report(report, console)
+    render_report(report, console, brief=True)
+    console.print(f"the whole report (every statistic, the confusion matrix, the threshold "
+                  f"curve, the human baseline, the policies): harness calibrate --judgments "
+                  f"{terminal_text(out / 'judgments.jsonl')}")

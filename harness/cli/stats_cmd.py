@@ -10,64 +10,25 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from harness.cli.app import app, check_target_mdd
 from harness.errors import InputError
 from harness.report.safe import terminal_console
 from harness.report.terminal import (
-    estimate_how,
-    fmt_num,
-    handful_of_k,
     render_notes,
     render_notice,
-    render_power,
     render_scenarios,
+    render_suite,
     render_variance,
 )
 
 TABLE_ROWS = 50  # scenarios shown in the table; the JSON output has them all
 
 
-def _interval(obj: dict[str, Any] | None) -> str:
-    if not obj or obj.get("ci_low") is None:
-        return "—"
-    return f"[{obj['ci_low']:.3f}, {obj['ci_high']:.3f}]"
-
-
 def _print_tables(out: dict[str, Any], scenarios: list[dict[str, Any]], console: Console, *,
                   all_k: bool) -> None:
     render_notice(out["notice"], console)
-    level = f"{out['confidence']:.0%}"
-    suite = Table(title=f"Suite ({out['n_scenarios']} scenarios, {out['n_samples']} samples)",
-                  title_justify="left")
-    for col, justify in (("figure", "left"), ("value", "right"), ("SE", "right"),
-                         (f"{level} interval", "right"), ("how", "left")):
-        suite.add_column(col, justify=justify)  # type: ignore[arg-type]
-    mean = {"value": out["mean"], "stderr": out["stderr"], "ci_low": out["ci_low"],
-            "ci_high": out["ci_high"], "clipped": out["ci_clipped"],
-            "n_clusters": out["n_scenarios"]}
-    suite.add_row("mean score", fmt_num(out["mean"]), fmt_num(out["stderr"]),
-                  _interval(out), estimate_how(mean, "clustered by scenario, t on C-1 df"))
-    boot = out["bootstrap"]
-    if boot:
-        suite.add_row("mean score", fmt_num(out["mean"]), "", _interval(boot),
-                      f"cluster bootstrap, {boot['n_resamples']} resamples, seed {boot['seed']}")
-    pr = out["pass_rate"]
-    suite.add_row("pass rate", fmt_num(pr["value"]), fmt_num(pr["stderr"]), _interval(pr),
-                  estimate_how(pr, "mean of scenario pass rates; Wilson, effective n"))
-    ks = list(out["pass_at_k"]) if all_k else handful_of_k(list(out["pass_at_k"]))
-    for label, key, how in (("pass@", "pass_at_k_detail", "Chen et al."),
-                            ("pass^", "pass_hat_k_detail", "tau-bench")):
-        for k in ks:
-            d = out[key][k]
-            suite.add_row(f"{label}{k}", fmt_num(d["value"]), fmt_num(d["stderr"]),
-                          _interval(d), estimate_how(d, f"{how}; Wilson, effective n"))
-    if len(ks) < len(out["pass_at_k"]):
-        suite.caption = (f"k = {', '.join(ks)} of 1..{len(out['pass_at_k'])}: --all-k lists "
-                         "every k (the JSON output always has them all)")
-    console.print(suite)
-    render_power(out, console)
+    render_suite(out, console, all_k=all_k)
     render_scenarios({**out, "scenarios": scenarios}, console)
     render_variance(out, console)
     render_notes(out["notes"], console)

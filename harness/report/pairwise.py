@@ -28,8 +28,7 @@ def render_pairwise(report: dict[str, Any], console: Console, *, max_rows: int =
         f"rubric {terminal_text(rubric['id'])} v{terminal_text(rubric['version'])}, judges "
         f"{terminal_text(', '.join(report['judges']))}, {report['samples']} sample(s) each, both "
         f"orders; {counts['pairs']} pairs in {counts['common_scenarios']} common scenarios")
-    table = make_table("B against A", "figure", "value", "95% interval", "how")
-    table.columns[-1].justify = "left"
+    table = make_table("B against A", "figure", "value", "95% interval", "how", text=("how",))
     table.add_row("wins A / wins B / ties",
                   f"{report['wins_a']} / {report['wins_b']} / {report['ties']}", "",
                   f"of {counts['decided']} decided pairs")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rich import box
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
@@ -58,11 +59,15 @@ def estimate_how(est: dict[str, Any], how: str) -> str:
     return how
 
 
-def make_table(title: str, *columns: str) -> Table:
-    """A table in the house style: the first column left-aligned, figures right-aligned."""
-    table = Table(title=title, title_justify="left", title_style="bold")
+def make_table(title: str, *columns: str, text: tuple[str, ...] = ()) -> Table:
+    """A table in the house style: the first column, and those named in ``text``, left-aligned
+    and wrapped when the terminal is narrow; figures right-aligned and never broken."""
+    table = Table(title=title, title_justify="left", title_style="bold", caption_justify="left")
     for i, col in enumerate(columns):
-        table.add_column(col, justify="left" if i == 0 else "right", overflow="fold")
+        if i == 0 or col in text:
+            table.add_column(col, justify="left", overflow="fold")
+        else:
+            table.add_column(col, justify="right", no_wrap=True)
     return table
 
 
@@ -86,7 +91,7 @@ def render_run(summary: dict[str, Any], console: Console, *, run_dir: str | None
         for note in summary.get("notes", []):
             console.print(f"[yellow]{terminal_text(note)}[/]")
     else:
-        _suite_table(score, console)
+        render_suite(score, console)
         errors: dict[str, int] = {}
         for e in summary.get("errors", []):
             errors[e["scenario_id"]] = errors.get(e["scenario_id"], 0) + 1
@@ -95,7 +100,7 @@ def render_run(summary: dict[str, Any], console: Console, *, run_dir: str | None
         render_notes([*score.get("notes", []), *summary.get("notes", [])], console)
     _metrics_table(summary["metrics"], console, max_rows)
     _errors(summary, console)
-    _failures(summary["failure_analysis"], console)
+    _failures(summary["failure_analysis"], console, run_dir=run_dir)
     _usage(summary["usage"], console)
     adaptive = summary.get("adaptive")
     if adaptive:
@@ -116,30 +121,40 @@ def _scenarios_and_samples(counts: dict[str, Any]) -> str:
     return f"{scenarios}, {samples_text}"
 
 
-def _suite_table(score: dict[str, Any], console: Console) -> None:
+def render_suite(score: dict[str, Any], console: Console, *, all_k: bool = False) -> None:
+    """The suite figures (``harness stats --json``'s shape, a run summary's ``score``): the
+    mean score with its clustered t interval and the cluster bootstrap, the pass rate, and
+    pass@k and pass^k for k = 1, 2, 4, 8, ... and the largest (every k with ``all_k``), each
+    with its standard error, interval and how it was computed; then the design's power."""
     level = f"{score['confidence']:.0%}"
     table = make_table(f"Suite ({score['n_scenarios']} scenarios, {score['n_samples']} samples)",
-                   "figure", "value", f"{level} interval", "n", "how")
-    table.columns[-1].justify = "left"
+                       "figure", "value", "SE", f"{level} interval", "how", text=("how",))
     mean = {"stderr": score["stderr"], "ci_low": score["ci_low"],
             "clipped": score.get("ci_clipped"), "n_clusters": score["n_scenarios"]}
-    table.add_row("mean score", fmt_num(score["mean"]), fmt_ci(score["ci_low"], score["ci_high"]),
-                  str(score["n_samples"]), estimate_how(mean, "clustered by scenario, t on C-1 df"))
+    table.add_row("mean score", fmt_num(score["mean"]), fmt_num(score["stderr"]),
+                  fmt_ci(score["ci_low"], score["ci_high"]),
+                  estimate_how(mean, "clustered SE, t on C-1 df"))
     boot = score.get("bootstrap")
     if boot:
-        table.add_row("mean score", fmt_num(score["mean"]), fmt_ci(boot["ci_low"], boot["ci_high"]),
-                      str(score["n_samples"]),
-                      f"cluster bootstrap ({boot['n_resamples']} resamples, seed {boot['seed']})")
+        table.add_row("mean score", fmt_num(score["mean"]), "",
+                      fmt_ci(boot["ci_low"], boot["ci_high"]),
+                      f"cluster bootstrap, {boot['n_resamples']} resamples, seed {boot['seed']}")
     pr = score["pass_rate"]
-    table.add_row("pass rate", fmt_num(pr["value"]), fmt_ci(pr["ci_low"], pr["ci_high"]),
-                  str(pr["n"]), estimate_how(pr, "mean of scenario pass rates"))
-    ks = handful_of_k(sorted(score["pass_hat_k_detail"], key=int))
-    for k in ks:
-        for label, key, how in (("pass@", "pass_at_k_detail", "Chen et al."),
-                                ("pass^", "pass_hat_k_detail", "tau-bench")):
+    table.add_row("pass rate", fmt_num(pr["value"]), fmt_num(pr["stderr"]),
+                  fmt_ci(pr["ci_low"], pr["ci_high"]),
+                  estimate_how(pr, "Wilson, effective n"))
+    every_k = sorted(score["pass_at_k_detail"], key=int)
+    ks = every_k if all_k else handful_of_k(every_k)
+    for label, key in (("pass@", "pass_at_k_detail"), ("pass^", "pass_hat_k_detail")):
+        for k in ks:
             d = score[key][k]
-            table.add_row(f"{label}{k}", fmt_num(d["value"]), fmt_ci(d["ci_low"], d["ci_high"]),
-                          str(d["n"]), estimate_how(d, f"{how}, mean over scenarios"))
+            table.add_row(f"{label}{k}", fmt_num(d["value"]), fmt_num(d["stderr"]),
+                          fmt_ci(d["ci_low"], d["ci_high"]), estimate_how(d, "Wilson, effective n"))
+    table.caption = ("pass rate, pass@k (Chen et al. 2021) and pass^k (tau-bench): means of "
+                     "the scenarios' own figures")
+    if len(ks) < len(every_k):
+        table.caption += (f"; k = {', '.join(ks)} of 1..{every_k[-1]} shown (harness stats "
+                          "--all-k lists every k, and the JSON output has them all)")
     console.print(table)
     render_power(score, console)
 
@@ -157,27 +172,38 @@ def render_notes(notes: list[str], console: Console) -> None:
 
 def render_scenarios(score: dict[str, Any], console: Console, *,
                      errors: dict[str, int] | None = None, max_rows: int = 50) -> None:
-    """Per-scenario figures, each with its interval and n: the mean with its t interval over
-    epochs, the pass rate with its Wilson interval, pass^k at the largest k. ``errors``
-    (scenario -> errored samples) adds a column."""
+    """Per-scenario figures, each with its interval: the mean with its t interval over
+    epochs, the pass rate with its Wilson interval, pass^k at the largest k. The epoch count
+    is in the title when every scenario has the same (else a column), and so is the number
+    of flaky scenarios (passed in some epochs, failed in others). ``errors`` (scenario ->
+    errored samples) adds a column when any scenario has one."""
     level = f"{score['confidence']:.0%}"
-    columns = ["scenario", "n", f"mean (t {level})", "sd",
-               f"pass rate (Wilson {level})", "pass^k", "flaky"]
-    table = make_table("Scenarios", *columns, *(["errors"] if errors is not None else []))
-    rows = score["scenarios"]
-    for s in rows[:max_rows]:
-        k_max = max(s["pass_hat_k"], key=int)
-        mean_ci = fmt_ci(s.get("mean_ci_low"), s.get("mean_ci_high"))
-        cells = [terminal_text(s["scenario_id"]), str(s["n_epochs"]),
-                 f"{fmt_num(s['mean'])} {mean_ci}", fmt_num(s["sd"]),
-                 f"{fmt_num(s['pass_rate'])} "
-                 f"{fmt_ci(s['pass_rate_ci_low'], s['pass_rate_ci_high'])}",
-                 f"{fmt_num(s['pass_hat_k'][k_max])} (k={k_max})",
-                 "[yellow]yes[/]" if s["flaky"] else ""]
-        if errors is not None:
+    rows = score["scenarios"][:max_rows]
+    epochs = {s["n_epochs"] for s in rows}
+    same = len(epochs) == 1
+    k_max = f"^{max(epochs)}" if same else "^k"
+    flaky = score.get("flaky_scenarios")
+    n_flaky = len(flaky) if flaky is not None else sum(s["flaky"] for s in rows)
+    total = score.get("n_scenarios", len(rows))
+    title = "Scenarios (" + (f"{max(epochs)} epochs each; " if same else "") + \
+        f"{n_flaky} of {total} flaky)"
+    errors = errors or {}
+    show_errors = any(errors.get(s["scenario_id"]) for s in rows)
+    columns = ["scenario", *([] if same else ["n"]), "mean", f"t {level}", "pass",
+               f"Wilson {level}", f"pass{k_max}", *(["errors"] if show_errors else [])]
+    table = make_table(title, *columns)
+    # No borders: at 80 columns the ids need every character the figures leave.
+    table.box, table.show_edge, table.pad_edge, table.collapse_padding = (
+        box.SIMPLE_HEAD, False, False, True)
+    for s in rows:
+        k = max(s["pass_hat_k"], key=int)
+        cells = [terminal_text(s["scenario_id"]), *([] if same else [str(s["n_epochs"])]),
+                 fmt_num(s["mean"]), fmt_ci(s.get("mean_ci_low"), s.get("mean_ci_high")),
+                 fmt_num(s["pass_rate"]), fmt_ci(s["pass_rate_ci_low"], s["pass_rate_ci_high"]),
+                 fmt_num(s["pass_hat_k"][k])]
+        if show_errors:
             cells.append(str(errors.get(s["scenario_id"], "")))
         table.add_row(*cells)
-    total = score.get("n_scenarios", len(rows))
     if total > max_rows:
         table.caption = f"{total - max_rows} more in the JSON output"
     console.print(table)
@@ -258,27 +284,41 @@ def _errors(summary: dict[str, Any], console: Console) -> None:
         return
     console.print(f"[bold red]{policy['errored_samples']} errored samples[/] "
                   f"(not scores: {terminal_text(policy['meaning'])})")
-    table = make_table("Errors", "scenario", "epoch", "kind", "message")
+    table = make_table("Errors", "scenario", "epoch", "kind", "message", text=("kind", "message"))
     for e in summary["errors"][:10]:
         table.add_row(terminal_text(e["scenario_id"]), str(e["epoch"]), terminal_text(e["kind"]),
                       terminal_text(e["message"][:200]))
     console.print(table)
 
 
-def _failures(analysis: dict[str, Any], console: Console) -> None:
+FAILURE_GROUPS_SHOWN = 5
+
+
+def _failures(analysis: dict[str, Any], console: Console, *, run_dir: str | None) -> None:
+    """The largest failure groups, each with its size, scenarios and recommendation; the rest
+    are counted and pointed to (every group is in the summary)."""
     groups = analysis.get("groups", [])
     if not groups:
         return
-    table = make_table(f"Failure analysis ({analysis['n_failed_samples']} of "
-                   f"{analysis['n_samples']} samples with a finding)",
-                   "kind", "samples", "scenarios", "recommendation")
-    table.columns[-1].justify = "left"
-    table.columns[2].justify = "left"
-    for g in groups[:15]:
-        scen = ", ".join(g["scenarios"][:4]) + (" …" if len(g["scenarios"]) > 4 else "")
-        table.add_row(terminal_text(f"{g['kind']}: {g['key']}"), str(g["samples"]),
-                      terminal_text(scen), terminal_text(g["recommendation"]))
-    console.print(table)
+    console.print(f"[bold]Failure analysis[/] ({analysis['n_failed_samples']} of "
+                  f"{analysis['n_samples']} samples with a finding, {len(groups)} group"
+                  f"{'' if len(groups) == 1 else 's'}, largest first)")
+    # A bullet column gives each group's wrapped lines a hanging indent.
+    listing = Table.grid(padding=(0, 1))
+    listing.add_column(width=1)
+    listing.add_column()
+    for g in groups[:FAILURE_GROUPS_SHOWN]:
+        scenarios = g["scenarios"]
+        named = ", ".join(terminal_text(sid) for sid in scenarios[:3]) + (
+            f" and {len(scenarios) - 3} more" if len(scenarios) > 3 else "")
+        listing.add_row("•", f"[bold]{terminal_text(g['kind'])}: {terminal_text(g['key'])}[/] "
+                        f"({g['samples']} samples; {named})")
+        listing.add_row("", f"[dim]{terminal_text(g['recommendation'])}[/]")
+    if len(groups) > FAILURE_GROUPS_SHOWN:
+        where = f"{terminal_text(run_dir)}/summary.json" if run_dir else "summary.json"
+        listing.add_row("…", f"{len(groups) - FAILURE_GROUPS_SHOWN} more groups, each with its "
+                        f"scenarios and recommendation: {where} (failure_analysis)")
+    console.print(listing)
 
 
 def _usage(usage: dict[str, Any], console: Console) -> None:
@@ -320,8 +360,8 @@ def render_comparison(result: dict[str, Any], console: Console, *, max_rows: int
     d = result["difference"]
     level = f"{1 - result['alpha']:.0%}"
     table = make_table(f"Paired comparison on {result['n_scenarios']} common scenarios "
-                   "(candidate − baseline)", "figure", "value", f"{level} interval / p", "how")
-    table.columns[-1].justify = "left"
+                       "(candidate − baseline)", "figure", "value", f"{level} interval / p",
+                       "how", text=("how",))
     table.add_row("baseline mean", fmt_num(result["baseline_mean"]), "", "")
     table.add_row("candidate mean", fmt_num(result["candidate_mean"]), "", "")
     table.add_row("difference", fmt_num(d["value"]), fmt_ci(d["ci_low"], d["ci_high"]),
