@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+from conftest import CliResult, run_cli
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -55,9 +54,8 @@ def test_terminal_summary() -> None:
     assert "policy: missing verdicts" in out
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", "calibrate", *args],
-                          capture_output=True, text=True, timeout=120, check=False)
+def _cli(*args: str) -> CliResult:
+    return run_cli("calibrate", *args)
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -4,11 +4,10 @@ same report as `--judgments` on the records it wrote), and bad input named on on
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -88,10 +87,8 @@ def test_terminal_output_says_offline_first_and_a_rerun_resumes(tmp_path: Path) 
 def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness", "calibrate", str(empty), "--offline", "--rubric",
-         "final_response_quality", "--out", str(tmp_path / "s")],
-        capture_output=True, text=True, timeout=120, check=False)
+    proc = run_cli("calibrate", str(empty), "--offline", "--rubric", "final_response_quality",
+                   "--out", str(tmp_path / "s"))
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip() == f"error: {empty}: the file holds no records (expected one " \
                                   "record per line)"

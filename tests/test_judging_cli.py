@@ -4,12 +4,11 @@ offline judges announced, bad options reported as one line before any model call
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_cli
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -86,11 +85,10 @@ def test_user_rubrics_directory(tmp_path: Path) -> None:
 
 
 def test_missing_key_is_one_line_and_exit_2_before_any_call(tmp_path: Path) -> None:
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness", "score-transcripts", str(EXAMPLE), "--json",
-         "--judge", "anthropic:claude-sonnet-4-5", "--rubric", "safety"],
-        capture_output=True, text=True, env=env, timeout=60, check=False)
+    no_keys: dict[str, str | None] = {name: None for name in (
+        "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")}
+    proc = run_cli("score-transcripts", str(EXAMPLE), "--json", "--judge",
+                   "anthropic:claude-sonnet-4-5", "--rubric", "safety", env=no_keys)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0
     assert "no ANTHROPIC_API_KEY set" in proc.stderr

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
-import sys
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from conftest import CliResult, run_cli
 from scipy import stats as sps
 from typer.testing import CliRunner
 
@@ -40,9 +39,8 @@ RUBRIC = "task_completion"
 TEST_KEY = "sk-test-openai-0123456789abcdef"
 
 
-def harness(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, timeout=300)
+def harness(*args: str) -> CliResult:
+    return run_cli(*args)
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,11 @@ paired comparison, and clear errors for bad run directories."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import CliResult, run_cli
 
 from harness.runs.gate import evaluate_gate
 from harness.runs.store import STORE_FILENAME
@@ -18,9 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 WEATHER = ROOT / "scenarios" / "weather.yaml"
 
 
-def harness(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=300)
+def harness(*args: str, cwd: Path | None = None) -> CliResult:
+    return run_cli(*args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import CliResult, run_cli
 from scipy import stats as sps
 
 from harness.runs.config import RunConfig
@@ -27,10 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 WEATHER = ROOT / "scenarios" / "weather.yaml"
 
 
-def harness(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "250"}  # wide enough that table cells do not wrap
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, timeout=300, env=env)
+def harness(*args: str) -> CliResult:
+    return run_cli(*args, columns=250)  # wide enough that table cells do not wrap
 
 
 def _make_run(out: Path, *extra: str) -> Path:

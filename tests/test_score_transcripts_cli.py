@@ -4,12 +4,11 @@ bad input reported as one line naming file, line and field."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_cli
 from typer.testing import CliRunner
 
 from harness.checks.transcript_file import load_transcript_file
@@ -161,8 +160,7 @@ def test_expectations_can_carry_the_reference_instead(tmp_path: Path) -> None:
 
 def test_cli_bad_input_exits_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:
     path = _write(tmp_path, _line(messages=[{"role": "robot", "content": "x"}]))
-    proc = subprocess.run([sys.executable, "-m", "harness", "score-transcripts", str(path),
-                           "--json"], capture_output=True, text=True, timeout=60)
+    proc = run_cli("score-transcripts", str(path), "--json")
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert "Traceback" not in proc.stderr

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
-from harness.cli import main
 from harness.errors import InputError
 from harness.models.cache import ResponseCache
 from harness.runs.config import RunConfig
@@ -26,21 +25,12 @@ WEATHER = ROOT / "scenarios" / "weather.yaml"
 TABLE_LEAF, TABLE_INTERIOR = 0x0D, 0x05
 
 
-def harness(monkeypatch: pytest.MonkeyPatch, *args: str | Path) -> int:
-    monkeypatch.setattr(sys, "argv", ["harness", *map(str, args)])
-    with pytest.raises(SystemExit) as exited:
-        main()
-    code = exited.value.code
-    return code if isinstance(code, int) else 0
-
-
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished offline run: six scenarios, two epochs."""
     out = tmp_path_factory.mktemp("integrity") / "run"
-    with pytest.MonkeyPatch.context() as patch:
-        assert harness(patch, "run", WEATHER, "--offline", "--epochs", "2", "--cache-mode",
-                       "off", "--out", out, "--json") == 0
+    assert run_cli("run", WEATHER, "--offline", "--epochs", "2", "--cache-mode", "off",
+                   "--out", out, "--json").returncode == 0
     assert sorted(p.name for p in out.iterdir()) == [STORE_FILENAME, "samples.jsonl",
                                                      "summary.json"]
     return out
@@ -82,14 +72,14 @@ DAMAGED_PAGES = ["samples", "sqlite_autoindex_samples_1", "sqlite_autoindex_meta
 
 @pytest.mark.parametrize("page", DAMAGED_PAGES)
 def test_resume_refuses_a_damaged_store_and_changes_nothing(
-        finished_run: Path, tmp_path: Path, page: str, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        finished_run: Path, tmp_path: Path, page: str) -> None:
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
     damage(run / STORE_FILENAME, page)
     before = snapshot(run)
-    assert harness(monkeypatch, "run", "--resume", run) == 2
-    lines = capsys.readouterr().err.strip().splitlines()
+    done = run_cli("run", "--resume", run)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"error: {run / STORE_FILENAME}: the run store is damaged "
                                "(SQLite quick_check: ")
@@ -100,8 +90,7 @@ def test_resume_refuses_a_damaged_store_and_changes_nothing(
 
 @pytest.mark.parametrize("page", DAMAGED_PAGES)
 def test_compare_and_pairwise_refuse_a_damaged_store(
-        finished_run: Path, tmp_path: Path, page: str, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        finished_run: Path, tmp_path: Path, page: str) -> None:
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
     damage(run / STORE_FILENAME, page)
@@ -109,8 +98,9 @@ def test_compare_and_pairwise_refuse_a_damaged_store(
     for command in (("compare", finished_run, run),
                     ("pairwise", finished_run, run, "--offline", "--rubric", "task_completion",
                      "--cache-mode", "off")):
-        assert harness(monkeypatch, *command) == 2
-        err = capsys.readouterr().err.strip()
+        done = run_cli(*command)
+        assert done.returncode == 2
+        err = done.stderr.strip()
         assert "\n" not in err and f"{run / STORE_FILENAME}: the run store is damaged" in err
     assert snapshot(run) == before
 
@@ -145,14 +135,14 @@ def test_a_damaged_cache_is_refused_naming_the_file(tmp_path: Path) -> None:
 
 
 def test_a_run_with_a_damaged_cache_stops_before_it_starts(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path) -> None:
     cache = tmp_path / "cache.sqlite"
     _filled_cache(cache)
     damage(cache, "responses")
-    assert harness(monkeypatch, "run", WEATHER, "--offline", "--epochs", "1", "--cache", cache,
-                   "--out", tmp_path / "run") == 2
-    assert f"{cache}: the response cache is damaged" in capsys.readouterr().err
+    done = run_cli("run", WEATHER, "--offline", "--epochs", "1", "--cache", cache, "--out",
+                   tmp_path / "run")
+    assert done.returncode == 2
+    assert f"{cache}: the response cache is damaged" in done.stderr
     assert not (tmp_path / "run").exists()
 
 

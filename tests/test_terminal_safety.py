@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from harness.cli import main
 from harness.testing.replies import Reply
@@ -35,25 +36,17 @@ def assert_shown_safely(text: str) -> None:
 
 
 @pytest.fixture
-def harness(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-            tmp_path: Path) -> Harness:
+def harness(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Harness:
     """``harness(*args) -> (exit code, stdout, stderr)`` through :func:`main`, on a wide,
     uncoloured console (so cells are not folded and the only escapes would be the payload's),
     in ``tmp_path``, with no real key or service reachable."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("COLUMNS", "400")
-    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "ANTHROPIC_API_KEY",
-                 "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+                 "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(logging, "lastResort", logging.lastResort)  # main() replaces it
 
     def run(*args: str) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "argv", ["harness", *args])
-        with pytest.raises(SystemExit) as exc:
-            main()
-        out = capsys.readouterr()
-        code = exc.value.code
-        return (code if isinstance(code, int) else int(bool(code))), out.out, out.err
+        done = run_cli(*args, cwd=tmp_path, columns=400)
+        return done.returncode, done.stdout, done.stderr
 
     return run
 
@@ -201,6 +194,14 @@ def test_one_line_error_printer(harness: Harness, tmp_path: Path) -> None:
     assert_shown_safely(err)
     assert err.startswith("error: ") and ": file not found" in err
     assert err.count("\n") == 1
+
+
+def test_the_cli_prints_unhandled_log_records_through_the_safe_handler(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logging, "lastResort", logging.lastResort)  # main() replaces it
+    monkeypatch.setattr(sys, "argv", ["harness", "version"])
+    with pytest.raises(SystemExit):
+        main()
     assert type(logging.lastResort).__name__ == "TerminalLogHandler"
 
 

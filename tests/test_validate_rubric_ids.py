@@ -3,11 +3,10 @@ rubric registry (built-in plus --rubrics), before any model call."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import CliResult, run_cli
 
 from harness.errors import InputError
 from harness.runs.api import run_suite
@@ -31,9 +30,8 @@ criteria:
 """
 
 
-def validate(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", "validate", *args],
-                          capture_output=True, text=True, timeout=120)
+def validate(*args: str) -> CliResult:
+    return run_cli("validate", *args)
 
 
 def test_unknown_rubric_ids_are_named_with_the_known_ones(tmp_path: Path) -> None:

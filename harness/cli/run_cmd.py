@@ -169,6 +169,11 @@ def _check_option_combinations(ctx: typer.Context, *, resume: Path | None,
     if _given(ctx, {"retry_errors"}):
         raise HarnessError("--retry-errors applies only with --resume DIR (a new run has no "
                            "errored samples to retry)")
+    if _given(ctx, {"agent_base_url"}) and not _given(ctx, {"agent"}):
+        # Ignored, the scenarios' own agent models would go to their provider's default URL.
+        raise HarnessError("--agent-base-url applies only with --agent MODEL (the model served "
+                           "there); a scenario's own agent.model uses its provider's base URL "
+                           "(OPENAI_BASE_URL, ANTHROPIC_BASE_URL or --models-config)")
     if not adaptive:
         orphans = _given(ctx, {"pilot_epochs", "max_epochs"})
         if orphans:
