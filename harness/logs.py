@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.redact import redact
+from harness.report.safe import TerminalLogHandler, visible_controls
 
 LOG_FILENAME = "harness.log"
 LOG_DIR = Path(".harness") / "logs"
@@ -57,6 +57,15 @@ class _RedactingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         # The whole text, traceback included: SDK exceptions can echo request details.
         return redact_secrets(super().format(record))
+
+
+class _FileFormatter(_RedactingFormatter):
+    """One record per line of the log file, its outside text (servers' error messages,
+    model output in validation dumps) with control characters shown visibly: the file is read
+    with ``cat`` or ``tail -f``, where a raw escape sequence would act on the terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return "\n".join(visible_controls(line) for line in super().format(record).splitlines())
 
 
 class _OwnRecords(logging.Filter):
@@ -112,9 +121,8 @@ def library_logs(path: Path, *, verbose: bool = False) -> Iterator[LogSink]:
     the logging set-up is as it was."""
     root = logging.getLogger()
     file_handler = _CreatingFileHandler(path)
-    file_handler.setFormatter(_RedactingFormatter(
-        "%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    terminal = logging.StreamHandler(sys.stderr)
+    file_handler.setFormatter(_FileFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    terminal = TerminalLogHandler(logging.NOTSET)
     if verbose:
         terminal.setFormatter(_RedactingFormatter("%(levelname)s %(name)s: %(message)s"))
     else:

@@ -184,3 +184,17 @@ def test_a_run_whose_agent_key_is_refused_prints_one_line_and_logs_no_key(
     assert len(lines) <= 2  # and, when the libraries logged errors, the log file's name
     log = out / "harness.log"
     assert KEY not in result.stderr and (not log.exists() or KEY not in log.read_text())
+
+
+def test_our_own_warnings_reach_the_terminal_without_raw_escape_sequences(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # e.g. a retry warning quoting a server's error text
+    with library_logs(tmp_path / "harness.log"):
+        logging.getLogger("harness.models").warning(
+            "retrying: the server said \x1b]2;PWNED\x1b\\ \x1b[2J [red]x[/red]")
+    err = capsys.readouterr().err
+    assert "\x1b" not in err
+    assert "warning: retrying: the server said \\x1b]2;PWNED\\x1b\\ \\x1b[2J [red]x[/red]" in err
+    # the log file is read with cat or tail -f: its lines show the escapes too
+    logged = (tmp_path / "harness.log").read_text(encoding="utf-8")
+    assert "\x1b" not in logged and "the server said \\x1b]2;PWNED\\x1b\\ \\x1b[2J" in logged

@@ -10,11 +10,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from harness.errors import InputError
 from harness.logs import library_logs
+from harness.report.safe import terminal_console, terminal_text
 
 app = typer.Typer(
     name="harness",
@@ -103,5 +103,5 @@ def logs_to(path: Path, *, verbose: bool) -> Iterator[None]:
         finally:
             hint = sink.hint()
             if hint:
-                Console(stderr=True, highlight=False, soft_wrap=True).print(
-                    f"[dim]{escape(hint)}[/]")
+                terminal_console(stderr=True, soft_wrap=True).print(
+                    f"[dim]{terminal_text(hint)}[/]")

@@ -51,14 +51,7 @@ def terminal_text(value: object) -> str:
     A backslash already in the text is kept as it is: the display is for reading, and the
     JSON output (``--json``) gives the exact value. Never raises.
     """
-
-    def visible(match: re.Match[str]) -> str:
-        char = match.group()
-        if char in _JOINERS or unicodedata.category(char) not in _HIDDEN_CATEGORIES:
-            return char
-        return char.encode("unicode_escape").decode("ascii")
-
-    text = _NOT_PRINTABLE_ASCII.sub(visible, str(value))
+    text = visible_controls(str(value))
     body = text.rstrip("\\")
     if body == text:
         return escape(text)
@@ -66,6 +59,20 @@ def terminal_text(value: object) -> str:
     # closing tag or (escaped by rich's rule) show doubled in a cell. Doubled and followed by
     # an empty span, it prints as itself wherever the text is put.
     return escape(body) + "\\" * (2 * (len(text) - len(body))) + "[dim][/dim]"
+
+
+def visible_controls(text: str) -> str:
+    """``text`` with every character :func:`terminal_text` hides shown as its Python escape,
+    newlines included, and nothing else changed (no markup escaping): for plain-text files a
+    user reads in a terminal (``cat``, ``tail -f``), such as a command's log file."""
+
+    def visible(match: re.Match[str]) -> str:
+        char = match.group()
+        if char in _JOINERS or unicodedata.category(char) not in _HIDDEN_CATEGORIES:
+            return char
+        return char.encode("unicode_escape").decode("ascii")
+
+    return _NOT_PRINTABLE_ASCII.sub(visible, text)
 
 
 def terminal_console(*, stderr: bool = False, soft_wrap: bool = False) -> Console:
@@ -79,16 +86,20 @@ def terminal_console(*, stderr: bool = False, soft_wrap: bool = False) -> Consol
 
 
 class TerminalLogHandler(logging.Handler):
-    """Prints each log record on stderr through :func:`terminal_text`, on one line. The CLI
-    makes it Python's handler of last resort (:data:`logging.lastResort`, used when no
-    handler is configured), so a library that logs a server's error text cannot send its
-    escape sequences to the terminal."""
+    """Prints each log record on stderr, each of its lines (a traceback has several) through
+    :func:`terminal_text`. The CLI makes it Python's handler of last resort
+    (:data:`logging.lastResort`, used when no handler is configured), and the commands that
+    call models print their own records with it (:func:`harness.logs.library_logs`), so a
+    library that logs a server's error text cannot send its escape sequences to the
+    terminal."""
 
     def __init__(self, level: int = logging.WARNING) -> None:
         super().__init__(level)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            terminal_console(stderr=True, soft_wrap=True).print(terminal_text(self.format(record)))
+            console = terminal_console(stderr=True, soft_wrap=True)
+            for line in self.format(record).splitlines():
+                console.print(terminal_text(line))
         except Exception:
             self.handleError(record)
