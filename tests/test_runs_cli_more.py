@@ -327,3 +327,22 @@ def test_compare_of_offline_runs_says_so(runs: dict[str, Path], tmp_path: Path) 
     assert data["roles"]["baseline"]["agent"]["real_models"] == ["openai:gpt-4.1"]
     assert data["notice"] is None
     assert "OFFLINE" not in harness("compare", str(real[0]), str(real[1])).stdout
+
+
+@pytest.mark.parametrize(("variance", "why"), [
+    ({"between": 0.0, "within": 0.0}, "every score in the run is the same"),
+    (None, "it needs scored samples from at least 2 scenarios"),
+])
+def test_report_target_mdd_says_why_there_is_no_design_power(
+        runs: dict[str, Path], tmp_path: Path, variance: dict[str, float] | None,
+        why: str) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(runs["once"], run)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["score"]["power"] = None
+    summary["score"]["variance_components"] = (
+        None if variance is None else {**summary["score"]["variance_components"], **variance})
+    (run / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    done = harness("report", str(run), "--target-mdd", "0.1")
+    assert done.returncode == 2
+    assert f"no design power in this run ({why}" in done.stderr

@@ -361,9 +361,12 @@ def _with_target(summary: dict[str, Any], target: float, run_dir: Path) -> dict[
 
     score = summary.get("score")
     if not score or not score.get("power"):
-        raise InputError(run_dir, "score.power", "no design power in this run (it needs scored "
-                         "samples from at least 2 scenarios), so --target-mdd has nothing to "
-                         "work from")
+        vc = (score or {}).get("variance_components")
+        why = ("every score in the run is the same, so there is no variance to plan from"
+               if vc and vc.get("between") == 0 and vc.get("within") == 0
+               else "it needs scored samples from at least 2 scenarios")
+        raise InputError(run_dir, "score.power", f"no design power in this run ({why}), so "
+                         "--target-mdd has nothing to work from")
     try:
         power = PowerAnalysis.model_validate(score["power"])
     except ValidationError as err:
