@@ -78,6 +78,27 @@ def test_mcnemar_matches_statsmodels(table: list[list[int]]) -> None:
     assert forced.p_value == pytest.approx(sm_mcnemar(np.array(table), exact=True).pvalue)
 
 
+@pytest.mark.parametrize(
+    ("table", "exact"),
+    [([[10, 5], [19, 6]], True), ([[10, 5], [20, 6]], False), ([[10, 6], [20, 6]], False)],
+    ids=["24-discordant", "25-discordant", "26-discordant"],
+)
+def test_mcnemar_switches_to_chi_square_at_25_discordant_pairs(
+        table: list[list[int]], exact: bool) -> None:
+    # Fewer than 25 discordant pairs: exact binomial; 25 or more: chi-square with continuity
+    # correction. The two p-values differ by ~20% here, so the method used is visible in p.
+    (both, only_base), (only_cand, neither) = table
+    base = [True] * (both + only_base) + [False] * (only_cand + neither)
+    cand = [True] * both + [False] * only_base + [True] * only_cand + [False] * neither
+    got = mcnemar_test(base, cand)
+    ref = sm_mcnemar(np.array(table), exact=exact, correction=True)
+    other = sm_mcnemar(np.array(table), exact=not exact, correction=True)
+    assert got.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+    assert got.p_value != pytest.approx(other.pvalue, rel=0.05)
+    assert got.statistic == pytest.approx(ref.statistic)
+    assert got.method.startswith("McNemar exact" if exact else "McNemar chi-square")
+
+
 def test_mcnemar_edge_cases() -> None:
     assert mcnemar_test([True, False], [True, False]).p_value == 1.0
     with pytest.raises(ValueError):
@@ -129,6 +150,23 @@ def test_verdict_follows_alpha() -> None:
     assert not res.significant_regression
     assert compare_runs(base, cand, alpha=min(0.99, p * 1.01)).significant_regression
     assert not compare_runs(base, cand, alpha=p * 0.99).significant_regression
+
+
+def test_significance_needs_p_strictly_below_alpha() -> None:
+    # The rule (README, "Statistics"): significant when p < alpha. At p == alpha the
+    # 1 - alpha interval of the difference has 0 on its edge, so it is not significant.
+    base, cand = _runs(7, n=15, shift=-0.1)
+    p_t = compare_runs(base, cand).t_test.p_value
+    at = compare_runs(base, cand, alpha=p_t)
+    assert at.t_test.p_value == p_t and at.difference.value < 0
+    assert not at.significant_regression and not at.significant_improvement
+    assert at.difference.ci_high == pytest.approx(0.0, abs=1e-9)
+    assert compare_runs(base, cand, alpha=math.nextafter(p_t, 1.0)).significant_regression
+    # The same rule for the permutation test, whose p-values are exact fractions.
+    p_perm = compare_runs(base, cand, test="permutation").permutation_test.p_value
+    assert not compare_runs(base, cand, test="permutation", alpha=p_perm).significant_regression
+    assert compare_runs(base, cand, test="permutation",
+                        alpha=math.nextafter(p_perm, 1.0)).significant_regression
 
 
 def test_constant_difference_and_constant_run() -> None:
