@@ -227,6 +227,63 @@ async def test_a_hung_agent_is_an_errored_sample_and_the_run_goes_on(tmp_path: P
         await resume_run(tmp_path / "run", overrides={"epochs": 9})
 
 
+async def test_retry_errors_reruns_the_errored_samples_and_only_them(tmp_path: Path) -> None:
+    # The agent fails until the file `mended` exists beside it: a retried sample can succeed,
+    # so whether it was re-run shows in its status.
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "mending_agent_for_retry.py").write_text(
+        "from pathlib import Path\n"
+        "async def answer(messages, toolbox):\n"
+        "    if not Path(__file__).with_name('mended').exists():\n"
+        "        raise RuntimeError('upstream down')\n"
+        "    return 'fine'\n"
+        "async def steady(messages, toolbox):\n"
+        "    return 'fine'\n"
+    )
+    (suite / "s.yaml").write_text(
+        "- id: mends\n"
+        "  user: {goal: g, script: [hello]}\n"
+        "  agent: {callable: mending_agent_for_retry:answer}\n"
+        "  expectations: {no_tool_calls: true}\n"
+        "- id: steady\n"
+        "  user: {goal: g, script: [hello]}\n"
+        "  agent: {callable: mending_agent_for_retry:steady}\n"
+        "  expectations: {no_tool_calls: true}\n"
+    )
+    run_dir = tmp_path / "run"
+    config = RunConfig(scenario_paths=[str(suite)], epochs=2, cache_mode="off",
+                       bootstrap_resamples=0)
+    first = await run_suite(config, run_dir)
+    assert first.summary["counts"]["errored"] == 2
+
+    def statuses() -> dict[tuple[str, int], tuple[str, float]]:
+        with RunStore.open(run_dir) as store:
+            return {(s.scenario_id, s.epoch): (s.status, s.finished_at)
+                    for s in store.iter_samples()}
+
+    before = statuses()
+    assert {k: v[0] for k, v in before.items()} == {
+        ("mends", 0): "errored", ("mends", 1): "errored",
+        ("steady", 0): "scored", ("steady", 1): "scored"}
+    (suite / "mended").write_text("")
+
+    rerun: list[tuple[str, int]] = []
+    plain = await resume_run(run_dir, on_sample=lambda r: rerun.append((r.scenario_id, r.epoch)))
+    assert rerun == [] and statuses() == before, "a plain resume re-ran a stored sample"
+    assert plain.summary["counts"]["errored"] == 2
+
+    retried = await resume_run(run_dir, retry_errors=True,
+                               on_sample=lambda r: rerun.append((r.scenario_id, r.epoch)))
+    assert sorted(rerun) == [("mends", 0), ("mends", 1)]
+    after = statuses()
+    assert after[("mends", 0)][0] == after[("mends", 1)][0] == "scored"
+    assert after[("steady", 0)] == before[("steady", 0)]
+    assert after[("steady", 1)] == before[("steady", 1)]
+    assert retried.summary["counts"]["errored"] == 0
+    assert retried.summary["counts"]["samples"] == 4
+
+
 async def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("id: x\nuser: {goal: g, opening_mesage: hi}\nagent: {model: mock:agent}\n")
