@@ -84,10 +84,22 @@ def test_t_interval_against_scipy() -> None:
 
 
 def test_clustered_stderr_needs_two_clusters() -> None:
-    with pytest.raises(InsufficientDataError):
+    with pytest.raises(InsufficientDataError,
+                       match=r"^a clustered standard error needs at least 2 scenarios, got 1$"):
         clustered_stderr([1.0, 0.0], ["a", "a"])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^values and clusters must have the same length$"):
         clustered_stderr([1.0, 0.0], ["a"])
+    # Two clusters are enough: C/(C-1) = 2 times the squared cluster scores over (sum w)^2.
+    assert clustered_stderr([1.0, 0.0, 0.0], ["a", "b", "b"]) == pytest.approx(
+        math.sqrt(2 * ((1 - 1 / 3) ** 2 + (2 * -1 / 3) ** 2) / 9))
+
+
+@pytest.mark.parametrize("weights", [[1.0, 0.0], [1.0, -0.5], [1.0, math.inf], [1.0, math.nan]])
+def test_clustered_stderr_needs_positive_finite_weights(weights: list[float]) -> None:
+    with pytest.raises(ValueError, match="^weights must be positive and finite$"):
+        clustered_stderr([1.0, 0.0], ["a", "b"], weights)
+    with pytest.raises(ValueError, match="^values and weights must have the same length$"):
+        clustered_stderr([1.0, 0.0], ["a", "b"], [1.0])
 
 
 def test_pass_at_k_averaged_over_scenarios_up_to_smallest_epoch_count() -> None:
