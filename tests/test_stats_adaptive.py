@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from harness.stats import (
     AdaptiveConfig,
+    FixedDesignEstimate,
     InsufficientDataError,
     adaptive_savings,
     fixed_epochs_for_width,
@@ -184,6 +186,88 @@ def test_fixed_design_estimate() -> None:
     assert est.projected_width is not None and est.projected_width <= 0.1
     between = {f"a{i}": [0.0, 0.0] for i in range(5)} | {f"b{i}": [1.0, 1.0] for i in range(5)}
     assert not fixed_epochs_for_width(between, target_width=0.1).achievable
+
+
+# 8 unanimous scenarios and 5 mixed ones; at a target of 0.45 every setting below gives a
+# different number of epochs, so each default is pinned.
+PILOT = ({f"pass{i}": [1.0] * 3 for i in range(4)} | {f"fail{i}": [0.0] * 3 for i in range(4)}
+         | {"m1": [1.0, 0.0, 1.0], "m2": [0.0, 1.0, 0.0], "m3": [1.0, 1.0, 0.0],
+            "m4": [0.5, 1.0, 0.0], "m5": [1.0, 0.0, 0.0, 1.0, 1.0]})
+UNANIMOUS = {s for s in PILOT if not s.startswith("m")}
+
+
+def _fixed_epochs_by_hand(scores: dict[str, list[float]], target: float, prior_df: float,
+                          frozen: set[str]) -> int:
+    """The module docstring's recipe, written out: shrunk variances (frozen scenarios at
+    their observed 0), the between-scenario variance by moments, the clustered t width."""
+    ss = {s: float(np.sum((np.array(x) - np.mean(x)) ** 2)) for s, x in scores.items()}
+    pool = [s for s in scores if s not in frozen]
+    pooled = sum(ss[s] for s in pool) / sum(len(scores[s]) - 1 for s in pool)
+    var = {s: 0.0 if s in frozen else (ss[s] + prior_df * pooled) / (len(x) - 1 + prior_df)
+           for s, x in scores.items()}
+    c = len(scores)
+    between = max(0.0, float(np.var([np.mean(x) for x in scores.values()], ddof=1))
+                  - float(np.mean([var[s] / len(x) for s, x in scores.items()])))
+    t = sps.t.ppf(0.975, c - 1)
+    return next(k for k in range(1, 10_000)
+                if 2 * t * np.sqrt((between + np.mean(list(var.values())) / k) / c) <= target)
+
+
+def test_fixed_design_defaults_match_the_recipe() -> None:
+    est = fixed_epochs_for_width(PILOT, target_width=0.45)
+    expected = _fixed_epochs_by_hand(PILOT, 0.45, prior_df=4, frozen=UNANIMOUS)
+    assert expected == 109 and est.achievable and est.width_basis == "clustered"
+    assert (est.epochs_per_scenario, est.samples) == (expected, 13 * expected)
+    # Not freezing, or another prior, changes the answer: the defaults are the ones above.
+    assert fixed_epochs_for_width(PILOT, target_width=0.45, freeze_unanimous=False
+                                  ).epochs_per_scenario == _fixed_epochs_by_hand(
+        PILOT, 0.45, prior_df=4, frozen=set()) == 23
+    assert fixed_epochs_for_width(PILOT, target_width=0.45, prior_df=1).epochs_per_scenario == (
+        _fixed_epochs_by_hand(PILOT, 0.45, prior_df=1, frozen=UNANIMOUS)) == 100
+    # Pass flags decide what is unanimous: pass3 passed only twice, so it is sampled.
+    flags = {s: [v >= 1.0 for v in x] for s, x in PILOT.items()}
+    flags["pass3"] = [True, False, True]
+    assert fixed_epochs_for_width(PILOT, flags, target_width=0.45).epochs_per_scenario == (
+        _fixed_epochs_by_hand(PILOT, 0.45, prior_df=4, frozen=UNANIMOUS - {"pass3"})) == 54
+
+
+def test_fixed_design_at_exactly_the_target_width() -> None:
+    est = fixed_epochs_for_width(PILOT, target_width=0.45)
+    assert est.projected_width is not None and est.epochs_per_scenario is not None
+    k, width = est.epochs_per_scenario, est.projected_width
+    # The width reached at k epochs is enough at k epochs, even when k is the cap.
+    assert fixed_epochs_for_width(PILOT, target_width=width).epochs_per_scenario == k
+    capped = fixed_epochs_for_width(PILOT, target_width=width, max_epochs=k)
+    assert capped.achievable and capped.epochs_per_scenario == k
+    assert not fixed_epochs_for_width(PILOT, target_width=width, max_epochs=k - 1).achievable
+    # One epoch can be enough.
+    assert fixed_epochs_for_width(PILOT, target_width=10.0).epochs_per_scenario == 1
+    two = fixed_epochs_for_width({"a": [1.0, 0.0], "b": [0.0, 0.0]}, target_width=10.0)
+    assert two.samples == 2
+
+
+def test_fixed_design_and_savings_refuse_bad_input() -> None:
+    with pytest.raises(ValueError, match=r"^target_width must be positive, got 0$"):
+        fixed_epochs_for_width(PILOT, target_width=0)
+    with pytest.raises(InsufficientDataError,
+                       match=r"^a fixed design needs at least 2 scenarios$"):
+        fixed_epochs_for_width({"a": [1.0, 0.0]}, target_width=0.1)
+    with pytest.raises(ValueError, match=r"^adaptive_samples must be non-negative$"):
+        adaptive_savings(-1, fixed_epochs_for_width(PILOT, target_width=0.45))
+
+
+def test_savings_against_an_unachievable_or_empty_fixed_design() -> None:
+    est = fixed_epochs_for_width(PILOT, target_width=0.45)
+    assert est.samples is not None
+    nothing = adaptive_savings(0, est)
+    assert (nothing.saved_samples, nothing.saved_fraction) == (est.samples, 1.0)
+    unreachable = FixedDesignEstimate(target_width=0.01, achievable=False,
+                                      epochs_per_scenario=None, samples=None,
+                                      projected_width=None, width_basis="clustered")
+    none = adaptive_savings(40, unreachable)
+    assert (none.fixed_samples, none.saved_samples, none.saved_fraction) == (None, None, None)
+    empty = unreachable.model_copy(update={"achievable": True, "samples": 0})
+    assert adaptive_savings(0, empty).saved_fraction is None
 
 
 def test_bad_input() -> None:
