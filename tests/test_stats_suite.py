@@ -180,3 +180,83 @@ def test_suite_bootstrap_uses_seed() -> None:
     b = suite_stats(scores, seed=4, bootstrap_resamples=999)
     assert a.bootstrap == b.bootstrap
     assert a.bootstrap is not None and a.bootstrap.n_resamples == 999
+
+
+def test_every_suite_figure_uses_the_confidence_and_counts_all_samples() -> None:
+    scores = {"a": [1.0, 1.0, 1.0], "b": [1.0, 1.0, 1.0, 1.0], "c": [1.0, 1.0, 1.0],
+              "d": [1.0, 0.0, 1.0, 0.0]}
+    suite = suite_stats(scores, confidence=0.8, bootstrap_resamples=0)
+    t = sps.t.ppf(0.9, 3)
+    means = [1.0, 1.0, 1.0, 0.5]
+    half = t * float(np.std(means, ddof=1)) / 2.0
+    # The mean's interval is not clipped; the pass rate's is, at 1.
+    assert (suite.mean.ci_low, suite.mean.ci_high) == pytest.approx((0.875 - half, 0.875 + half))
+    assert suite.mean.ci_high is not None and suite.mean.ci_high > 1.0
+    assert (suite.pass_rate.ci_low, suite.pass_rate.ci_high) == pytest.approx((0.875 - half, 1.0))
+    for estimates in (suite.pass_at_k, suite.pass_hat_k):
+        assert sorted(estimates) == [1, 2, 3]
+        for k, est in estimates.items():
+            assert est.confidence == 0.8 and est.n == 14 and est.n_clusters == 4, k
+            assert est.ci_high is not None and est.ci_high <= 1.0
+    assert suite.mean.n == suite.pass_rate.n == 14
+    d = suite.scenarios[3]
+    assert (d.mean_ci_low, d.mean_ci_high) == pytest.approx(sps.t.interval(
+        0.8, 3, loc=0.5, scale=np.std([1, 0, 1, 0], ddof=1) / 2))
+    assert suite.notes == ["unequal epoch counts (3..4): each scenario counts once (mean of "
+                           "scenario means); pass@k and pass^k reported for k <= 3, the "
+                           "smallest count"]
+
+
+def test_two_scenarios_get_an_interval_and_a_bootstrap_with_default_settings() -> None:
+    scores = {"a": [1.0, 0.0, 1.0], "b": [0.0, 0.0, 1.0], "c": [1.0, 1.0, 0.0]}
+    two = suite_stats({"a": scores["a"], "b": scores["b"]}, bootstrap_resamples=1)
+    assert two.mean.ci_low is not None and two.mean.df == 1
+    assert two.bootstrap is not None and two.notes == []
+    default = suite_stats(scores)
+    assert default.bootstrap == cluster_bootstrap_interval(
+        [2 / 3, 1 / 3, 2 / 3], n_resamples=9999, seed=0, method="BCa")
+    assert suite_stats(scores, bootstrap_resamples=0).bootstrap is None
+    assert suite_stats(scores, seed=4, bootstrap_resamples=500).bootstrap == (
+        cluster_bootstrap_interval([2 / 3, 1 / 3, 2 / 3], n_resamples=500, seed=4))
+
+
+def test_suite_input_errors_are_precise() -> None:
+    with pytest.raises(InsufficientDataError, match="^no scenarios to summarise$"):
+        suite_stats({})
+    with pytest.raises(ValueError, match="^passed must have the same scenarios as scores$"):
+        suite_stats({"a": [1.0], "b": [0.0]}, {"a": [True]})
+    with pytest.raises(ValueError, match="^judge_scores must have the same scenarios as "
+                       "scores$"):
+        suite_stats({"a": [1.0], "b": [0.0]}, judge_scores={"a": [[1.0]]},
+                    bootstrap_resamples=0)
+    # Pass flags are passed on per scenario.
+    flagged = suite_stats({"a": [0.5, 0.5], "b": [0.0, 1.0]},
+                          {"a": [True, True], "b": [False, False]}, bootstrap_resamples=0)
+    assert [s.pass_rate for s in flagged.scenarios] == [1.0, 0.0]
+    one = suite_stats({"a": [1.0, 0.0]}, bootstrap_resamples=0)
+    assert one.notes[0] == "one scenario: no standard error or interval can be computed"
+    assert one.mean.n == 2 and one.mean.ci_low is None
+
+
+def test_mean_of_cluster_means_and_t_interval_details() -> None:
+    from harness.stats.estimate import check_confidence, mean_of_cluster_means
+
+    est = mean_of_cluster_means([0.2, 0.4, 0.9], confidence=0.9)
+    assert est.n == 3 and est.df == 2 and est.confidence == 0.9
+    assert est.method == "mean of scenario means; clustered SE; t interval on C-1 df"
+    assert (est.ci_low, est.ci_high) == pytest.approx(sps.t.interval(
+        0.9, 2, loc=0.5, scale=np.std([0.2, 0.4, 0.9], ddof=1) / np.sqrt(3)))
+    assert mean_of_cluster_means([0.2, 0.4], n=7).n == 7
+    alone = mean_of_cluster_means([0.3], n=4, method="m")
+    assert (alone.n, alone.df, alone.stderr) == (4, None, None)
+    assert alone.method == "m (no interval: needs at least 2 scenarios)"
+    assert mean_of_cluster_means([0.3]).n == 1
+    with pytest.raises(InsufficientDataError, match="^no scenarios to average$"):
+        mean_of_cluster_means([])
+    assert t_interval(0.0, 1.0, 3) == pytest.approx(sps.t.interval(0.95, 3))
+    for bad in (0.0, 1.0, float("nan")):
+        with pytest.raises(ValueError, match="^confidence must be strictly between 0 and 1, "):
+            check_confidence(bad)
+    with pytest.raises(ValueError, match="^a t interval needs at least 1 degree of freedom, "
+                       "got 0$"):
+        t_interval(0.5, 0.1, 0)
