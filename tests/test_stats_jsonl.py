@@ -5,12 +5,13 @@ text, statuses skipped or read as failures, and the notes that say so. The CLI-l
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.errors import InputError, InputErrors
-from harness.stats.jsonl import parse_sample_lines
+from harness.stats.jsonl import parse_sample_lines, read_sample_scores
 
 SRC = "scores.jsonl"
 
@@ -139,3 +140,30 @@ def test_judge_scores_only_when_every_line_has_them() -> None:
     assert some.judge_scores is None
     assert some.notes == ["judge_scores on 1 of 2 samples: judge noise is separated only when "
                           "every sample has them"]
+
+
+def test_reading_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps({**OK, "status": "errored", "score": None}) + "\n"
+                    + json.dumps({**OK, "epoch": 1}) + "\n", encoding="utf-8")
+    assert read_sample_scores(path).scores == {"a": [1.0]}
+    as_failures = read_sample_scores(path, errors_as_failures=True)
+    assert as_failures.scores == {"a": [0.0, 1.0]} and as_failures.source == str(path)
+
+    def expect(target: Path, message: str) -> None:
+        with pytest.raises(InputError) as info:
+            read_sample_scores(target)
+        assert (info.value.source, info.value.field, info.value.expected) == (
+            str(target), None, message)
+
+    expect(tmp_path / "nope.jsonl", "file not found")
+    expect(tmp_path, "is a directory; expected a JSONL file")
+    binary = tmp_path / "b.jsonl"
+    binary.write_bytes(b'{"a": 1}\n\xff')
+    expect(binary, "not UTF-8 text (byte 9)")
+
+    def refuse(self: Path, encoding: str | None = None) -> str:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "read_text", refuse)  # root may read anything: simulate it
+    expect(path, "permission denied")
