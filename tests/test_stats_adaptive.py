@@ -352,13 +352,28 @@ def test_a_round_matches_the_reference_planner(basis: str, target: float,
     assert d.samples_used == 25 and d.width_basis == basis and d.confidence == 0.95
 
 
+def test_a_round_reports_widths_at_its_confidence() -> None:
+    d = plan_next_round(ROUND, config=AdaptiveConfig(target_width=0.05, confidence=0.8,
+                                                     width_basis="fixed_scenarios"))
+    assert d.confidence == 0.8
+    assert d.current_width == pytest.approx(interval_width(ROUND, basis="fixed_scenarios",
+                                                           confidence=0.8))
+
+
+def test_the_pool_of_one_sampled_scenario_with_two_epochs() -> None:
+    # One degree of freedom in the pool: the prior comes from that one scenario.
+    scores = {"a": [1.0, 0.0], "b": [1.0, 1.0], "c": [0.0, 0.0]}
+    assert fixed_epochs_for_width(scores, target_width=2.6).epochs_per_scenario == (
+        _fixed_epochs_by_hand(scores, 2.6, prior_df=4, frozen={"b", "c"})) == 2
+
+
 def test_interval_width_formulas() -> None:
-    scores = {"a": [1.0, 0.0, 1.0], "b": [0.0, 0.0], "c": [1.0]}
-    means = [2 / 3, 0.0, 1.0]
+    scores = {"a": [1.0, 0.0, 1.0], "b": [0.0, 1.0], "c": [1.0]}
+    means = [2 / 3, 0.5, 1.0]
     clustered = 2 * sps.t.ppf(0.95, 2) * np.std(means, ddof=1) / math.sqrt(3)
     assert interval_width(scores, confidence=0.9) == pytest.approx(clustered)
     # A scenario with one epoch adds no variance to the fixed-scenario width.
-    fixed = 2 * sps.norm.ppf(0.95) * math.sqrt(np.var([1, 0, 1], ddof=1) / 3) / 3
+    fixed = 2 * sps.norm.ppf(0.95) * math.sqrt(np.var([1, 0, 1], ddof=1) / 3 + 0.5 / 2) / 3
     assert interval_width(scores, basis="fixed_scenarios", confidence=0.9) == pytest.approx(fixed)
     with pytest.raises(InsufficientDataError,
                        match="^an interval width needs at least 2 scenarios, got 1$"):

@@ -223,6 +223,8 @@ def test_every_field_of_a_comparison_against_numpy_and_scipy() -> None:
     perm = res.permutation_test
     assert perm.statistic == pytest.approx(d.mean())
     assert (perm.n_resamples, perm.seed) == (None, None)
+    assert perm.method == ("paired permutation test (sign flips of per-scenario differences, "
+                           "scipy.stats.permutation_test, exact)")
     # Candidate pass flags as given; baseline flags by default (score >= 1 - 1e-6); epochs
     # paired by position up to the shorter run.
     mc = res.mcnemar
@@ -282,6 +284,8 @@ def test_permutation_defaults_and_resample_count_match_scipy() -> None:
             n_resamples=n, vectorized=True, rng=np.random.default_rng(seed)).pvalue)
 
     assert default.p_value == scipy_p(9999, 0)
+    assert default.method == ("paired permutation test (sign flips of per-scenario "
+                              "differences, scipy.stats.permutation_test, randomised)")
     few = compare_runs(base, cand, permutation_resamples=500, seed=3).permutation_test
     assert few.p_value == scipy_p(500, 3) and few.n_resamples == 500
     # 2^10 sign flips with 1024 resamples: scipy enumerates them all, and says so.
@@ -300,6 +304,9 @@ def test_bad_arguments_are_refused_with_a_reason() -> None:
                        r"scenarios in both runs, got 1 \(only in baseline: 1, only in "
                        r"candidate: 0\)$"):
         compare_runs(two, {"a": [1.0]})
+    with pytest.raises(InsufficientDataError, match=r"^a paired comparison needs at least 2 "
+                       r"scenarios in both runs, got 1$"):
+        compare_runs({"a": [1.0]}, {"a": [0.0]})
     with pytest.raises(ValueError, match=r"^scenario 'b' has no epochs in one of the runs$"):
         compare_runs(two, {"a": [1.0], "b": []})
     with pytest.raises(ValueError, match=r"^candidate pass flags for scenario 'a' do not "
@@ -311,10 +318,10 @@ def test_bad_arguments_are_refused_with_a_reason() -> None:
 
 
 def test_mcnemar_counts_every_cell_and_accepts_0_1_flags() -> None:
-    base = [True, True, False, False, True, False]
-    cand = [True, False, True, False, False, False]
+    base = [True, True, False, False, True, False, False]
+    cand = [True, False, True, False, False, False, False]
     got = mcnemar_test(base, cand)
-    assert (got.n_pairs, got.both_passed, got.both_failed) == (6, 1, 2)
+    assert (got.n_pairs, got.both_passed, got.both_failed) == (7, 1, 3)
     assert (got.only_baseline_passed, got.only_candidate_passed) == (2, 1)
     as_ints = mcnemar_test([int(b) for b in base], [int(c) for c in cand])
     assert as_ints == got

@@ -170,7 +170,10 @@ def test_insufficient_data() -> None:
         variance_components({"a": [1.0, 0.0]})
     with pytest.raises(InsufficientDataError, match="2 or more epochs"):
         variance_components({"a": [1.0], "b": [0.0]})
-    with pytest.raises(InsufficientDataError, match="judged twice"):
+    with pytest.raises(ValueError, match="^variance components need finite scores$"):
+        variance_components({"a": [1.0, float("nan")], "b": [0.0, 1.0]})
+    with pytest.raises(InsufficientDataError,
+                       match="^judge noise needs at least one transcript judged twice$"):
         nested_variance_components({"a": [[1.0], [0.0]], "b": [[1.0], [1.0]]})
     with pytest.raises(ValueError, match="no scores"):
         nested_variance_components({"a": [[1.0], []], "b": [[1.0, 0.0]]})
