@@ -207,6 +207,8 @@ def test_every_suite_figure_uses_the_confidence_and_counts_all_samples() -> None
                            "smallest count"]
 
 
+# One bootstrap resample is degenerate on purpose (scipy warns about its spread).
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_two_scenarios_get_an_interval_and_a_bootstrap_with_default_settings() -> None:
     scores = {"a": [1.0, 0.0, 1.0], "b": [0.0, 0.0, 1.0], "c": [1.0, 1.0, 0.0]}
     two = suite_stats({"a": scores["a"], "b": scores["b"]}, bootstrap_resamples=1)
