@@ -218,6 +218,8 @@ def test_two_scenarios_get_an_interval_and_a_bootstrap_with_default_settings() -
     assert default.bootstrap == cluster_bootstrap_interval(
         [2 / 3, 1 / 3, 2 / 3], n_resamples=9999, seed=0, method="BCa")
     assert suite_stats(scores, bootstrap_resamples=0).bootstrap is None
+    assert suite_stats(scores, confidence=0.8, bootstrap_resamples=500).bootstrap == (
+        cluster_bootstrap_interval([2 / 3, 1 / 3, 2 / 3], confidence=0.8, n_resamples=500))
     assert suite_stats(scores, seed=4, bootstrap_resamples=500).bootstrap == (
         cluster_bootstrap_interval([2 / 3, 1 / 3, 2 / 3], n_resamples=500, seed=4))
 

@@ -165,10 +165,21 @@ def test_zero_is_not_truncated_and_no_within_noise_has_no_judge_share() -> None:
     assert v.truncated == [] and v.judge_share_of_within is None
 
 
+def test_truncation_is_named_and_an_exact_zero_is_not_truncated() -> None:
+    # var(scenario means) = 1/8 = pooled within (1/4) / 2 epochs: between is exactly 0.
+    v = variance_components({"a": [0.0, 1.0], "b": [1.0, 1.0]})
+    assert v.between_raw == 0.0 and v.truncated == []
+    # Equal scenario means and epoch noise: the scenario part is negative, and named.
+    nested = nested_variance_components({"a": [[0.0, 0.0], [1.0, 1.0]],
+                                         "b": [[1.0, 1.0], [0.0, 0.0]]})
+    assert nested.scenario_raw < 0 and "scenario" in nested.truncated
+
+
 def test_insufficient_data() -> None:
     with pytest.raises(InsufficientDataError, match="2 scenarios"):
         variance_components({"a": [1.0, 0.0]})
-    with pytest.raises(InsufficientDataError, match="2 or more epochs"):
+    with pytest.raises(InsufficientDataError, match="^within-scenario variance needs at least "
+                       "one scenario with 2 or more epochs$"):
         variance_components({"a": [1.0], "b": [0.0]})
     with pytest.raises(ValueError, match="^variance components need finite scores$"):
         variance_components({"a": [1.0, float("nan")], "b": [0.0, 1.0]})
