@@ -51,6 +51,7 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,6 +76,8 @@ _IGNORED = shutil.ignore_patterns(
     ".mypy_cache", ".venv", "runs", ".harness", "build", "dist",
 )
 _RESULT_LINE = re.compile(r"^\s+(\S+): (.+)$")
+# mutmut names a mutant <module>.x_<function>__mutmut_<n> or <module>.xǁ<class>ǁ<method>...
+_MODULE_OF_MUTANT = re.compile(r"^(.*?)\.x[_ǁ]")
 
 
 @dataclass
@@ -187,6 +190,11 @@ def write_survivor_diffs(score: PackageScore, copy: Path, out: Path) -> None:
             f.write(shown.stdout + "\n")
 
 
+def _module_of(mutant: str) -> str:
+    match = _MODULE_OF_MUTANT.match(mutant)
+    return match.group(1) if match else mutant
+
+
 def report(score: PackageScore) -> str:
     c = score.counts
     other = score.checked - c["killed"] - c["timeout"] - c["survived"] - c["no tests"]
@@ -199,7 +207,7 @@ def report(score: PackageScore) -> str:
         f"  killed {c['killed']}, timeout {c['timeout']}, survived {c['survived']}, "
         f"no tests {c['no tests']}, other {other}",
     ]
-    by_module = Counter(m.rsplit(".x", 1)[0].split(".x_")[0] for m in score.survivors())
+    by_module = Counter(_module_of(m) for m in score.survivors())
     for module, n in sorted(by_module.items()):
         lines.append(f"  undetected in {module}: {n}")
     return "\n".join(lines)
@@ -222,10 +230,8 @@ def main() -> int:
         parser.error(f"unknown package(s) {unknown}; choose from {list(PACKAGES)}")
     packages = args.packages or list(PACKAGES)
     try:
-        from importlib.metadata import version
-
         installed = version("mutmut")
-    except Exception:
+    except PackageNotFoundError:
         print(f"mutmut is not installed: python -m pip install mutmut=={MUTMUT_VERSION}",
               file=sys.stderr)
         return 2
