@@ -128,6 +128,23 @@ def test_each_pairwise_n_counts_only_the_items_that_statistic_uses() -> None:
     assert excluded.position_consistency.n == 3
 
 
+@pytest.mark.parametrize(("policy", "expected"), [("wrong", 1 / 3), ("exclude", 1.0)])
+def test_a_unit_with_no_verdict_in_either_order_is_not_position_consistent(
+        policy: str, expected: float) -> None:
+    # Item 0 agrees with itself; item 1 has no verdict in one order, item 2 in neither. By
+    # default a missing verdict is inconsistent with the other order (LLMBar's counting), even
+    # when both are missing; with "exclude" both units leave the statistic.
+    verdicts = [("A", "A"), ("B", None), (None, None)]
+    records = [PairwiseJudgment(item_id=str(i), gold="A", verdict=v, swapped=sw)
+               for i, pair in enumerate(verdicts) for v, sw in zip(pair, (False, True),
+                                                                  strict=True)]
+    options = AnalysisOptions(n_resamples=100, missing_verdict=policy)
+    judge = analyse(build_pairwise(records, "x"), options).judges[0]
+    assert isinstance(judge, PairwiseJudgeReport)
+    assert judge.n_missing_verdicts == 3
+    assert judge.position_consistency.value == pytest.approx(expected)
+
+
 def test_pairwise_gold_majority_baseline_and_repeated_samples() -> None:
     records = []
     gold_lists = [["A", "A", "B"], ["B", "B", "B"], ["A", "B", None], ["tie", "tie", "A"]]

@@ -77,6 +77,24 @@ def test_parameter_accuracy_over_calls_and_never_called_tool() -> None:
     assert kinds == [("missing_tool", "book"), ("parameter_error", "get_forecast")]
 
 
+@pytest.mark.parametrize(
+    ("calls", "score"),
+    [
+        ([], 0.0),  # never called: its parameters were not right
+        ([_call("book", raw="{id: 1")], 0.0),  # arguments that do not parse earn nothing
+        ([_call("book", id=7)], 1.0),  # called, and nothing more was asked of it
+        ([_call("other")], 0.0),
+    ],
+    ids=["never-called", "unparsed-arguments", "called", "other-tool-only"],
+)
+def test_parameter_expectation_with_only_a_tool(calls: list[ToolCallRecord],
+                                                score: float) -> None:
+    exp = Expectations(parameters=[ParameterExpectation(tool="book")])
+    result = run_checks(_tx(calls), exp).get("parameter_accuracy")
+    assert result.value == score
+    assert result.passed is (score == 1.0)
+
+
 def test_parameter_required_values_use_scenario_overrides() -> None:
     exp = Expectations(parameters=[ParameterExpectation(tool="t", required={"city": "London"})],
                        arg_matching=ArgMatching(

@@ -117,6 +117,32 @@ def test_one_vote_leaves_disagreement_undefined_not_zero() -> None:
     assert dis.score_stdev is None and dis.criteria_disagreeing is None
 
 
+NA_RUBRIC = parse_rubric({
+    "id": "na", "target": "conversation", "threshold": 0.5,
+    "criteria": [{"id": "a", "question": "A?", "scale": "binary", "allow_na": True},
+                 {"id": "b", "question": "B?", "scale": "binary", "allow_na": True}],
+}, "inline")
+ALL_NA = {"a": None, "b": None}
+
+
+@pytest.mark.parametrize(
+    ("votes", "expected"),
+    [
+        ([{"a": 1.0, "b": 1.0}, {"a": 1.0, "b": None}, ALL_NA], 1.0),
+        ([{"a": 1.0, "b": 1.0}, {"a": 0.0, "b": 0.0}, ALL_NA, ALL_NA, ALL_NA], 0.5),
+        ([{"a": 1.0, "b": 1.0}, ALL_NA, ALL_NA], None),  # one verdict: nothing to agree with
+    ],
+    ids=["two-passes", "split", "one-verdict"],
+)
+def test_pass_agreement_leaves_out_votes_with_no_verdict(
+        votes: list[dict[str, float | None]], expected: float | None) -> None:
+    # A vote that found every criterion N/A gives no pass/fail verdict: it is neither in the
+    # majority nor against it.
+    _, dis, scores = aggregate_votes(NA_RUBRIC, votes)
+    assert scores.count(None) == sum(v is ALL_NA for v in votes)
+    assert dis.pass_agreement == expected
+
+
 async def test_failed_samples_are_counted_apart() -> None:
     raw = {0: (5, 1), 1: ModelUnavailableError("429 x5"), 2: (3, 1)}
     result = await judge_transcript(ScriptedJudge(script=by_sample(raw)), RUBRIC,

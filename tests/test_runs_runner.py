@@ -3,6 +3,7 @@ fault injection through the loopback server with the real SDKs, and secrets."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
@@ -108,6 +109,63 @@ async def test_call_budget_stops_cleanly_and_resume_finishes(tmp_path: Path) -> 
     final = await resume_run(run_dir, overrides={"max_calls": 100_000})
     assert final.summary["stopped"] is None
     assert final.summary["counts"]["samples"] == 3 * final.summary["counts"]["scenarios"]
+
+
+class HeldUntilStopped(MockBehaviour):
+    """An agent whose reply in scenario `slow` is held until the runner has stopped, while
+    scenario `spender` (started once `slow`'s call is under way) uses up the call budget."""
+
+    def __init__(self, runner_box: dict[str, Any]) -> None:
+        self.box = runner_box
+        self.slow_started = asyncio.Event()
+
+    async def chat(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec],
+                   tool_choice: ToolChoice, params: GenerationParams, sample_index: int,
+                   hints: Mapping[str, Any]) -> Message:
+        if hints["scenario_id"] == "slow":
+            self.slow_started.set()
+            for _ in range(1000):  # at most 10 s
+                if self.box["runner"].state.stopped:
+                    break
+                await asyncio.sleep(0.01)
+        else:
+            await self.slow_started.wait()
+        return Message(role="assistant", content="done")
+
+    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
+                         params: GenerationParams, sample_index: int,
+                         hints: Mapping[str, Any]) -> T:
+        raise AssertionError("not used")
+
+
+async def test_a_sample_finishing_after_a_budget_stop_is_kept(tmp_path: Path) -> None:
+    box: dict[str, Any] = {}
+    behaviour = HeldUntilStopped(box)
+    register_mock("held", lambda name: behaviour)
+    try:
+        (tmp_path / "s.yaml").write_text(
+            "- id: slow\n"
+            "  user: {goal: g, script: [hello]}\n"
+            "  agent: {model: 'mock:held'}\n"
+            "  expectations: {no_tool_calls: true}\n"
+            "- id: spender\n"
+            "  user: {goal: g, script: [one, two, three]}\n"
+            "  agent: {model: 'mock:held'}\n"
+        )
+        # Two calls allowed: slow's (held open) and spender's first; spender's second stops
+        # the run while slow's sample is still in flight. Its model call was made and paid
+        # for, so its sample is stored when it finishes.
+        config = RunConfig(scenario_paths=[str(tmp_path / "s.yaml")], epochs=1, concurrency=2,
+                           max_calls=2, cache_mode="off", bootstrap_resamples=0)
+        result = await run_suite(config, tmp_path / "run",
+                                 on_start=lambda runner: box.update(runner=runner))
+        assert result.summary["stopped"]["reason"] == "budget"
+        with RunStore.open(tmp_path / "run") as store:
+            stored = {(s.scenario_id, s.epoch): s.status for s in store.iter_samples()}
+        assert stored == {("slow", 0): "scored"}
+        assert result.state.finished == 1
+    finally:
+        unregister_mock("held")
 
 
 class FailingOddEpochs(MockBehaviour):
@@ -225,6 +283,63 @@ async def test_a_hung_agent_is_an_errored_sample_and_the_run_goes_on(tmp_path: P
     assert again.summary["counts"]["errored"] == 2
     with pytest.raises(HarnessError, match="only"):
         await resume_run(tmp_path / "run", overrides={"epochs": 9})
+
+
+async def test_retry_errors_reruns_the_errored_samples_and_only_them(tmp_path: Path) -> None:
+    # The agent fails until the file `mended` exists beside it: a retried sample can succeed,
+    # so whether it was re-run shows in its status.
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "mending_agent_for_retry.py").write_text(
+        "from pathlib import Path\n"
+        "async def answer(messages, toolbox):\n"
+        "    if not Path(__file__).with_name('mended').exists():\n"
+        "        raise RuntimeError('upstream down')\n"
+        "    return 'fine'\n"
+        "async def steady(messages, toolbox):\n"
+        "    return 'fine'\n"
+    )
+    (suite / "s.yaml").write_text(
+        "- id: mends\n"
+        "  user: {goal: g, script: [hello]}\n"
+        "  agent: {callable: mending_agent_for_retry:answer}\n"
+        "  expectations: {no_tool_calls: true}\n"
+        "- id: steady\n"
+        "  user: {goal: g, script: [hello]}\n"
+        "  agent: {callable: mending_agent_for_retry:steady}\n"
+        "  expectations: {no_tool_calls: true}\n"
+    )
+    run_dir = tmp_path / "run"
+    config = RunConfig(scenario_paths=[str(suite)], epochs=2, cache_mode="off",
+                       bootstrap_resamples=0)
+    first = await run_suite(config, run_dir)
+    assert first.summary["counts"]["errored"] == 2
+
+    def statuses() -> dict[tuple[str, int], tuple[str, float]]:
+        with RunStore.open(run_dir) as store:
+            return {(s.scenario_id, s.epoch): (s.status, s.finished_at)
+                    for s in store.iter_samples()}
+
+    before = statuses()
+    assert {k: v[0] for k, v in before.items()} == {
+        ("mends", 0): "errored", ("mends", 1): "errored",
+        ("steady", 0): "scored", ("steady", 1): "scored"}
+    (suite / "mended").write_text("")
+
+    rerun: list[tuple[str, int]] = []
+    plain = await resume_run(run_dir, on_sample=lambda r: rerun.append((r.scenario_id, r.epoch)))
+    assert rerun == [] and statuses() == before, "a plain resume re-ran a stored sample"
+    assert plain.summary["counts"]["errored"] == 2
+
+    retried = await resume_run(run_dir, retry_errors=True,
+                               on_sample=lambda r: rerun.append((r.scenario_id, r.epoch)))
+    assert sorted(rerun) == [("mends", 0), ("mends", 1)]
+    after = statuses()
+    assert after[("mends", 0)][0] == after[("mends", 1)][0] == "scored"
+    assert after[("steady", 0)] == before[("steady", 0)]
+    assert after[("steady", 1)] == before[("steady", 1)]
+    assert retried.summary["counts"]["errored"] == 0
+    assert retried.summary["counts"]["samples"] == 4
 
 
 async def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:

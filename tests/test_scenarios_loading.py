@@ -333,6 +333,13 @@ def test_duplicate_ids_across_files(tmp_path: Path) -> None:
     (tmp_path / "b.yaml").write_text(yaml.safe_dump(MINIMAL))
     with pytest.raises(InputError, match=r"b\.yaml:1: id: duplicate scenario id 's1' \(first in"):
         load_scenarios([tmp_path])
+    # The report keeps the first and only the first: a duplicate is an error, not a second
+    # scenario (`harness validate` and anything reading the report see one).
+    report = validate_paths([tmp_path])
+    assert [(s.id, s.source) for s in report.scenarios] == [("s1", tmp_path / "a.yaml")]
+    assert [str(e) for e in report.errors] == [
+        f"{tmp_path / 'b.yaml'}:1: id: duplicate scenario id 's1' (first in "
+        f"{tmp_path / 'a.yaml'}:1); ids must be unique across the suite"]
 
 
 def test_paths_that_hold_no_scenarios(tmp_path: Path) -> None:

@@ -107,3 +107,139 @@ def test_bad_arguments(kwargs: dict[str, float]) -> None:
     args.update(kwargs)
     with pytest.raises(ValueError):
         minimum_detectable_difference(**args)  # type: ignore[arg-type]
+
+
+def _z(alpha: float = 0.05, power: float = 0.8) -> float:
+    return float(sps.norm.ppf(1.0 - alpha / 2.0) + sps.norm.ppf(power))
+
+
+DESIGN = {"between_variance": 0.04, "within_variance": 0.1}
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"alpha": 1.0}, "alpha must be strictly between 0 and 1, got 1.0"),
+    ({"alpha": 1.5}, "alpha must be strictly between 0 and 1, got 1.5"),
+    ({"power": 0.0}, "power must be strictly between 0 and 1, got 0.0"),
+    ({"correlation": -1.5}, "correlation must be between -1 and 1, got -1.5"),
+    ({"correlation": 1.5}, "correlation must be between -1 and 1, got 1.5"),
+    ({"between_variance": -0.1}, "variances must be finite and non-negative"),
+    ({"within_variance": -0.1}, "variances must be finite and non-negative"),
+    ({"within_variance": float("inf")}, "variances must be finite and non-negative"),
+])
+def test_every_power_function_checks_its_inputs(changes: dict[str, float], message: str) -> None:
+    args = {**DESIGN, **changes}
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        minimum_detectable_difference(n_scenarios=10, epochs=3, **args)
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        scenarios_for_target(0.1, epochs=3, **args)
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        epochs_for_target(0.1, n_scenarios=10, **args)
+
+
+def test_power_inputs_at_their_limits_are_accepted() -> None:
+    # Correlations of exactly -1 and 1, a between variance above 1, and one scenario.
+    for rho in (-1.0, 1.0):
+        minimum_detectable_difference(n_scenarios=1, epochs=1, correlation=rho, **DESIGN)
+        scenarios_for_target(0.1, epochs=1, correlation=rho, **DESIGN)
+        epochs_for_target(0.1, n_scenarios=1, correlation=rho, **DESIGN)
+    big = {"between_variance": 2.0, "within_variance": 3.0}
+    minimum_detectable_difference(n_scenarios=1, epochs=1, **big)
+    scenarios_for_target(0.1, epochs=1, **big)
+    epochs_for_target(0.1, n_scenarios=1, **big)
+    with pytest.raises(ValueError, match="^need at least 1 scenario and a positive number of "
+                       "epochs$"):
+        minimum_detectable_difference(n_scenarios=0, epochs=1, **DESIGN)
+    with pytest.raises(ValueError, match="^need at least 1 scenario and a positive number of "
+                       "epochs$"):
+        minimum_detectable_difference(n_scenarios=1, epochs=0, **DESIGN)
+    for target, epochs in ((0.0, 1), (0.1, 0)):
+        with pytest.raises(ValueError, match="^target_difference and epochs must be positive$"):
+            scenarios_for_target(target, epochs=epochs, **DESIGN)
+    for target, n in ((0.0, 1), (0.1, 0)):
+        with pytest.raises(ValueError, match="^target_difference must be positive and "
+                           "n_scenarios at least 1$"):
+            epochs_for_target(target, n_scenarios=n, **DESIGN)
+
+
+def test_pairing_and_correlation_by_hand() -> None:
+    z = _z(0.1, 0.9)
+    paired = minimum_detectable_difference(n_scenarios=20, epochs=4, alpha=0.1, power=0.9,
+                                           correlation=0.5, **DESIGN)
+    v = 2 * 0.5 * 0.04 + 2 * 0.1 / 4
+    assert paired.minimum_detectable_difference == pytest.approx(z * np.sqrt(v / 20))
+    assert paired.correlation == 0.5 and paired.paired
+    unpaired = minimum_detectable_difference(n_scenarios=20, epochs=4, alpha=0.1, power=0.9,
+                                             paired=False, correlation=0.5, **DESIGN)
+    v = 2 * 0.04 + 2 * 0.1 / 4
+    assert unpaired.minimum_detectable_difference == pytest.approx(z * np.sqrt(v / 20))
+    assert unpaired.correlation == 0.0 and unpaired.floor_with_unlimited_epochs == (
+        pytest.approx(z * np.sqrt(2 * 0.04 / 20)))
+    # Scenarios: paired by default; with a correlation the between part shrinks.
+    v = 2 * 0.5 * 0.04 + 2 * 0.1 / 4
+    need = scenarios_for_target(0.05, epochs=4, correlation=0.5, **DESIGN)
+    assert need.n_scenarios == int(np.ceil(_z() ** 2 * v / 0.05**2))
+    assert need.achievable and need.solved_for == "scenarios" and need.epochs == 4
+
+
+def test_epochs_for_target_by_hand_and_its_arguments_passed_on() -> None:
+    args = {"alpha": 0.1, "power": 0.9, "paired": True, "correlation": 0.3}
+    got = epochs_for_target(0.15, n_scenarios=30, **args, **DESIGN)  # type: ignore[arg-type]
+    z = _z(0.1, 0.9)
+    room = 0.15**2 * 30 / z**2 - 2 * 0.7 * 0.04
+    assert got.epochs == int(np.ceil(2 * 0.1 / room))
+    assert got.achieved_difference == minimum_detectable_difference(
+        n_scenarios=30, epochs=got.epochs, **args, **DESIGN).minimum_detectable_difference
+    # Out of reach by epochs: the scenarios needed, at the same alpha, power and pairing.
+    far = epochs_for_target(0.02, n_scenarios=30, **args, **DESIGN)  # type: ignore[arg-type]
+    assert not far.achievable and far.epochs is None and far.achieved_difference is None
+    k_hint = int(np.ceil(2 * 0.1 / (0.1 * 2 * 0.7 * 0.04)))
+    assert far.scenarios_needed == scenarios_for_target(
+        0.02, epochs=k_hint, **args, **DESIGN).n_scenarios  # type: ignore[arg-type]
+    assert far.reason is not None and far.reason.endswith(
+        f"About {far.scenarios_needed} scenarios at {k_hint} epochs would.")
+    # A tiny within variance still asks for at least 1 epoch in the hint and the answer.
+    tiny = {"between_variance": 0.04, "within_variance": 1e-6}
+    assert epochs_for_target(0.5, n_scenarios=30, **tiny).epochs == 1
+    hint = epochs_for_target(0.02, n_scenarios=30, **tiny).reason
+    assert hint is not None and hint.endswith("scenarios at 1 epochs would.")
+
+
+def test_epochs_for_target_when_the_room_is_exactly_used_up() -> None:
+    # Unpaired, between = d^2 C / (2 z^2): the between part alone is exactly the target.
+    z = _z()
+    exact = 0.1**2 * 10 / (z * z)
+    full = {"between_variance": exact / 2.0, "paired": False}
+    assert epochs_for_target(0.1, n_scenarios=10, within_variance=0.0, **full).epochs == 1
+    assert not epochs_for_target(0.1, n_scenarios=10, within_variance=0.1, **full).achievable
+    # No between variance and within = 2 * room: exactly 4 epochs, not 5.
+    assert epochs_for_target(0.1, n_scenarios=10, between_variance=0.0,
+                             within_variance=2.0 * exact).epochs == 4
+    # Within variance 1 is not the "no within variance" case.
+    assert epochs_for_target(0.1, n_scenarios=10, between_variance=0.0,
+                             within_variance=1.0).epochs == int(np.ceil(2.0 / exact))
+
+
+def test_design_for_target_passes_the_whole_design_on() -> None:
+    from harness.stats.power import design_for_target
+
+    analysis = minimum_detectable_difference(n_scenarios=25, epochs=3, alpha=0.1, power=0.9,
+                                             paired=False, correlation=0.4, **DESIGN)
+    design = design_for_target(analysis, 0.07)
+    assert design is not None and design.target_source == "given"
+    same = {"alpha": 0.1, "power": 0.9, "paired": False, "correlation": 0.0}
+    assert design.epochs_with_current_scenarios == epochs_for_target(
+        0.07, n_scenarios=25, **same, **DESIGN)  # type: ignore[arg-type]
+    assert design.scenarios_with_current_epochs == scenarios_for_target(
+        0.07, epochs=3, **same, **DESIGN)  # type: ignore[arg-type]
+    paired = minimum_detectable_difference(n_scenarios=25, epochs=3, correlation=0.4,
+                                           **DESIGN)
+    again = design_for_target(paired, 0.07)
+    assert again is not None
+    assert again.epochs_with_current_scenarios == epochs_for_target(
+        0.07, n_scenarios=25, correlation=0.4, **DESIGN)
+    assert again.scenarios_with_current_epochs == scenarios_for_target(
+        0.07, epochs=3, correlation=0.4, **DESIGN)
+    for bad in (0.0, -0.1, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="^the target difference must be a positive "
+                           "number, got "):
+            design_for_target(analysis, bad)

@@ -248,3 +248,31 @@ def test_an_offline_flag_that_is_not_a_boolean_is_named(
     code, out, err = _run(monkeypatch, capsys, "stats", str(path), "--json")
     assert code == 2 and out == ""
     assert f"{path}:1: offline" in err and "true or false" in err
+
+
+def test_offline_notice_by_count() -> None:
+    from harness.stats.summary import OFFLINE_NOTICE, offline_notice
+
+    assert offline_notice(0, 5) is None
+    assert offline_notice(1, 5) == (
+        "OFFLINE: 1 of 5 samples were made with mock: models in at least one role; figures "
+        "that mix them with real results say nothing dependable about any real agent.")
+    assert offline_notice(5, 5) == OFFLINE_NOTICE
+
+
+def test_design_power_and_summary_keys() -> None:
+    from harness.stats import suite_stats
+    from harness.stats.summary import design_power, stats_summary
+
+    scores = {"a": [1.0, 0.0, 1.0], "b": [0.0, 0.0], "c": [1.0, 1.0, 1.0, 0.0]}
+    suite = suite_stats(scores, bootstrap_resamples=0)
+    assert suite.variance is not None
+    got = design_power(suite, alpha=0.1, power=0.9, correlation=0.3)
+    assert got == minimum_detectable_difference(
+        n_scenarios=3, epochs=3 / (1 / 3 + 1 / 2 + 1 / 4),
+        between_variance=suite.variance.between, within_variance=suite.variance.within,
+        alpha=0.1, power=0.9, paired=True, correlation=0.3)
+    out = stats_summary(suite, source="s.jsonl", power=got)
+    assert (out["df"], out["method"], out["source"]) == (2, suite.mean.method, "s.jsonl")
+    assert out["power"] == got.model_dump(mode="json")
+    assert "source" not in stats_summary(suite)

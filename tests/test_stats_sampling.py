@@ -134,3 +134,25 @@ def test_every_scenario_at_once_equals_one_at_a_time() -> None:
         for k in range(1, n + 1):
             assert row["pass_at_k"][str(k)] == pytest.approx(pass_at_k(n, c, k), abs=1e-12)
             assert row["pass_hat_k"][str(k)] == pytest.approx(pass_hat_k(n, c, k), abs=1e-12)
+
+
+def test_wilson_bounds_stay_in_the_unit_interval_and_default_to_95() -> None:
+    # Unclamped, rounding puts the upper bound a hair above 1 (and the lower below 0) here.
+    assert wilson_interval(16, 16, 0.95)[1] == 1.0 and wilson_interval(14, 14, 0.9)[1] == 1.0
+    assert wilson_interval(0, 16, 0.95)[0] == 0.0
+    assert wilson_interval(3, 5) == pytest.approx(
+        proportion_confint(3, 5, alpha=0.05, method="wilson"))
+    for successes, n in ((-1, 2), (0, 0), (3, 2)):
+        with pytest.raises(ValueError, match=rf"^need n >= 1 and 0 <= successes <= n, got "
+                                             rf"{successes}/{n}$"):
+            wilson_interval(successes, n)
+
+
+def test_count_errors_and_the_pass_mark() -> None:
+    from harness.stats.columns import PASS_TOLERANCE, default_passed
+
+    with pytest.raises(ValueError, match=r"^need n >= 1 and 0 <= c <= n, got n=2, c=3$"):
+        pass_at_k(2, 3, 1)
+    with pytest.raises(ValueError, match=r"^k must be between 1 and n=2, got 3$"):
+        pass_hat_k(2, 1, 3)
+    assert default_passed(1.0 - PASS_TOLERANCE) and not default_passed(0.99)

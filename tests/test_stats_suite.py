@@ -85,10 +85,22 @@ def test_t_interval_against_scipy() -> None:
 
 
 def test_clustered_stderr_needs_two_clusters() -> None:
-    with pytest.raises(InsufficientDataError):
+    with pytest.raises(InsufficientDataError,
+                       match=r"^a clustered standard error needs at least 2 scenarios, got 1$"):
         clustered_stderr([1.0, 0.0], ["a", "a"])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^values and clusters must have the same length$"):
         clustered_stderr([1.0, 0.0], ["a"])
+    # Two clusters are enough: C/(C-1) = 2 times the squared cluster scores over (sum w)^2.
+    assert clustered_stderr([1.0, 0.0, 0.0], ["a", "b", "b"]) == pytest.approx(
+        math.sqrt(2 * ((1 - 1 / 3) ** 2 + (2 * -1 / 3) ** 2) / 9))
+
+
+@pytest.mark.parametrize("weights", [[1.0, 0.0], [1.0, -0.5], [1.0, math.inf], [1.0, math.nan]])
+def test_clustered_stderr_needs_positive_finite_weights(weights: list[float]) -> None:
+    with pytest.raises(ValueError, match="^weights must be positive and finite$"):
+        clustered_stderr([1.0, 0.0], ["a", "b"], weights)
+    with pytest.raises(ValueError, match="^values and weights must have the same length$"):
+        clustered_stderr([1.0, 0.0], ["a", "b"], [1.0])
 
 
 def test_pass_at_k_averaged_over_scenarios_up_to_smallest_epoch_count() -> None:
@@ -169,3 +181,99 @@ def test_suite_bootstrap_uses_seed() -> None:
     b = suite_stats(scores, seed=4, bootstrap_resamples=999)
     assert a.bootstrap == b.bootstrap
     assert a.bootstrap is not None and a.bootstrap.n_resamples == 999
+
+
+def test_every_suite_figure_uses_the_confidence_and_counts_all_samples() -> None:
+    scores = {"a": [1.0, 1.0, 1.0], "b": [1.0, 1.0, 1.0, 1.0], "c": [1.0, 1.0, 1.0],
+              "d": [1.0, 0.0, 1.0, 0.0]}
+    suite = suite_stats(scores, confidence=0.8, bootstrap_resamples=0)
+    t = sps.t.ppf(0.9, 3)
+    means = [1.0, 1.0, 1.0, 0.5]
+    se = float(np.std(means, ddof=1)) / 2.0
+    half = t * se
+    # The mean's t interval reaches past 1: it is cut there and flagged.
+    assert (suite.mean.ci_low, suite.mean.ci_high) == pytest.approx((0.875 - half, 1.0))
+    assert suite.mean.clipped
+    # The pass rate's is Wilson's score interval on the effective sample size p(1-p)/SE^2,
+    # with the t quantile on C-1 df (Korn & Graubard 1998), from the published formula.
+    p, n = 0.875, 0.875 * 0.125 / se**2
+    centre = (p + t * t / (2 * n)) / (1 + t * t / n)
+    spread = t * np.sqrt(p * (1 - p) / n + t * t / (4 * n * n)) / (1 + t * t / n)
+    assert (suite.pass_rate.ci_low, suite.pass_rate.ci_high) == pytest.approx(
+        (centre - spread, centre + spread))
+    for estimates in (suite.pass_at_k, suite.pass_hat_k):
+        assert sorted(estimates) == [1, 2, 3]
+        for k, est in estimates.items():
+            assert est.confidence == 0.8 and est.n == 14 and est.n_clusters == 4, k
+            assert est.ci_high is not None and est.ci_high <= 1.0
+    assert suite.mean.n == suite.pass_rate.n == 14
+    d = list(suite.scenarios.rows())[3]
+    assert (d["mean_ci_low"], d["mean_ci_high"]) == pytest.approx(sps.t.interval(
+        0.8, 3, loc=0.5, scale=np.std([1, 0, 1, 0], ddof=1) / 2))
+    assert suite.notes[:2] == ["unequal epoch counts (3..4): each scenario counts once (mean of "
+                               "scenario means); pass@k and pass^k reported for k <= 3, the "
+                               "smallest count",
+                               "mean: the t interval reached past the score range [0, 1] and is "
+                               "cut at it"]
+
+
+# One bootstrap resample is degenerate on purpose (scipy warns about its spread).
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_two_scenarios_get_an_interval_and_twenty_a_bootstrap_with_default_settings() -> None:
+    two = suite_stats({"a": [1.0, 0.0, 1.0], "b": [0.0, 0.0, 1.0]}, bootstrap_resamples=1)
+    assert two.mean.ci_low is not None and two.mean.df == 1
+    assert two.bootstrap is None  # below 20 scenarios BCa covers too little: the t interval
+    assert any(n.startswith("cluster bootstrap not computed: with 2 scenarios") for n in two.notes)
+    rows = [[1.0, 0.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0], [0.5, 1.0, 1.0]]
+    scores = {f"s{i}": rows[i % 4] for i in range(20)}
+    means = [float(np.mean(scores[f"s{i}"])) for i in range(20)]
+    default = suite_stats(scores)
+    assert default.bootstrap == cluster_bootstrap_interval(
+        means, n_resamples=9999, seed=0, method="BCa")
+    assert suite_stats(scores, bootstrap_resamples=0).bootstrap is None
+    assert suite_stats(scores, confidence=0.8, bootstrap_resamples=500).bootstrap == (
+        cluster_bootstrap_interval(means, confidence=0.8, n_resamples=500))
+    assert suite_stats(scores, seed=4, bootstrap_resamples=500).bootstrap == (
+        cluster_bootstrap_interval(means, n_resamples=500, seed=4))
+
+
+def test_suite_input_errors_are_precise() -> None:
+    with pytest.raises(InsufficientDataError, match="^no scenarios to summarise$"):
+        suite_stats({})
+    with pytest.raises(ValueError, match="^passed must have the same scenarios as scores$"):
+        suite_stats({"a": [1.0], "b": [0.0]}, {"a": [True]})
+    with pytest.raises(ValueError, match="^judge_scores must have the same scenarios as "
+                       "scores$"):
+        suite_stats({"a": [1.0], "b": [0.0]}, judge_scores={"a": [[1.0]]},
+                    bootstrap_resamples=0)
+    # Pass flags are passed on per scenario.
+    flagged = suite_stats({"a": [0.5, 0.5], "b": [0.0, 1.0]},
+                          {"a": [True, True], "b": [False, False]}, bootstrap_resamples=0)
+    assert [s["pass_rate"] for s in flagged.scenarios.rows()] == [1.0, 0.0]
+    one = suite_stats({"a": [1.0, 0.0]}, bootstrap_resamples=0)
+    assert one.notes[0] == "one scenario: no standard error or interval can be computed"
+    assert one.mean.n == 2 and one.mean.ci_low is None
+
+
+def test_mean_of_cluster_means_and_t_interval_details() -> None:
+    from harness.stats.estimate import check_confidence, mean_of_cluster_means
+
+    est = mean_of_cluster_means([0.2, 0.4, 0.9], confidence=0.9)
+    assert est.n == 3 and est.df == 2 and est.confidence == 0.9
+    assert est.method == "mean of scenario means; clustered SE; t interval on C-1 df"
+    assert (est.ci_low, est.ci_high) == pytest.approx(sps.t.interval(
+        0.9, 2, loc=0.5, scale=np.std([0.2, 0.4, 0.9], ddof=1) / np.sqrt(3)))
+    assert mean_of_cluster_means([0.2, 0.4], n=7).n == 7
+    alone = mean_of_cluster_means([0.3], n=4, method="m")
+    assert (alone.n, alone.df, alone.stderr) == (4, None, None)
+    assert alone.method == "m (no interval: needs at least 2 scenarios)"
+    assert mean_of_cluster_means([0.3]).n == 1
+    with pytest.raises(InsufficientDataError, match="^no scenarios to average$"):
+        mean_of_cluster_means([])
+    assert t_interval(0.0, 1.0, 3) == pytest.approx(sps.t.interval(0.95, 3))
+    for bad in (0.0, 1.0, float("nan")):
+        with pytest.raises(ValueError, match="^confidence must be strictly between 0 and 1, "):
+            check_confidence(bad)
+    with pytest.raises(ValueError, match="^a t interval needs at least 1 degree of freedom, "
+                       "got 0$"):
+        t_interval(0.5, 0.1, 0)

@@ -139,12 +139,52 @@ def test_judge_noise_only() -> None:
     assert v.judge_share_of_within == 1.0
 
 
+def test_nested_parts_add_up_to_the_squared_stderr_of_scenario_means() -> None:
+    # By the moment equations, scenario/C + epoch*mean(1/n_c)/C + judge*mean(q_c)/C is the
+    # sample variance of the scenario means over C, when nothing is truncated.
+    rng = np.random.default_rng(5)
+    data = _nested(rng, [2, 3, 4, 2, 5, 3], [[2, 3], [1, 2, 2], [3, 1, 2, 2], [2, 2],
+                                             [1, 1, 2, 3, 2], [2, 2, 2]], (0.5, 0.4, 0.3))
+    v = nested_variance_components(data)
+    assert v.truncated == [] and min(v.scenario, v.epoch, v.judge) > 0
+    means = [np.mean([np.mean(t) for t in ts]) for ts in data.values()]
+    n_c = np.array([len(ts) for ts in data.values()])
+    q_c = np.array([sum(1 / len(t) for t in ts) for ts in data.values()]) / n_c**2
+    assert v.suite_variance_scenario == pytest.approx(v.scenario / 6)
+    assert v.suite_variance_epoch == pytest.approx(v.epoch * np.mean(1 / n_c) / 6)
+    assert v.suite_variance_judge == pytest.approx(v.judge * np.mean(q_c) / 6)
+    assert v.suite_variance_scenario + v.suite_variance_epoch + v.suite_variance_judge == (
+        pytest.approx(np.var(means, ddof=1) / 6, rel=1e-10))
+    assert v.judge_share_of_within == pytest.approx(v.judge / (v.epoch + v.judge))
+
+
+def test_zero_is_not_truncated_and_no_within_noise_has_no_judge_share() -> None:
+    # Every judge sample and every epoch agree: judge and epoch noise are exactly 0.
+    v = nested_variance_components({"a": [[0.5, 0.5], [0.5, 0.5]], "b": [[1.0, 1.0], [1.0]]})
+    assert (v.judge, v.epoch_raw) == (0.0, 0.0) and v.scenario == pytest.approx(0.125)
+    assert v.truncated == [] and v.judge_share_of_within is None
+
+
+def test_truncation_is_named_and_an_exact_zero_is_not_truncated() -> None:
+    # var(scenario means) = 1/8 = pooled within (1/4) / 2 epochs: between is exactly 0.
+    v = variance_components({"a": [0.0, 1.0], "b": [1.0, 1.0]})
+    assert v.between_raw == 0.0 and v.truncated == []
+    # Equal scenario means and epoch noise: the scenario part is negative, and named.
+    nested = nested_variance_components({"a": [[0.0, 0.0], [1.0, 1.0]],
+                                         "b": [[1.0, 1.0], [0.0, 0.0]]})
+    assert nested.scenario_raw < 0 and "scenario" in nested.truncated
+
+
 def test_insufficient_data() -> None:
     with pytest.raises(InsufficientDataError, match="2 scenarios"):
         variance_components({"a": [1.0, 0.0]})
-    with pytest.raises(InsufficientDataError, match="2 or more epochs"):
+    with pytest.raises(InsufficientDataError, match="^within-scenario variance needs at least "
+                       "one scenario with 2 or more epochs$"):
         variance_components({"a": [1.0], "b": [0.0]})
-    with pytest.raises(InsufficientDataError, match="judged twice"):
+    with pytest.raises(ValueError, match="^variance components need finite scores$"):
+        variance_components({"a": [1.0, float("nan")], "b": [0.0, 1.0]})
+    with pytest.raises(InsufficientDataError,
+                       match="^judge noise needs at least one transcript judged twice$"):
         nested_variance_components({"a": [[1.0], [0.0]], "b": [[1.0], [1.0]]})
     with pytest.raises(ValueError, match="no scores"):
         nested_variance_components({"a": [[1.0], []], "b": [[1.0, 0.0]]})
