@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import collections
 import json
+import logging
 import random
 import signal
 import sys
@@ -34,6 +35,12 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from harness.testing.replies import Api, RecordedRequest, Rendered, Reply, auto_reply, render
+
+# What aiohttp logs about a request (a client that hung up mid-reply, as the timeout tests make
+# clients do) is expected of a test server: kept out of the caller's logs and log files.
+_QUIET = logging.getLogger("harness.testing.server.aiohttp")
+_QUIET.propagate = False
+_QUIET.addHandler(logging.NullHandler())
 
 Responder = Callable[[RecordedRequest], "Reply | None"]
 """A function of the request returning the reply, or ``None`` to fall through to auto."""
@@ -150,7 +157,7 @@ class LoopbackServer:
         app.router.add_post("/v1/chat/completions", self._handle_openai)
         app.router.add_post("/chat/completions", self._handle_openai)
         app.router.add_post("/v1/messages", self._handle_anthropic)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5, logger=_QUIET)
         await self._runner.setup()
         # A deep backlog so hundreds of clients connecting at once are not refused.
         site = web.TCPSite(self._runner, "127.0.0.1", self._requested_port, backlog=4096,
