@@ -167,6 +167,9 @@ def _trajectory_checks(
               "matched": len(scores.pairs)}
     matching_details = {
         **counts,
+        # the whole reference, so a report can show it beside the calls the agent made
+        "reference": [{"index": i, "name": r.name, "args": r.args, "turn": r.turn}
+                      for i, r in enumerate(reference)],
         "pairs": [{"reference": i, "actual": j, "name": reference[i].name}
                   for i, j in sorted(scores.pairs)],
         "unmatched_reference": [{"index": i, "name": r.name, "args": r.args}

@@ -270,6 +270,7 @@ class Runner:
             )
         if self.state.stopped and self.state.stop_reason != "budget":
             return
+        record.tags = list(scenario.tags)
         self.store.write_sample(record)
         self.state.finished += 1
         self.state.errored += int(record.status == "errored")

@@ -27,13 +27,15 @@ class SampleRecord(BaseModel):
     judge sample of every rubric (set when judged more than once), which separates judge noise
     from agent noise. ``models`` names the models of each role (``mock:`` ones are offline; a
     Python agent is ``python:module:function``); ``offline`` is true when any role used a
-    ``mock:`` model.
+    ``mock:`` model. ``tags`` are the scenario's (empty in stores written before they were
+    kept).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     scenario_id: str
     epoch: int
+    tags: list[str] = Field(default_factory=list)
     status: SampleStatus
     score: float | None = None
     passed: bool | None = None

@@ -1,0 +1,206 @@
+// agent-eval-harness report script (Apache-2.0, part of the project). It adds the filters,
+// the search and the drill-down to a page that reads without it. Outside text is only ever
+// put into the page with textContent (createTextNode), never parsed as HTML.
+"use strict";
+(function () {
+  function h(tag, attrs) {
+    var el = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        if (attrs[k] !== null && attrs[k] !== undefined && attrs[k] !== false) el.setAttribute(k, attrs[k]);
+      });
+    }
+    for (var i = 2; i < arguments.length; i++) add(el, arguments[i]);
+    return el;
+  }
+  function add(el, child) {
+    if (child === null || child === undefined || child === false) return;
+    if (Array.isArray(child)) { child.forEach(function (c) { add(el, c); }); return; }
+    el.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));
+  }
+  function num(v, d) { return v === null || v === undefined ? "—" : Number(v).toFixed(d === undefined ? 3 : d); }
+  function pretty(v) { return typeof v === "string" ? v : JSON.stringify(v, null, 2); }
+  function tag(text, cls) { return h("span", { "class": "tag " + (cls || "") }, text); }
+  function outcomeOf(s) { return s.status !== "scored" ? s.status : (s.passed ? "passed" : "failed"); }
+  var OUTCOME_CLASS = { passed: "good", failed: "bad", errored: "err" };
+
+  // Embedded data: plain JSON, or gzipped and base64-encoded when large.
+  var cache = {};
+  function loadData(id) {
+    if (cache[id]) return cache[id];
+    var el = document.getElementById(id);
+    if (!el) return Promise.resolve(null);
+    var text = el.textContent;
+    if (el.getAttribute("data-encoding") !== "gzip-base64") {
+      cache[id] = Promise.resolve(JSON.parse(text));
+    } else {
+      var bin = atob(JSON.parse(text));
+      var bytes = new Uint8Array(bin.length);
+      for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      cache[id] = new Response(stream).text().then(JSON.parse);
+    }
+    return cache[id];
+  }
+
+  // ---- one sample, drawn ----
+  function conversation(s) {
+    var out = [];
+    if (s.system_prompt) out.push(h("details", null, h("summary", null, "system prompt"), h("pre", null, s.system_prompt)));
+    s.messages.forEach(function (m) {
+      var who = m.role === "user" ? "simulated user" : (m.role === "assistant" ? "agent" : m.role);
+      var box = h("div", { "class": "msgbox " + m.role }, h("div", { "class": "who" }, who));
+      if (m.content) box.appendChild(h("pre", null, m.content));
+      m.tool_calls.forEach(function (c) {
+        var failed = c.is_error || c.error;
+        box.appendChild(h("div", { "class": "call" + (failed ? " failed" : ""), "data-tool": c.name },
+          h("div", null, h("strong", null, "tool call " + c.name), c.latency_s !== null ? h("span", { "class": "muted small" }, "  " + (c.latency_s * 1000).toFixed(1) + " ms") : null),
+          h("pre", { "class": "args" }, c.raw !== null && c.raw !== undefined ? c.raw : pretty(c.arguments)),
+          h("div", { "class": "muted small" }, failed ? "error" : "result (mocked)"),
+          h("pre", { "class": "result" }, c.error ? c.error : pretty(c.result))));
+      });
+      out.push(box);
+    });
+    if (!s.messages.length) out.push(h("p", { "class": "muted" }, "No message was recorded."));
+    return out;
+  }
+  function callLine(c) { return c.name + "(" + JSON.stringify(c.args !== undefined ? c.args : c.arguments) + ")"; }
+  function trajectory(s) {
+    if (!s.trajectory || !s.trajectory.reference.length) {
+      if (!s.actual_trajectory.length) return null;
+    }
+    var ref = s.trajectory ? s.trajectory.reference : [];
+    var pairs = s.trajectory ? s.trajectory.pairs : [];
+    var refMatch = {}, actMatch = {};
+    pairs.forEach(function (p) { refMatch[p.reference] = p.actual; actMatch[p.actual] = p.reference; });
+    var left = h("ol", { start: 0 }, ref.map(function (c, i) {
+      return h("li", null, h("code", null, callLine(c)), " ", i in refMatch ? tag("matched #" + refMatch[i], "good") : tag("missing", "bad"));
+    }));
+    var right = h("ol", { start: 0 }, s.actual_trajectory.map(function (c, j) {
+      return h("li", null, h("code", null, callLine(c)), " ", j in actMatch ? tag("matches #" + actMatch[j], "good") : (ref.length ? tag("unmatched", "warn") : null));
+    }));
+    return [h("h3", null, "Trajectory"), h("div", { "class": "cols" },
+      h("div", null, h("div", { "class": "muted small" }, "reference"), ref.length ? left : h("p", { "class": "muted" }, "none")),
+      h("div", null, h("div", { "class": "muted small" }, "actual"), s.actual_trajectory.length ? right : h("p", { "class": "muted" }, "no tool call")))];
+  }
+  function checks(s) {
+    if (!s.checks.length) return null;
+    var rows = s.checks.map(function (c) {
+      var detail = [];
+      (c.findings || []).forEach(function (f) { detail.push(h("div", null, tag(f.kind, "bad"), " ", f.message)); });
+      if (c.name === "final_state_match" && c.details && c.details.diff && c.details.diff.length) {
+        detail.push(h("div", { "class": "muted small" }, "state diff by JSON path:"), h("ul", null, c.details.diff.map(function (d) { return h("li", null, h("code", null, d)); })));
+      }
+      if (c.unscored_reason) detail.push(h("div", { "class": "muted" }, "unscored: " + c.unscored_reason));
+      if (c.details && Object.keys(c.details).length) detail.push(h("details", null, h("summary", { "class": "muted small" }, "details"), h("pre", null, pretty(c.details))));
+      return h("tr", { "data-check": c.name }, h("td", null, c.name), h("td", { "class": "num" }, num(c.value)),
+        h("td", null, c.passed === null ? tag("unscored") : (c.passed ? tag("pass", "good") : tag("fail", "bad"))), h("td", null, detail));
+    });
+    return [h("h3", null, "Checks"), h("table", null, h("thead", null, h("tr", null, h("th", null, "check"), h("th", { "class": "num" }, "value"), h("th", null, "verdict"), h("th", null, "expected against actual"))), h("tbody", null, rows))];
+  }
+  function judges(s) {
+    if (!s.judgments.length) return null;
+    var out = [h("h3", null, "Judges")];
+    s.judgments.forEach(function (j) {
+      var head = h("div", null, h("strong", null, "rubric " + j.rubric_id), " score " + num(j.score) + " ",
+        j.passed === null ? tag(j.status) : (j.passed ? tag("pass", "good") : tag("fail", "bad")),
+        j.unscored_reason ? h("span", { "class": "muted" }, " " + j.unscored_reason) : null,
+        j.error ? h("span", { "class": "muted" }, " error: " + j.error) : null);
+      var crit = h("table", null, h("thead", null, h("tr", null, h("th", null, "criterion"), h("th", { "class": "num" }, "value"), h("th", null, "verdict"), h("th", null, "votes"))),
+        h("tbody", null, j.criteria.map(function (c) {
+          return h("tr", null, h("td", null, c.criterion_id), h("td", { "class": "num" }, num(c.value)),
+            h("td", null, c.passed === null ? tag("n/a") : (c.passed ? tag("pass", "good") : tag("fail", "bad"))),
+            h("td", { "class": "small" }, (c.votes || []).map(function (v) { return num(v, 2); }).join(", ")));
+        })));
+      var samples = j.samples.map(function (js) {
+        return h("details", { "class": "judge-sample" }, h("summary", null, "judge " + js.judge + ", sample " + js.sample + (js.error ? " (error)" : "")),
+          js.error ? h("p", null, js.error) : null,
+          js.verdicts.map(function (v) {
+            return h("div", { "class": "verdict" + (v.normalised !== null && v.normalised < 0.5 ? " low" : "") },
+              h("div", null, h("strong", null, v.criterion_id), " score " + (v.score === null ? "n/a" : v.score) + (v.turn !== null ? " (turn " + v.turn + ")" : "")),
+              h("div", null, v.reasoning),
+              (v.evidence || []).map(function (e) { return h("blockquote", null, e); }),
+              (v.unverified_evidence || []).map(function (e) { return h("blockquote", { title: "not found in the transcript" }, "(not found in the transcript) " + e); }));
+          }));
+      });
+      out.push(h("div", { "class": "rubric", "data-rubric": j.rubric_id }, head, crit, samples));
+    });
+    return out;
+  }
+  function sampleView(s) {
+    var outcome = outcomeOf(s);
+    return h("div", { "class": "sample" },
+      h("h3", null, s.scenario_id + " · epoch " + s.epoch + " "),
+      h("p", null, tag(outcome, OUTCOME_CLASS[outcome]), " score " + num(s.score) + " · stop: " + s.stop_reason + (s.stop_detail ? " (" + s.stop_detail + ")" : "") + " · " + s.duration_s + " s",
+        (s.tags || []).map(function (t) { return [" ", tag(t)]; })),
+      s.error ? h("p", { "class": "banner bad" }, h("strong", null, "Errored (" + s.error.kind + (s.error.role ? ", " + s.error.role : "") + "): "), s.error.message, h("br"), "Not a score: the run's error policy decides how it counts.") : null,
+      h("h3", null, "Conversation"), conversation(s), trajectory(s), checks(s), judges(s));
+  }
+  window.harnessSampleView = sampleView;  // for pages that draw samples side by side
+
+  // ---- the run page: drill-down, filters, search ----
+  var table = document.getElementById("sample-table");
+  var drill = document.getElementById("drill");
+  function showSample(index) {
+    if (!drill) return;
+    loadData("samples-data").then(function (samples) {
+      var s = samples && samples[index];
+      if (!s) return;
+      drill.textContent = "";
+      var close = h("button", { "class": "close", type: "button" }, "close");
+      close.addEventListener("click", function () { drill.hidden = true; drill.parentNode.classList.remove("open"); history.replaceState(null, "", "#samples"); });
+      drill.appendChild(close);
+      drill.appendChild(sampleView(s));
+      drill.hidden = false;
+      drill.parentNode.classList.add("open");
+      drill.scrollTop = 0;
+      document.querySelectorAll("#sample-table tr.current").forEach(function (r) { r.classList.remove("current"); });
+      var row = document.getElementById("row-" + index);
+      if (row) row.classList.add("current");
+    });
+  }
+  function onHash() {
+    var m = /^#sample-(\d+)$/.exec(location.hash);
+    if (m) showSample(Number(m[1]));
+  }
+  if (table) {
+    var form = document.getElementById("filters");
+    form.hidden = false;
+    var f = { scenario: document.getElementById("f-scenario"), outcome: document.getElementById("f-outcome"),
+      kind: document.getElementById("f-kind"), tag: document.getElementById("f-tag"), text: document.getElementById("f-text") };
+    var texts = null, matches = null;
+    var rows = Array.prototype.slice.call(table.tBodies[0].rows);
+    var apply = function () {
+      var shown = 0;
+      rows.forEach(function (r) {
+        var ok = (!f.scenario.value || r.dataset.scenario === f.scenario.value) &&
+          (!f.outcome.value || r.dataset.outcome === f.outcome.value) &&
+          (!f.kind.value || r.dataset.kinds.split("|").indexOf(f.kind.value) >= 0) &&
+          (!f.tag.value || r.dataset.tags.split("|").indexOf(f.tag.value) >= 0) &&
+          (!matches || matches[Number(r.dataset.index)]);
+        r.classList.toggle("hidden", !ok);
+        shown += ok;
+      });
+      document.getElementById("f-count").textContent = shown + " of " + rows.length + " samples";
+    };
+    var search = function () {
+      var q = f.text.value.trim().toLowerCase();
+      if (!q) { matches = null; apply(); return; }
+      loadData("samples-data").then(function (samples) {
+        if (!texts) texts = samples.map(function (s) { return JSON.stringify([s.messages, s.error, s.checks, s.judgments]).toLowerCase(); });
+        matches = texts.map(function (t) { return t.indexOf(q) >= 0; });
+        apply();
+      });
+    };
+    var timer = null;
+    f.text.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(search, 150); });
+    [f.scenario, f.outcome, f.kind, f.tag].forEach(function (s) { s.addEventListener("change", apply); });
+    form.addEventListener("submit", function (e) { e.preventDefault(); });
+    document.querySelectorAll("a.pick-scenario").forEach(function (a) {
+      a.addEventListener("click", function () { f.scenario.value = a.dataset.scenario; apply(); });
+    });
+    window.addEventListener("hashchange", onHash);
+    apply();
+    onHash();
+  }
+})();

@@ -1,0 +1,213 @@
+"""The geometry of the report's plots, in SVG pixels; ``templates/plots.html.j2`` draws it.
+
+Each function turns figures into positioned shapes (points, segments, polylines, rectangles,
+tick labels), so the template stays a list of SVG elements and the arithmetic stays here,
+where it is tested. Values outside a plot's domain are clamped to its edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+LABEL_WIDTH = 230
+PLOT_WIDTH = 460
+ROW_HEIGHT = 18
+MARGIN = 28
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A linear map from the domain ``[lo, hi]`` to pixels ``[start, end]``."""
+
+    lo: float
+    hi: float
+    start: float
+    end: float
+
+    def __call__(self, value: float) -> float:
+        if self.hi == self.lo:
+            return (self.start + self.end) / 2
+        clamped = min(max(value, self.lo), self.hi)
+        return round(self.start + (clamped - self.lo) / (self.hi - self.lo)
+                     * (self.end - self.start), 2)
+
+
+@dataclass(frozen=True)
+class Tick:
+    at: float
+    label: str
+
+
+def ticks(scale: Scale, count: int = 5) -> list[Tick]:
+    """``count`` + 1 evenly spaced ticks over the domain, labelled to 2 significant places."""
+    step = (scale.hi - scale.lo) / count
+    values = [scale.lo + i * step for i in range(count + 1)]
+    return [Tick(at=scale(v), label=f"{v:.2g}") for v in values]
+
+
+@dataclass(frozen=True)
+class ForestRow:
+    y: float
+    label: str
+    x: float | None
+    low: float | None
+    high: float | None
+    marked: bool
+    tooltip: str
+    anchor: str | None
+
+
+@dataclass(frozen=True)
+class Forest:
+    """Estimates with intervals, one row each (a forest plot)."""
+
+    width: float
+    height: float
+    plot_left: float
+    plot_right: float
+    axis_y: float
+    rows: list[ForestRow]
+    ticks: list[Tick]
+    reference_x: float | None
+    reference_label: str
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One row of a forest plot: a label, the estimate and its interval (any may be missing),
+    whether it is marked (e.g. flaky), a hover text and an in-page anchor to link to."""
+
+    label: str
+    value: float | None
+    low: float | None
+    high: float | None
+    marked: bool = False
+    tooltip: str = ""
+    anchor: str | None = None
+
+
+def forest(estimates: Sequence[Estimate], domain: tuple[float, float], *,
+           reference: float | None = None, reference_label: str = "") -> Forest:
+    """A forest plot of ``estimates`` in the given order over ``domain``, with an optional
+    vertical reference line (e.g. 0 for differences, the suite mean for scenarios)."""
+    left = LABEL_WIDTH
+    scale = Scale(domain[0], domain[1], left, left + PLOT_WIDTH)
+    rows = []
+    for i, e in enumerate(estimates):
+        y = MARGIN / 2 + (i + 0.5) * ROW_HEIGHT
+        rows.append(ForestRow(
+            y=y, label=e.label,
+            x=None if e.value is None else scale(e.value),
+            low=None if e.low is None else scale(e.low),
+            high=None if e.high is None else scale(e.high),
+            marked=e.marked, tooltip=e.tooltip, anchor=e.anchor,
+        ))
+    axis_y = MARGIN / 2 + len(estimates) * ROW_HEIGHT + 4
+    return Forest(
+        width=left + PLOT_WIDTH + MARGIN, height=axis_y + MARGIN, plot_left=left,
+        plot_right=left + PLOT_WIDTH, axis_y=axis_y, rows=rows, ticks=ticks(scale),
+        reference_x=None if reference is None else scale(reference),
+        reference_label=reference_label,
+    )
+
+
+@dataclass(frozen=True)
+class Series:
+    """A named line through ``points`` (x, y), with an optional band (x, low, high)."""
+
+    name: str
+    points: Sequence[tuple[float, float]]
+    band: Sequence[tuple[float, float, float]] = ()
+    css_class: str = "s1"
+
+
+@dataclass(frozen=True)
+class DrawnSeries:
+    name: str
+    css_class: str
+    polyline: str
+    band: str
+    dots: list[tuple[float, float, str]]
+
+
+@dataclass(frozen=True)
+class LineChart:
+    width: float
+    height: float
+    left: float
+    right: float
+    top: float
+    bottom: float
+    series: list[DrawnSeries]
+    x_ticks: list[Tick]
+    y_ticks: list[Tick]
+    x_label: str
+    y_label: str
+    extra: list[tuple[float, float, float, float]] = field(default_factory=list)
+
+
+def line_chart(series: Sequence[Series], *, x_domain: tuple[float, float],
+               y_domain: tuple[float, float] = (0.0, 1.0), x_label: str = "",
+               y_label: str = "", x_ticks: Sequence[float] | None = None,
+               width: float = 520, height: float = 260,
+               diagonal: bool = False) -> LineChart:
+    """Lines (with shaded interval bands) over shared axes. ``x_ticks`` are the x values to
+    label (default: 5 even steps); ``diagonal`` draws the y = x line (for reliability
+    plots)."""
+    left, right, top, bottom = 48.0, width - 16, 12.0, height - 36
+    sx = Scale(x_domain[0], x_domain[1], left, right)
+    sy = Scale(y_domain[0], y_domain[1], bottom, top)
+    drawn = []
+    for s in series:
+        polyline = " ".join(f"{sx(x)},{sy(y)}" for x, y in s.points)
+        band = ""
+        if s.band:
+            upper = [f"{sx(x)},{sy(hi)}" for x, _, hi in s.band]
+            lower = [f"{sx(x)},{sy(lo)}" for x, lo, _ in reversed(s.band)]
+            band = " ".join(upper + lower)
+        dots = [(sx(x), sy(y), f"{s.name}: x={x:g}, y={y:.3f}") for x, y in s.points]
+        drawn.append(DrawnSeries(s.name, s.css_class, polyline, band, dots))
+    x_tick_list = (ticks(sx) if x_ticks is None
+                   else [Tick(at=sx(v), label=f"{v:g}") for v in x_ticks])
+    extra = []
+    if diagonal:
+        lo, hi = max(x_domain[0], y_domain[0]), min(x_domain[1], y_domain[1])
+        extra.append((sx(lo), sy(lo), sx(hi), sy(hi)))
+    return LineChart(width=width, height=height, left=left, right=right, top=top,
+                     bottom=bottom, series=drawn, x_ticks=x_tick_list, y_ticks=ticks(sy),
+                     x_label=x_label, y_label=y_label, extra=extra)
+
+
+@dataclass(frozen=True)
+class Segment:
+    label: str
+    share: float
+    x: float
+    width: float
+    css_class: str
+
+
+def shares_bar(parts: Sequence[tuple[str, float]], width: float = 520) -> list[Segment]:
+    """One horizontal bar split into each part's share of the total (parts of zero or less
+    are left out; nothing when the total is zero)."""
+    kept = [(label, value) for label, value in parts if value > 0]
+    total = sum(value for _, value in kept)
+    if total <= 0:
+        return []
+    segments, x = [], 0.0
+    for i, (label, value) in enumerate(kept):
+        w = round(value / total * width, 2)
+        segments.append(Segment(label=label, share=value / total, x=x, width=w,
+                                css_class=f"s{i + 1}"))
+        x += w
+    return segments
+
+
+def k_values_to_label(ks: Sequence[int]) -> list[int]:
+    """The k values an axis labels: 1, 2, 4, 8, ... and the largest."""
+    if not ks:
+        return []
+    largest = max(ks)
+    wanted = {1 << i for i in range(largest.bit_length())} | {largest}
+    return [k for k in sorted(ks) if k in wanted]

@@ -1,0 +1,285 @@
+"""The run page: a run directory's summary and every sample, as one HTML file.
+
+The summary's figures come from ``summary.json`` (read through the model that writes it);
+the samples come from the store, one at a time: each becomes a row of the samples table
+(server-rendered, so it reads with scripts off) and a compact record for the drill-down
+(embedded as data, rendered by the page's script on demand). Latency figures are computed
+here from the samples' timings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.report.html.page import embedded_data, render_page, write_page
+from harness.report.html.plots import (
+    Estimate,
+    Series,
+    forest,
+    k_values_to_label,
+    line_chart,
+    shares_bar,
+)
+from harness.runs.sample import SampleRecord
+from harness.runs.store import RunStore
+from harness.runs.summary import read_summary
+
+REPORT_FILENAME = "report.html"
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Median, 95th percentile and maximum of some durations (seconds), and how many."""
+
+    n: int
+    median: float | None
+    p95: float | None
+    max: float | None
+
+
+def spread(values: Sequence[float]) -> Spread:
+    """The :class:`Spread` of ``values`` (percentiles by linear interpolation, numpy's
+    default); all ``None`` for no values."""
+    if not values:
+        return Spread(0, None, None, None)
+    ordered = sorted(values)
+
+    def quantile(q: float) -> float:
+        pos = q * (len(ordered) - 1)
+        lo, hi = math.floor(pos), math.ceil(pos)
+        return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+    return Spread(len(ordered), quantile(0.5), quantile(0.95), ordered[-1])
+
+
+@dataclass
+class _Latencies:
+    episodes: list[float] = field(default_factory=list)
+    turns: list[float] = field(default_factory=list)
+    tool_calls: list[float] = field(default_factory=list)
+    by_role: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, record: SampleRecord) -> None:
+        t = record.transcript
+        if record.finished_at > record.started_at:
+            self.episodes.append(record.finished_at - record.started_at)
+        per_turn: dict[int, float] = {}
+        for step in t.steps:
+            self.by_role.setdefault(step.role, []).append(step.latency_s)
+            if step.role == "agent":
+                per_turn[step.turn] = per_turn.get(step.turn, 0.0) + step.latency_s
+        for call in t.tool_calls:
+            per_turn[call.turn] = per_turn.get(call.turn, 0.0) + call.latency_s
+            self.tool_calls.append(call.latency_s)
+        self.turns.extend(per_turn.values())
+
+    def rows(self) -> list[tuple[str, Spread]]:
+        rows = [("episode (whole conversation, judging included)", spread(self.episodes)),
+                ("agent turn (its model calls and tool calls)", spread(self.turns)),
+                ("tool call", spread(self.tool_calls))]
+        rows += [(f"{role} model call", spread(values))
+                 for role, values in sorted(self.by_role.items())]
+        return rows
+
+
+def failure_kinds(record: SampleRecord) -> list[str]:
+    """What went wrong in a sample, for the filters: the kinds of the checks' findings, a
+    failed judge criterion, or the error's kind for an errored sample."""
+    kinds: set[str] = set()
+    if record.error is not None:
+        kinds.add(f"error: {record.error.kind}")
+    for report in record.checks:
+        for result in report.get("results", []):
+            kinds.update(f["kind"] for f in result.get("findings", []))
+    if any(j.get("failed_criteria") for j in record.judgments):
+        kinds.add("judge_failed_criterion")
+    return sorted(kinds)
+
+
+def _reference_trajectory(checks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for report in checks:
+        for result in report.get("results", []):
+            if result.get("name") == "trajectory_any_order_match":
+                details = result.get("details") or {}
+                return {"reference": details.get("reference", []),
+                        "pairs": details.get("pairs", [])}
+    return None
+
+
+def sample_view(record: SampleRecord) -> dict[str, Any]:
+    """What the drill-down shows of one sample (the page's script renders it): the
+    conversation with each tool call's arguments and result, the stop reason, the error,
+    every check (value, verdict, details, findings), the reference trajectory against the
+    actual one, and every rubric with each criterion's votes and each judge sample's score,
+    reasoning and quoted evidence."""
+    t = record.transcript
+    results = {c.call_id: c for c in t.tool_calls}
+    messages = []
+    for m in t.messages:
+        if m.role == "tool":
+            continue  # shown with the call it answers
+        calls = []
+        for tc in m.tool_calls:
+            done = results.get(tc.id)
+            calls.append({
+                "name": tc.name, "arguments": tc.arguments, "raw": tc.raw_arguments,
+                "result": None if done is None else done.result,
+                "error": None if done is None else done.error,
+                "is_error": bool(done and done.is_error),
+                "latency_s": None if done is None else done.latency_s,
+            })
+        messages.append({"role": m.role, "content": m.content, "tool_calls": calls})
+    judgments = []
+    for j in record.judgments:
+        samples = [{
+            "judge": s.get("judge_model"), "sample": s.get("sample_index"),
+            "error": s.get("error"),
+            "verdicts": [{k: v.get(k) for k in ("criterion_id", "score", "normalised", "turn",
+                                                "reasoning", "evidence",
+                                                "unverified_evidence")}
+                         for v in s.get("verdicts", [])],
+        } for s in j.get("judgments", [])]
+        judgments.append({
+            "rubric_id": j.get("rubric_id"), "score": j.get("score"),
+            "passed": j.get("passed"), "status": j.get("status"),
+            "unscored_reason": j.get("unscored_reason"), "error": j.get("error"),
+            "criteria": [{k: c.get(k) for k in ("criterion_id", "value", "passed", "votes")}
+                         for c in j.get("criteria", [])],
+            "samples": samples,
+        })
+    checks = [r for report in record.checks for r in report.get("results", [])]
+    return {
+        "scenario_id": record.scenario_id, "epoch": record.epoch, "status": record.status,
+        "score": record.score, "passed": record.passed, "tags": record.tags,
+        "stop_reason": t.stop_reason, "stop_detail": t.stop_detail,
+        "error": None if record.error is None else record.error.model_dump(mode="json"),
+        "system_prompt": t.system_prompt, "messages": messages,
+        "actual_trajectory": [{"name": c.name, "arguments": c.arguments, "turn": c.turn}
+                              for c in t.tool_calls],
+        "trajectory": _reference_trajectory(record.checks),
+        "checks": checks, "judgments": judgments,
+        "duration_s": round(record.finished_at - record.started_at, 3),
+    }
+
+
+@dataclass(frozen=True)
+class SampleRow:
+    index: int
+    scenario_id: str
+    epoch: int
+    status: str
+    outcome: str
+    score: float | None
+    stop_reason: str
+    kinds: list[str]
+    tags: list[str]
+    error: str | None
+
+
+def _outcome(record: SampleRecord) -> str:
+    if record.status != "scored":
+        return record.status
+    return "passed" if record.passed else "failed"
+
+
+def _samples(store: RunStore) -> tuple[list[SampleRow], list[dict[str, Any]], _Latencies]:
+    rows: list[SampleRow] = []
+    views: list[dict[str, Any]] = []
+    latencies = _Latencies()
+    for record in store.iter_samples():  # ordered by scenario and epoch
+        latencies.add(record)
+        error = None if record.error is None else f"{record.error.kind}: {record.error.message}"
+        rows.append(SampleRow(
+            index=len(rows), scenario_id=record.scenario_id, epoch=record.epoch,
+            status=record.status, outcome=_outcome(record), score=record.score,
+            stop_reason=record.transcript.stop_reason, kinds=failure_kinds(record),
+            tags=list(record.tags), error=error,
+        ))
+        views.append(sample_view(record))
+    return rows, views, latencies
+
+
+def _scenario_forest(score: dict[str, Any]) -> Any:
+    scenarios = sorted(score["scenarios"], key=lambda s: (s["mean"], s["scenario_id"]))
+    domain = tuple(score.get("score_range") or (0.0, 1.0))
+    estimates = [Estimate(
+        label=s["scenario_id"], value=s["mean"], low=s.get("mean_ci_low"),
+        high=s.get("mean_ci_high"), marked=bool(s.get("flaky")),
+        tooltip=(f"{s['scenario_id']}: mean {s['mean']:.3f}, pass rate "
+                 f"{s['pass_rate']:.2f} over {s['n_epochs']} epochs"
+                 + (" (flaky)" if s.get("flaky") else "")),
+        anchor=f"scenario-{s['scenario_id']}",
+    ) for s in scenarios]
+    return forest(estimates, (float(domain[0]), float(domain[1])), reference=score["mean"],
+                  reference_label="suite mean")
+
+
+def _k_chart(score: dict[str, Any]) -> Any:
+    series = []
+    for key, name, css in (("pass_at_k_detail", "pass@k", "s1"),
+                           ("pass_hat_k_detail", "pass^k", "s2")):
+        detail = {int(k): v for k, v in score[key].items()}
+        ks = sorted(detail)
+        series.append(Series(
+            name=name, css_class=css,
+            points=[(k, detail[k]["value"]) for k in ks],
+            band=[(k, detail[k]["ci_low"], detail[k]["ci_high"]) for k in ks
+                  if detail[k].get("ci_low") is not None],
+        ))
+    ks = sorted(int(k) for k in score["pass_at_k_detail"])
+    if not ks:
+        return None
+    return line_chart(series, x_domain=(1, max(max(ks), 2)), x_label="k (epochs drawn)",
+                      y_label="probability", x_ticks=k_values_to_label(ks))
+
+
+def _variance_bars(score: dict[str, Any]) -> list[Any]:
+    judge = score.get("judge_variance_components")
+    vc = score.get("variance_components")
+    if vc is None:
+        return []
+    if judge is not None:
+        parts = [("between scenarios", vc["suite_variance_between"]),
+                 ("between epochs (agent)", judge["suite_variance_epoch"]),
+                 ("between judge samples", judge["suite_variance_judge"])]
+    else:
+        parts = [("between scenarios", vc["suite_variance_between"]),
+                 ("within scenario (epochs and judges)", vc["suite_variance_within"])]
+    return shares_bar(parts)
+
+
+def run_page(run_dir: Path) -> str:
+    """The HTML page of the run in ``run_dir``.
+
+    Raises :class:`~harness.errors.InputError` when ``summary.json`` is missing or not a
+    summary this harness reads, and :class:`~harness.runs.store.StoreError` when the store
+    is missing, damaged or of another schema version."""
+    summary = read_summary(run_dir)
+    for key in ("stopped", "gate", "adaptive"):
+        summary.setdefault(key, None)
+    with RunStore.open(run_dir) as store:
+        rows, views, latencies = _samples(store)
+    score = summary.get("score")
+    kinds = sorted({k for r in rows for k in r.kinds})
+    tags = sorted({t for r in rows for t in r.tags})
+    return render_page(
+        "run.html.j2", title=f"Run {run_dir.resolve().name}", run_dir=str(run_dir),
+        summary=summary, score=score, rows=rows, kinds=kinds, tags=tags,
+        scenario_ids=sorted({r.scenario_id for r in rows}),
+        forest=_scenario_forest(score) if score and score["scenarios"] else None,
+        k_chart=_k_chart(score) if score else None,
+        variance=_variance_bars(score) if score else [],
+        latency=latencies.rows(),
+        samples_data=embedded_data("samples-data", views),
+    )
+
+
+def write_run_report(run_dir: Path, out: Path | None = None) -> Path:
+    """Write the run page to ``out`` (default ``RUN_DIR/report.html``) in one step and return
+    its path. Raises as :func:`run_page` does, and
+    :class:`~harness.errors.InputError` when the file cannot be written."""
+    return write_page(out or run_dir / REPORT_FILENAME, run_page(run_dir))
