@@ -161,3 +161,7 @@ async def make_hub(loopback: LoopbackServer) -> AsyncIterator[Callable[..., Mode
     yield make
     for hub in hubs:
         await hub.aclose()
+
+
+# Browser fixtures (open_report) for the HTML report tests; see tests/browser.py.
+from browser import _browser, open_report  # noqa: E402, F401

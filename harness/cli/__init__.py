@@ -20,10 +20,27 @@ from harness.errors import HarnessError, InputErrors
 from harness.report.safe import TerminalLogHandler, terminal_console, terminal_text
 
 
+# Options whose value may be left out: `harness report DIR --html` means "the default file".
+# Typer has no optional option values, so a bare one is given the empty value here, which
+# the command reads as its default.
+OPTIONAL_VALUE_OPTIONS = frozenset({"--html"})
+
+
+def with_optional_values(args: list[str]) -> list[str]:
+    """``args`` with each option of :data:`OPTIONAL_VALUE_OPTIONS` that has no value (last,
+    or followed by another option) written as ``--option=``."""
+    out = []
+    for i, arg in enumerate(args):
+        bare = arg in OPTIONAL_VALUE_OPTIONS and (i + 1 == len(args)
+                                                  or args[i + 1].startswith("-"))
+        out.append(arg + "=" if bare else arg)
+    return out
+
+
 def main() -> None:
     logging.lastResort = TerminalLogHandler()
     try:
-        app()
+        app(args=with_optional_values(sys.argv[1:]), prog_name="harness")
     except HarnessError as err:
         problems = err.errors if isinstance(err, InputErrors) else [err]
         terminal_console(stderr=True, soft_wrap=True).print(

@@ -45,6 +45,7 @@ def demo(
 def _demo(out: Path, epochs: int) -> None:
     import asyncio
 
+    from harness.report.html.run_page import write_run_report
     from harness.report.terminal import render_run
     from harness.runs.api import run_suite
     from harness.runs.config import RunConfig
@@ -59,6 +60,7 @@ def _demo(out: Path, epochs: int) -> None:
     )
     result = asyncio.run(run_suite(config, out / "suite"))
     render_run(result.summary, console, run_dir=str(out / "suite"))
+    write_run_report(out / "suite")
 
     console.rule("[bold]2. Judge calibration, offline")
     _calibration(out / "calibration", console)
@@ -66,6 +68,7 @@ def _demo(out: Path, epochs: int) -> None:
     console.rule("[bold]Next")
     suite = terminal_text(out / "suite")
     console.print(
+        f"- every result, transcripts included, in a browser: {suite}/report.html\n"
         f"- the suite's tables again: harness report {suite}\n"
         f"- the suite's files: {suite}/summary.json, samples.jsonl, run.sqlite\n"
         f"- statistics from any score file: harness stats {suite}/samples.jsonl\n"

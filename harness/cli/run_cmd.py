@@ -82,12 +82,14 @@ def _finish(result: RunResult, *, as_json: bool, min_pass_rate: float | None,
         from harness.runs.summary import write_summary
 
         write_summary(result.run_dir, result.summary)
+    html = write_html_report(result.run_dir)
     if as_json:
         typer.echo(json.dumps(result.summary, indent=2))
     else:
         render_run(result.summary, terminal_console(), run_dir=str(result.run_dir),
                    gate=gate)
-        ERR.print(f"[dim]wrote {terminal_text(result.run_dir)}/summary.json and samples.jsonl[/]")
+        also = ", samples.jsonl and report.html" if html else " and samples.jsonl"
+        ERR.print(f"[dim]wrote {terminal_text(result.run_dir)}/summary.json{also}[/]")
     codes = []
     for code, problem in _problems(result.summary, result.run_dir):
         ERR.print(f"[bold red]error:[/] {terminal_text(problem)}")
@@ -98,6 +100,18 @@ def _finish(result: RunResult, *, as_json: bool, min_pass_rate: float | None,
         # Most telling first: a configuration to fix, a budget stop, nothing scored, the gate.
         order = (EXIT_INPUT_ERROR, EXIT_BUDGET_STOP, EXIT_NOTHING_SCORED, EXIT_GATE_FAILED)
         raise typer.Exit(min(codes, key=order.index))
+
+
+def write_html_report(run_dir: Path, out: Path | None = None) -> Path | None:
+    """Write the run's HTML page (``RUN_DIR/report.html`` unless ``out``); on a file that
+    cannot be written, say so in one line and go on (the run's results are already saved)."""
+    from harness.report.html.run_page import write_run_report
+
+    try:
+        return write_run_report(run_dir, out)
+    except HarnessError as err:
+        ERR.print(f"[bold red]error:[/] the HTML report was not written: {terminal_text(err)}")
+        return None
 
 
 def _problems(summary: dict[str, Any], run_dir: Path) -> list[tuple[int, str]]:
@@ -290,6 +304,8 @@ def _run_to_end(coro: Coroutine[Any, Any, RunResult], progress: RunProgress,
             progress.stop()
     except KeyboardInterrupt as stop:
         if (run_dir / STORE_FILENAME).exists():
+            if (run_dir / "summary.json").exists():
+                write_html_report(run_dir)
             ERR.print(f"[yellow]{signal_name(stop)}: finished samples are stored and "
                       f"summarised; continue with harness run --resume {terminal_text(run_dir)}[/]")
         else:
@@ -334,12 +350,23 @@ def report(
         "--target-mdd", help="a difference to detect: the epochs per scenario and the scenarios "
         "a paired comparison needs for it (default: half the run's minimum detectable "
         "difference, as stored)")] = None,
+    html: Annotated[str | None, typer.Option(
+        "--html", is_flag=False, flag_value="", metavar="[FILE]",
+        help="write the HTML report (every sample, drill-down included) from the store to "
+        "FILE (default RUN_DIR/report.html) instead of printing the tables")] = None,
 ) -> None:
-    """Show a finished run's summary again (from its summary.json; nothing is written)."""
+    """Show a finished run's summary again (from its summary.json; nothing is written), or
+    write its HTML report again with --html."""
     from harness.report.terminal import render_run
     from harness.runs.gate import GateResult
     from harness.runs.summary import read_summary
 
+    if html is not None:
+        from harness.report.html.run_page import write_run_report
+
+        path = write_run_report(run_dir, Path(html) if html else None)
+        ERR.print(f"wrote {terminal_text(path)}")
+        return
     check_target_mdd(target_mdd)
     summary = read_summary(run_dir)
     if target_mdd is not None:
