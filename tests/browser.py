@@ -55,8 +55,7 @@ class OpenedPage:
         return path
 
 
-@pytest.fixture(scope="session")
-def _browser() -> Iterator[Any]:
+def _require_chromium() -> str:
     path = chromium_path()
     if path is None or not Path(path).exists():
         why = ("no Chromium found (apt-get install chromium, or set HARNESS_CHROMIUM to its "
@@ -64,28 +63,37 @@ def _browser() -> Iterator[Any]:
         if os.environ.get("HARNESS_REQUIRE_BROWSER") == "1":
             pytest.fail(why + "; HARNESS_REQUIRE_BROWSER=1 forbids skipping")
         pytest.skip(why)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        # --no-sandbox: CI containers run as root, where Chromium's sandbox cannot start.
-        browser = playwright.chromium.launch(executable_path=path, args=["--no-sandbox"])
-        try:
-            yield browser
-        finally:
-            browser.close()
+    return path
 
 
 @pytest.fixture
-def open_report(_browser: Any) -> Iterator[Callable[..., OpenedPage]]:
-    """``open_report(path, dark=False, scripts=True)`` opens an HTML file and returns an
-    :class:`OpenedPage`; its context is closed after the test."""
-    contexts: list[Any] = []
+def open_report() -> Iterator[Callable[..., OpenedPage]]:
+    """``open_report(path, dark=False, scripts=True, bypass_csp=False)`` opens an HTML file
+    and returns an :class:`OpenedPage`. ``bypass_csp`` ignores the page's Content-Security-
+    Policy (to check that escaping alone keeps outside text inert).
 
-    def _open(path: Path, *, dark: bool = False, scripts: bool = True) -> OpenedPage:
-        url = Path(path).resolve().as_uri()
-        context = _browser.new_context(viewport=SCREEN, java_script_enabled=scripts,
-                                       color_scheme="dark" if dark else "light")
-        contexts.append(context)
+    The browser starts at the first call and stops after the test. Playwright's sync API
+    marks an event loop as running in this thread while it is started, so it must not be
+    running while the test (or a fixture) runs something with asyncio, e.g. ``harness run``:
+    do that before opening the first page."""
+    path = _require_chromium()
+    started: list[Any] = []  # the Playwright context manager and the browser, once started
+
+    def _open(file: Path, *, dark: bool = False, scripts: bool = True,
+              bypass_csp: bool = False) -> OpenedPage:
+        if not started:
+            from playwright.sync_api import sync_playwright
+
+            manager = sync_playwright()
+            playwright = manager.__enter__()
+            # --no-sandbox: CI containers run as root, where Chromium's sandbox cannot start
+            started.extend([manager, playwright.chromium.launch(executable_path=path,
+                                                                args=["--no-sandbox"])])
+        browser = started[1]
+        url = Path(file).resolve().as_uri()
+        context = browser.new_context(viewport=SCREEN, java_script_enabled=scripts,
+                                      color_scheme="dark" if dark else "light",
+                                      bypass_csp=bypass_csp)
         opened = OpenedPage(page=None, url=url)
 
         def route(r: Any) -> None:
@@ -114,5 +122,7 @@ def open_report(_browser: Any) -> Iterator[Callable[..., OpenedPage]]:
         return opened
 
     yield _open
-    for context in contexts:
-        context.close()
+    if started:
+        manager, browser = started
+        browser.close()
+        manager.__exit__(None, None, None)

@@ -164,4 +164,4 @@ async def make_hub(loopback: LoopbackServer) -> AsyncIterator[Callable[..., Mode
 
 
 # Browser fixtures (open_report) for the HTML report tests; see tests/browser.py.
-from browser import _browser, open_report  # noqa: E402, F401
+from browser import open_report  # noqa: E402, F401

@@ -351,7 +351,7 @@ def report(
         "a paired comparison needs for it (default: half the run's minimum detectable "
         "difference, as stored)")] = None,
     html: Annotated[str | None, typer.Option(
-        "--html", is_flag=False, flag_value="", metavar="[FILE]",
+        "--html", metavar="[FILE]",
         help="write the HTML report (every sample, drill-down included) from the store to "
         "FILE (default RUN_DIR/report.html) instead of printing the tables")] = None,
 ) -> None:
