@@ -1,6 +1,7 @@
 """A package built from this tree (what a wheel or ``pip install .`` holds) carries the
-built-in rubrics, the example scenarios and the calibration examples, and finds them when it
-is imported from somewhere else than the source tree."""
+built-in rubrics, the example scenarios, the calibration examples and the HTML report's
+templates and assets, and finds them when it is imported from somewhere else than the source
+tree."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ print(harness.__file__)
 for path in (BUILTIN_RUBRICS_DIR, EXAMPLE_SCENARIOS, EXAMPLE_CALIBRATION):
     print(path)
 print(len(load_rubrics([])), len(load_scenarios([str(EXAMPLE_SCENARIOS)])))
+from harness.report.html.page import render_page
+print(len(render_page("base.html.j2", title="t")))
 """
 
 
@@ -42,7 +45,8 @@ def test_a_built_package_carries_and_finds_its_data(tmp_path: Path) -> None:
                            text=True, timeout=300, check=False,
                            env={**os.environ, "PYTHONPATH": str(lib)})
     assert probe.returncode == 0, probe.stderr[-3000:]
-    module, rubrics, scenarios, calibration, counts = probe.stdout.strip().splitlines()
+    module, rubrics, scenarios, calibration, counts, page = probe.stdout.strip().splitlines()
+    assert int(page) > 10_000  # the HTML report's templates, stylesheet and script came along
     assert Path(module).is_relative_to(lib)  # the built copy, not the source tree
     assert (Path(rubrics), Path(scenarios), Path(calibration)) == (
         data / "rubrics", data / "scenarios", data / "examples" / "calibration")
