@@ -66,10 +66,9 @@
   }
   function callLine(c) { return c.name + "(" + JSON.stringify(c.args !== undefined ? c.args : c.arguments) + ")"; }
   function trajectory(s) {
-    if (!s.trajectory || !s.trajectory.reference.length) {
-      if (!s.actual_trajectory.length) return null;
-    }
-    var ref = s.trajectory ? s.trajectory.reference : [];
+    var stored = !s.trajectory || s.trajectory.reference !== null;
+    var ref = s.trajectory && s.trajectory.reference ? s.trajectory.reference : [];
+    if (!ref.length && !s.actual_trajectory.length) return null;
     var pairs = s.trajectory ? s.trajectory.pairs : [];
     var refMatch = {}, actMatch = {};
     pairs.forEach(function (p) { refMatch[p.reference] = p.actual; actMatch[p.actual] = p.reference; });
@@ -80,7 +79,7 @@
       return h("li", null, h("code", null, callLine(c)), " ", j in actMatch ? tag("matches #" + actMatch[j], "good") : (ref.length ? tag("unmatched", "warn") : null));
     }));
     return [h("h3", null, "Trajectory"), h("div", { "class": "cols" },
-      h("div", null, h("div", { "class": "muted small" }, "reference"), ref.length ? left : h("p", { "class": "muted" }, "none")),
+      h("div", null, h("div", { "class": "muted small" }, "reference"), ref.length ? left : h("p", { "class": "muted" }, stored ? "none" : "not stored with this run (written by an older harness)")),
       h("div", null, h("div", { "class": "muted small" }, "actual"), s.actual_trajectory.length ? right : h("p", { "class": "muted" }, "no tool call")))];
   }
   function checks(s) {
