@@ -29,6 +29,7 @@ from harness.runs.store import RunStore
 from harness.runs.summary import read_summary
 
 REPORT_FILENAME = "report.html"
+MAX_FOREST_ROWS = 200  # a taller plot is a scroll, not a picture
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,10 @@ def _samples(store: RunStore) -> tuple[list[SampleRow], list[dict[str, Any]], _L
 
 
 def _scenario_forest(score: dict[str, Any]) -> Any:
-    scenarios = sorted(score["scenarios"], key=lambda s: (s["mean"], s["scenario_id"]))
+    """The forest plot of the scenarios, lowest mean first (the :data:`MAX_FOREST_ROWS`
+    lowest when there are more; the table below it lists every one)."""
+    scenarios = sorted(score["scenarios"],
+                       key=lambda s: (s["mean"], s["scenario_id"]))[:MAX_FOREST_ROWS]
     domain = tuple(score.get("score_range") or (0.0, 1.0))
     estimates = [Estimate(
         label=s["scenario_id"], value=s["mean"], low=s.get("mean_ci_low"),
@@ -272,6 +276,7 @@ def run_page(run_dir: Path) -> str:
         summary=summary, score=score, rows=rows, kinds=kinds, tags=tags,
         scenario_ids=sorted({r.scenario_id for r in rows}),
         forest=_scenario_forest(score) if score and score["scenarios"] else None,
+        forest_rows=MAX_FOREST_ROWS,
         k_chart=_k_chart(score) if score else None,
         variance=_variance_bars(score) if score else [],
         latency=latencies.rows(),
