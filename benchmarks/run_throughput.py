@@ -123,7 +123,7 @@ def measure(args: argparse.Namespace) -> None:
     print(json.dumps({
         "wall_s": wall, "cpu_s": cpu, "calls": total["calls"], "requests": total["requests"],
         "cached_calls": total["cached_calls"], "episodes": len(lines),
-        "errored": result.summary["counts"]["errored"],
+        "errored": result.summary.counts.errored,
         "sequential_calls_per_episode": max(sequential) if sequential else 0,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }))

@@ -6,6 +6,7 @@
   point at the server with test keys and fast retries; closed after the test.
 - :func:`loopback_config` builds the same config without a fixture.
 - :func:`run_cli` runs ``harness ARGS`` in this process and returns its exit code and output.
+- :func:`gate_figures` gives suite figures with a chosen mean and pass rate, for the gate.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from harness.models.config import (
     RetryConfig,
 )
 from harness.models.hub import ModelHub
+from harness.stats.summary import SuiteFigures
 from harness.testing.server import LoopbackServer
 
 TEST_KEYS = {
@@ -130,6 +132,24 @@ def run_cli(*args: str | Path, cwd: Path | None = None, columns: int = 80,
         except SystemExit as exited:
             code = exited.code if isinstance(exited.code, int) else int(exited.code is not None)
     return CliResult(code, raw.getvalue().decode("utf-8"), stderr.getvalue())
+
+
+def gate_figures(*, mean: float, ci_low: float | None, ci_high: float | None,
+                 pass_rate: float, pass_rate_ci: tuple[float | None, float] | None = None,
+                 ci_clipped: bool = False) -> SuiteFigures:
+    """The figures of a small real suite with the mean, its interval and the pass rate (with
+    ``pass_rate_ci``, default the mean's interval) set to what a gate test needs."""
+    from harness.stats.suite import suite_stats
+    from harness.stats.summary import summary_head
+
+    figures = summary_head(suite_stats({"a": [1.0, 0.0], "b": [1.0, 1.0]},
+                                       bootstrap_resamples=0))
+    low, high = pass_rate_ci or (ci_low, ci_high)
+    return figures.model_copy(update={
+        "mean": mean, "ci_low": ci_low, "ci_high": ci_high, "ci_clipped": ci_clipped,
+        "pass_rate": figures.pass_rate.model_copy(
+            update={"value": pass_rate, "ci_low": low, "ci_high": high, "clipped": False}),
+    })
 
 
 @pytest.fixture(scope="session")

@@ -220,12 +220,17 @@ def test_shares_bar_splits_the_width_by_share() -> None:
     assert shares_bar([("a", 0.0)]) == []
 
 
-def test_the_forest_plot_keeps_the_lowest_scenarios_of_a_large_suite() -> None:
+def test_the_forest_plot_keeps_the_lowest_scenarios_of_a_large_suite(
+        offline_run: Path) -> None:
     from harness.report.html.run_page import MAX_FOREST_ROWS, _scenario_forest
+    from harness.runs.summary import read_summary
 
-    rows = [{"scenario_id": f"s{i:04d}", "mean": (i * 7919 % 1000) / 1000, "mean_ci_low": None,
-             "mean_ci_high": None, "pass_rate": 0.5, "n_epochs": 3, "flaky": False}
+    score = read_summary(offline_run).score
+    assert score is not None
+    template = score.scenarios[0]
+    many = [template.model_copy(update={"scenario_id": f"s{i:04d}",
+                                        "mean": (i * 7919 % 1000) / 1000})
             for i in range(MAX_FOREST_ROWS + 50)]
-    plot = _scenario_forest({"scenarios": rows, "mean": 0.5, "score_range": [0, 1]})
-    lowest = sorted(rows, key=lambda r: r["mean"])[:MAX_FOREST_ROWS]
-    assert [r.label for r in plot.rows] == [r["scenario_id"] for r in lowest]
+    plot = _scenario_forest(score.model_copy(update={"scenarios": many}))
+    lowest = sorted(many, key=lambda r: r.mean)[:MAX_FOREST_ROWS]
+    assert [r.label for r in plot.rows] == [r.scenario_id for r in lowest]

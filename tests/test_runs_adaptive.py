@@ -116,7 +116,7 @@ async def test_adaptive_rounds_go_to_noisy_scenarios_and_save_samples(
                                 max_epochs_per_scenario=30)
     result = await run_suite(_config(graded_suite, adaptive=settings), tmp_path / "run")
     summary = result.summary
-    adaptive = summary["adaptive"]
+    adaptive = summary.adaptive
     per = _per_scenario(tmp_path / "run")
     epochs = {sid: len(v) for sid, v in per.items()}
     assert set(epochs) == set(CYCLES)
@@ -128,12 +128,12 @@ async def test_adaptive_rounds_go_to_noisy_scenarios_and_save_samples(
 
     # At least one allocation round ran after the pilot, and the store holds exactly the
     # pilot plus what the rounds handed out.
-    allocating = [r for r in adaptive["rounds"] if r["allocations"]]
-    assert len(adaptive["rounds"]) > 1 and allocating
-    assert all(r["reason"] == "continue" for r in allocating)
+    allocating = [r for r in adaptive.rounds if r.allocations]
+    assert len(adaptive.rounds) > 1 and allocating
+    assert all(r.reason == "continue" for r in allocating)
     handed_out: dict[str, int] = defaultdict(int)
     for r in allocating:
-        for sid, k in r["allocations"].items():
+        for sid, k in r.allocations.items():
             handed_out[sid] += k
     for sid, n in epochs.items():
         assert n == PILOT + handed_out.get(sid, 0), sid
@@ -148,33 +148,33 @@ async def test_adaptive_rounds_go_to_noisy_scenarios_and_save_samples(
 
     # It stopped because the target was reached, and the suite interval (recomputed here
     # from the samples) is narrower than the target.
-    assert adaptive["final_reason"] == "target_reached"
-    assert summary["stopped"] is None
+    assert adaptive.final_reason == "target_reached"
+    assert summary.stopped is None
     means = [float(np.mean([s for _, s in per[sid]])) for sid in CYCLES]
     width = _clustered_width(means)
     assert width <= TARGET
-    score = summary["score"]
-    assert score["ci_high"] - score["ci_low"] == pytest.approx(width)
-    assert adaptive["final_width"] == pytest.approx(width)
+    score = summary.score
+    assert score.ci_high - score.ci_low == pytest.approx(width)
+    assert adaptive.final_width == pytest.approx(width)
     # ... while the pilot's own interval was wider than the target (so the rounds mattered).
     pilot_means = [float(np.mean([c[e % len(c)] for e in range(PILOT)]))
                    for c in CYCLES.values()]
     pilot_width = _clustered_width(pilot_means)
     assert pilot_width > TARGET
-    assert adaptive["rounds"][0]["current_width"] == pytest.approx(pilot_width)
+    assert adaptive.rounds[0].current_width == pytest.approx(pilot_width)
 
     # The saving against fixed epochs is positive and agrees with the store.
     used = sum(epochs.values())
-    savings = adaptive["savings"]
-    assert adaptive["samples_used"] == savings["adaptive_samples"] == used
-    assert savings["fixed_samples"] == savings["fixed_epochs_per_scenario"] * len(CYCLES)
-    assert savings["saved_samples"] == savings["fixed_samples"] - used > 0
-    assert savings["saved_fraction"] == pytest.approx(savings["saved_samples"]
-                                                      / savings["fixed_samples"])
+    savings = adaptive.savings
+    assert adaptive.samples_used == savings.adaptive_samples == used
+    assert savings.fixed_samples == savings.fixed_epochs_per_scenario * len(CYCLES)
+    assert savings.saved_samples == savings.fixed_samples - used > 0
+    assert savings.saved_fraction == pytest.approx(savings.saved_samples
+                                                      / savings.fixed_samples)
     # One agent call per episode (scripted user, no judge), so calls saved = samples saved.
-    assert savings["model_calls_per_sample"] == pytest.approx(1.0)
+    assert savings.model_calls_per_sample == pytest.approx(1.0)
     assert result.ledger["total"]["calls"] == used
-    assert savings["saved_model_calls"] == savings["saved_samples"]
+    assert savings.saved_model_calls == savings.saved_samples
 
 
 async def test_fixed_epochs_at_the_reported_count_do_reach_the_width(
@@ -184,8 +184,8 @@ async def test_fixed_epochs_at_the_reported_count_do_reach_the_width(
     settings = AdaptiveSettings(target_width=TARGET, pilot_epochs=PILOT,
                                 max_epochs_per_scenario=30)
     adaptive = (await run_suite(_config(graded_suite, adaptive=settings),
-                                tmp_path / "adaptive")).summary["adaptive"]
-    k = adaptive["savings"]["fixed_epochs_per_scenario"]
+                                tmp_path / "adaptive")).summary.adaptive
+    k = adaptive.savings.fixed_epochs_per_scenario
     fixed = (await run_suite(_config(graded_suite, epochs=k), tmp_path / "fixed")).summary
-    assert fixed["counts"]["samples"] == k * len(CYCLES) == adaptive["savings"]["fixed_samples"]
-    assert fixed["score"]["ci_high"] - fixed["score"]["ci_low"] <= TARGET + 1e-12
+    assert fixed.counts.samples == k * len(CYCLES) == adaptive.savings.fixed_samples
+    assert fixed.score.ci_high - fixed.score.ci_low <= TARGET + 1e-12

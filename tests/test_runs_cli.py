@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import CliResult, run_cli
+from conftest import CliResult, gate_figures, run_cli
 
 from harness.runs.gate import evaluate_gate
 from harness.runs.store import STORE_FILENAME
+from harness.stats.summary import SuiteFigures
 
 ROOT = Path(__file__).resolve().parents[1]
 WEATHER = ROOT / "scenarios" / "weather.yaml"
@@ -57,26 +57,26 @@ def test_the_gate_sets_the_exit_code(tmp_path: Path, threshold: str, basis: str,
     assert gate["passed"] is (code == 0)
 
 
-def _summary(mean: float, low: float | None, pass_rate: float) -> dict[str, Any]:
-    return {"score": {"mean": mean, "ci_low": low, "ci_high": None if low is None else 1.0,
-                      "pass_rate": {"value": pass_rate, "ci_low": low, "ci_high": 1.0}}}
+def _figures(mean: float, low: float | None, pass_rate: float) -> SuiteFigures:
+    return gate_figures(mean=mean, ci_low=low, ci_high=None if low is None else 1.0,
+                        pass_rate=pass_rate, pass_rate_ci=(low, 1.0))
 
 
 def test_gate_on_the_lower_bound_is_stricter_than_on_the_mean() -> None:
-    summary = _summary(0.9, 0.7, 0.85)
-    on_mean = evaluate_gate(summary, min_score=0.8, min_pass_rate=0.8, gate_on="mean")
-    on_low = evaluate_gate(summary, min_score=0.8, min_pass_rate=0.8, gate_on="lower-bound")
+    figures = _figures(0.9, 0.7, 0.85)
+    on_mean = evaluate_gate(figures, min_score=0.8, min_pass_rate=0.8, gate_on="mean")
+    on_low = evaluate_gate(figures, min_score=0.8, min_pass_rate=0.8, gate_on="lower-bound")
     assert on_mean is not None and on_mean.passed
     assert on_low is not None and not on_low.passed
     assert [c.value for c in on_low.checks] == [0.7, 0.7]
-    assert evaluate_gate(summary) is None
+    assert evaluate_gate(figures) is None
 
 
 def test_gate_fails_when_nothing_was_measured() -> None:
-    result = evaluate_gate({"score": None}, min_pass_rate=0.5)
+    result = evaluate_gate(None, min_pass_rate=0.5)
     assert result is not None and not result.passed
     assert "no scored samples" in result.checks[0].detail
-    one_scenario = evaluate_gate(_summary(0.9, None, 1.0), min_score=0.5,
+    one_scenario = evaluate_gate(_figures(0.9, None, 1.0), min_score=0.5,
                                  gate_on="lower-bound")
     assert one_scenario is not None and not one_scenario.passed
 

@@ -170,13 +170,14 @@ async def test_stats_on_a_runs_samples_gives_the_summarys_figures(
     config = RunConfig(scenario_paths=[str(patchy_run)], epochs=4, cache_mode="off", seed=5,
                        bootstrap_resamples=300)
     summary = (await run_suite(config, run_dir)).summary
-    assert summary["counts"]["errored"] == 5  # s4 epoch 1, and s5 x 4
+    assert summary.counts.errored == 5  # s4 epoch 1, and s5 x 4
 
     code, out = cli("stats", str(run_dir / "samples.jsonl"), "--json", "--seed", "5",
                     "--bootstrap-resamples", "300")
     assert code == 0
     stats = json.loads(out)
-    score = summary["score"]
+    assert summary.score is not None
+    score = summary.score.model_dump(mode="json")  # as summary.json has it
 
     # The suite mean, computed here from the scored lines: mean of scenario means.
     per: dict[str, list[float]] = defaultdict(list)
@@ -203,7 +204,8 @@ async def test_stats_with_errors_as_failures_matches_a_run_made_with_that_policy
     config = RunConfig(scenario_paths=[str(patchy_run)], epochs=4, cache_mode="off", seed=5,
                        bootstrap_resamples=300, error_policy="as_failures")
     summary = (await run_suite(config, run_dir)).summary
-    score = summary["score"]
+    assert summary.score is not None
+    score = summary.score.model_dump(mode="json")  # as summary.json has it
     code, out = cli("stats", str(run_dir / "samples.jsonl"), "--json", "--seed", "5",
                     "--bootstrap-resamples", "300", "--errors-as-failures")
     assert code == 0

@@ -44,10 +44,10 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
 async def test_offline_suite_end_to_end(tmp_path: Path) -> None:
     result = await run_suite(offline(), tmp_path / "run")
     summary = result.summary
-    n_scenarios = summary["counts"]["scenarios"]
+    n_scenarios = summary.counts.scenarios
     assert n_scenarios >= 10
-    assert summary["counts"]["samples"] == 3 * n_scenarios
-    assert summary["offline"] is True and "OFFLINE" in summary["notice"]
+    assert summary.counts.samples == 3 * n_scenarios
+    assert summary.offline is True and "OFFLINE" in summary.notice
 
     lines = read_lines(tmp_path / "run" / "samples.jsonl")
     assert len(lines) == 3 * n_scenarios
@@ -57,15 +57,15 @@ async def test_offline_suite_end_to_end(tmp_path: Path) -> None:
         assert line["status"] == "scored"
         per[line["scenario_id"]].append(line["score"])
     means = [float(np.mean(v)) for v in per.values()]
-    score = summary["score"]
-    assert score["mean"] == pytest.approx(np.mean(means))
-    assert score["stderr"] == pytest.approx(np.std(means, ddof=1) / np.sqrt(len(means)))
-    assert score["ci_low"] < score["mean"] < score["ci_high"]
+    score = summary.score
+    assert score.mean == pytest.approx(np.mean(means))
+    assert score.stderr == pytest.approx(np.std(means, ddof=1) / np.sqrt(len(means)))
+    assert score.ci_low < score.mean < score.ci_high
     # The flaky mock agent makes some scenarios flaky, so intervals have real width.
-    assert score["flaky_scenarios"]
-    assert set(summary["metrics"]) >= {"trajectory_recall", "rubric:task_completion"}
+    assert score.flaky_scenarios
+    assert set(summary.metrics) >= {"trajectory_recall", "rubric:task_completion"}
     written = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert written["score"]["mean"] == score["mean"]
+    assert written["score"]["mean"] == score.mean
 
 
 async def test_a_run_that_dies_midway_resumes_without_repeating_or_losing(
@@ -87,28 +87,28 @@ async def test_a_run_that_dies_midway_resumes_without_repeating_or_losing(
     resumed: list[tuple[str, int]] = []
     result = await resume_run(run_dir, on_sample=lambda r: resumed.append(
         (r.scenario_id, r.epoch)))
-    n_total = result.summary["counts"]["scenarios"] * 3
+    n_total = result.summary.counts.scenarios * 3
     assert not set(resumed) & set(before), "a finished sample ran again"
     assert len(resumed) == len(set(resumed)) == n_total - len(before)
     with RunStore.open(run_dir) as store:
         after = {(s.scenario_id, s.epoch): s.finished_at for s in store.iter_samples()}
     assert len(after) == n_total
     assert all(after[k] == t for k, t in before.items())
-    assert [e["kind"] for e in result.summary["events"]] == ["resumed"]
+    assert [e.kind for e in result.summary.events] == ["resumed"]
 
 
 async def test_call_budget_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     result = await run_suite(offline(max_calls=40, concurrency=1), run_dir)
-    stopped = result.summary["stopped"]
-    assert stopped["reason"] == "budget" and "40 model calls" in stopped["message"]
-    kept = result.summary["counts"]["samples"]
-    assert 0 < kept < 3 * result.summary["counts"]["scenarios"]
-    assert result.summary["counts"]["errored"] == 0, "a budget stop is not a sample error"
+    stopped = result.summary.stopped
+    assert stopped.reason == "budget" and "40 model calls" in stopped.message
+    kept = result.summary.counts.samples
+    assert 0 < kept < 3 * result.summary.counts.scenarios
+    assert result.summary.counts.errored == 0, "a budget stop is not a sample error"
 
     final = await resume_run(run_dir, overrides={"max_calls": 100_000})
-    assert final.summary["stopped"] is None
-    assert final.summary["counts"]["samples"] == 3 * final.summary["counts"]["scenarios"]
+    assert final.summary.stopped is None
+    assert final.summary.counts.samples == 3 * final.summary.counts.scenarios
 
 
 class HeldUntilStopped(MockBehaviour):
@@ -159,7 +159,7 @@ async def test_a_sample_finishing_after_a_budget_stop_is_kept(tmp_path: Path) ->
                            max_calls=2, cache_mode="off", bootstrap_resamples=0)
         result = await run_suite(config, tmp_path / "run",
                                  on_start=lambda runner: box.update(runner=runner))
-        assert result.summary["stopped"]["reason"] == "budget"
+        assert result.summary.stopped.reason == "budget"
         with RunStore.open(tmp_path / "run") as store:
             stored = {(s.scenario_id, s.epoch): s.status for s in store.iter_samples()}
         assert stored == {("slow", 0): "scored"}
@@ -206,43 +206,42 @@ async def test_errored_samples_follow_the_stated_policy(
     assert errored and all(x["epoch"] % 2 == 1 for x in errored)
     assert all(x["score"] is None and x["error"]["kind"] == "ModelUnavailableError"
                for x in errored)
-    assert summary["counts"]["errored"] == len(errored) == summary["error_policy"][
-        "errored_samples"]
-    assert summary["error_policy"]["policy"] == policy
+    assert summary.counts.errored == len(errored) == summary.error_policy.errored_samples
+    assert summary.error_policy.policy == policy
     per: dict[str, list[float]] = defaultdict(list)
     for x in lines:
         if x["status"] == "scored":
             per[x["scenario_id"]].append(x["score"])
         elif policy == "as_failures" and x["status"] == "errored":
             per[x["scenario_id"]].append(0.0)
-    assert summary["score"]["mean"] == pytest.approx(np.mean([np.mean(v) for v in per.values()]))
-    assert summary["score"]["n_samples"] == sum(len(v) for v in per.values())
+    assert summary.score.mean == pytest.approx(np.mean([np.mean(v) for v in per.values()]))
+    assert summary.score.n_samples == sum(len(v) for v in per.values())
 
 
 async def test_adaptive_sampling_reaches_the_width_and_reports_savings(tmp_path: Path) -> None:
     config = offline(adaptive=AdaptiveSettings(target_width=0.08, pilot_epochs=3,
                                                max_epochs_per_scenario=30))
     summary = (await run_suite(config, tmp_path / "run")).summary
-    adaptive = summary["adaptive"]
-    assert adaptive["rounds"] and adaptive["final_reason"] in {
+    adaptive = summary.adaptive
+    assert adaptive.rounds and adaptive.final_reason in {
         "target_reached", "budget_exhausted", "needs_more_scenarios", "nothing_to_sample"}
-    if adaptive["final_reason"] == "target_reached":
-        assert summary["score"]["ci_high"] - summary["score"]["ci_low"] <= 0.08 + 1e-9
+    if adaptive.final_reason == "target_reached":
+        assert summary.score.ci_high - summary.score.ci_low <= 0.08 + 1e-9
     with RunStore.open(tmp_path / "run") as store:
         rows = store.score_rows()
     epochs: dict[str, int] = defaultdict(int)
     for sid, *_ in rows:
         epochs[sid] += 1
     assert min(epochs.values()) >= 3
-    assert adaptive["samples_used"] == len(rows)
+    assert adaptive.samples_used == len(rows)
     # Unanimous scenarios get no epochs beyond the pilot; the rest get more than it.
-    scenarios = {s["scenario_id"]: s for s in summary["score"]["scenarios"]}
+    scenarios = {s.scenario_id: s for s in summary.score.scenarios}
     for sid, n in epochs.items():
         if n > 3:
-            assert scenarios[sid]["flaky"] or scenarios[sid]["sd"] > 0
-    savings = adaptive["savings"]
-    assert savings["adaptive_samples"] == len(rows)
-    assert savings["model_calls_per_sample"] > 0
+            assert scenarios[sid].flaky or scenarios[sid].sd > 0
+    savings = adaptive.savings
+    assert savings.adaptive_samples == len(rows)
+    assert savings.model_calls_per_sample > 0
 
 
 async def test_a_hung_agent_is_an_errored_sample_and_the_run_goes_on(tmp_path: Path) -> None:
@@ -274,13 +273,13 @@ async def test_a_hung_agent_is_an_errored_sample_and_the_run_goes_on(tmp_path: P
                       ("hangs", 0): "errored", ("hangs", 1): "errored"}
     hung = [x for x in lines if x["scenario_id"] == "hangs"]
     assert all(x["score"] is None and x["error"]["kind"] == "EpisodeTimeout" for x in hung)
-    assert result.summary["counts"]["errored"] == 2
-    assert result.summary["score"]["n_samples"] == 2  # errors excluded, not zero scores
+    assert result.summary.counts.errored == 2
+    assert result.summary.score.n_samples == 2  # errors excluded, not zero scores
 
     # A stalled run can be resumed with a timeout; other settings stay as stored.
     again = await resume_run(tmp_path / "run", retry_errors=True,
                              overrides={"episode_timeout_s": 0.1})
-    assert again.summary["counts"]["errored"] == 2
+    assert again.summary.counts.errored == 2
     with pytest.raises(HarnessError, match="only"):
         await resume_run(tmp_path / "run", overrides={"epochs": 9})
 
@@ -313,7 +312,7 @@ async def test_retry_errors_reruns_the_errored_samples_and_only_them(tmp_path: P
     config = RunConfig(scenario_paths=[str(suite)], epochs=2, cache_mode="off",
                        bootstrap_resamples=0)
     first = await run_suite(config, run_dir)
-    assert first.summary["counts"]["errored"] == 2
+    assert first.summary.counts.errored == 2
 
     def statuses() -> dict[tuple[str, int], tuple[str, float]]:
         with RunStore.open(run_dir) as store:
@@ -329,7 +328,7 @@ async def test_retry_errors_reruns_the_errored_samples_and_only_them(tmp_path: P
     rerun: list[tuple[str, int]] = []
     plain = await resume_run(run_dir, on_sample=lambda r: rerun.append((r.scenario_id, r.epoch)))
     assert rerun == [] and statuses() == before, "a plain resume re-ran a stored sample"
-    assert plain.summary["counts"]["errored"] == 2
+    assert plain.summary.counts.errored == 2
 
     retried = await resume_run(run_dir, retry_errors=True,
                                on_sample=lambda r: rerun.append((r.scenario_id, r.epoch)))
@@ -338,8 +337,8 @@ async def test_retry_errors_reruns_the_errored_samples_and_only_them(tmp_path: P
     assert after[("mends", 0)][0] == after[("mends", 1)][0] == "scored"
     assert after[("steady", 0)] == before[("steady", 0)]
     assert after[("steady", 1)] == before[("steady", 1)]
-    assert retried.summary["counts"]["errored"] == 0
-    assert retried.summary["counts"]["samples"] == 4
+    assert retried.summary.counts.errored == 0
+    assert retried.summary.counts.samples == 4
 
 
 async def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
@@ -359,7 +358,7 @@ async def test_scenarios_with_rubrics_need_a_judge_or_no_judge(tmp_path: Path) -
         await run_suite(config, tmp_path / "run")
     result = await run_suite(config.model_copy(update={"no_judge": True, "epochs": 1}),
                              tmp_path / "run2")
-    assert not [m for m in result.summary["metrics"] if m.startswith("rubric:")]
+    assert not [m for m in result.summary.metrics if m.startswith("rubric:")]
 
 
 def write_models_yaml(path: Path, *, timeout_s: float = 5.0, attempts: int = 3) -> Path:
@@ -392,10 +391,10 @@ async def test_a_refused_key_stops_the_run_and_keeps_no_bogus_samples(
     config = offline(scenario_paths=[str(WEATHER)], agent="openai:gpt-4o", epochs=2,
                      models_config=str(write_models_yaml(tmp_path / "m.yaml")))
     summary = (await run_suite(config, tmp_path / "run")).summary
-    assert summary["stopped"]["reason"] == "model_configuration"
-    assert "401" in summary["stopped"]["message"] or "refused" in summary["stopped"]["message"]
-    assert summary["counts"]["errored"] == 0
-    assert "sk-wrong-key-for-the-test" not in json.dumps(summary)
+    assert summary.stopped.reason == "model_configuration"
+    assert "401" in summary.stopped.message or "refused" in summary.stopped.message
+    assert summary.counts.errored == 0
+    assert "sk-wrong-key-for-the-test" not in summary.model_dump_json()
 
 
 async def test_random_faults_leave_every_sample_scored_or_errored(
@@ -412,17 +411,16 @@ async def test_random_faults_leave_every_sample_scored_or_errored(
         models_config=str(write_models_yaml(tmp_path / "m.yaml", timeout_s=0.3, attempts=2)),
     )
     summary = (await run_suite(config, tmp_path / "run")).summary
-    assert summary["stopped"] is None
-    n = summary["counts"]["scenarios"] * 4
+    assert summary.stopped is None
+    n = summary.counts.scenarios * 4
     with RunStore.open(tmp_path / "run") as store:
         rows = store.score_rows()
     assert len(rows) == n and len({(r[0], r[1]) for r in rows}) == n
     statuses = {r[2] for r in rows}
     assert statuses <= {"scored", "errored", "unscored"} and "errored" in statuses
-    kinds = set(summary["counts"]["errors_by_kind"])
+    kinds = set(summary.counts.errors_by_kind)
     assert kinds <= {"ModelUnavailableError", "StructuredOutputError", "judge_error"}
-    assert summary["counts"]["errored"] + summary["counts"]["scored"] + summary["counts"][
-        "unscored"] == n
+    assert summary.counts.errored + summary.counts.scored + summary.counts.unscored == n
     # The key is in no file the run wrote, nor in the cache.
     for path in [*(tmp_path / "run").iterdir(), tmp_path / "cache.sqlite"]:
         assert key.encode() not in path.read_bytes(), path
@@ -443,6 +441,6 @@ async def test_rerun_from_cache_makes_no_model_calls(
     assert made > 0
     second = await run_suite(config.model_copy(update={"cache_mode": "replay"}), tmp_path / "b")
     assert loopback.request_count == made, "a cached re-run sent requests"
-    assert second.summary["score"]["mean"] == first.summary["score"]["mean"]
+    assert second.summary.score.mean == first.summary.score.mean
     assert second.ledger["total"]["cached_calls"] == second.ledger["total"]["calls"] - \
         second.ledger["by_role"]["simulator"]["calls"]

@@ -169,7 +169,7 @@ def test_identical_scores_give_no_intraclass_correlation() -> None:
     assert any("intraclass correlation and design power undefined" in n for n in suite.notes)
     # Nor is there a smallest detectable difference of 0.
     assert design_power(suite) is None
-    assert stats_summary(suite, power=design_power(suite))["power"] is None
+    assert stats_summary(suite, power=design_power(suite)).power is None
 
 
 def test_a_scenario_whose_epochs_agree_gets_a_bound_not_a_point() -> None:

@@ -19,7 +19,8 @@ from statsmodels.stats.power import NormalIndPower
 
 from harness.cli import main
 from harness.report.terminal import render_power
-from harness.stats import design_for_target, minimum_detectable_difference
+from harness.stats import design_for_target, minimum_detectable_difference, suite_stats
+from harness.stats.summary import summary_head
 
 ALPHA, POWER = 0.05, 0.8
 Z = sps.norm.ppf(1 - ALPHA / 2) + sps.norm.ppf(POWER)
@@ -189,8 +190,10 @@ def test_render_power_says_when_no_epochs_reach_the_target() -> None:
     design = design_for_target(analysis, analysis.floor_with_unlimited_epochs / 2)
     assert design is not None
     console = Console(width=300, record=True)
-    render_power({"power": analysis.model_dump(mode="json"),
-                  "design_for_target": design.model_dump(mode="json")}, console)
+    figures = summary_head(suite_stats({"a": [1.0, 0.0], "b": [0.0, 0.0]},
+                                       bootstrap_resamples=0))
+    render_power(figures.model_copy(update={"power": analysis, "design_for_target": design}),
+                 console)
     text = console.export_text()
     assert f"floor is {analysis.floor_with_unlimited_epochs:.3f}" in text
     assert f"{design.scenarios_with_current_epochs.n_scenarios} scenarios at 2 epochs" in text
@@ -272,7 +275,7 @@ def test_design_power_and_summary_keys() -> None:
         n_scenarios=3, epochs=3 / (1 / 3 + 1 / 2 + 1 / 4),
         between_variance=suite.variance.between, within_variance=suite.variance.within,
         alpha=0.1, power=0.9, paired=True, correlation=0.3)
-    out = stats_summary(suite, source="s.jsonl", power=got)
-    assert (out["df"], out["method"], out["source"]) == (2, suite.mean.method, "s.jsonl")
-    assert out["power"] == got.model_dump(mode="json")
-    assert "source" not in stats_summary(suite)
+    out = stats_summary(suite, power=got)
+    assert (out.df, out.method, out.power) == (2, suite.mean.method, got)
+    assert [s.scenario_id for s in out.scenarios] == ["a", "b", "c"]
+    assert stats_summary(suite).power is None

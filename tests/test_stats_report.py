@@ -7,10 +7,10 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from conftest import gate_figures
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -18,6 +18,7 @@ from harness.cli import app
 from harness.report.terminal import fmt_p, handful_of_k, render_comparison
 from harness.runs.gate import evaluate_gate
 from harness.stats import compare_runs
+from harness.stats.summary import StatsReport, SuiteFigures
 
 
 def test_fmt_p() -> None:
@@ -42,10 +43,9 @@ def test_a_tiny_p_value_prints_as_below_0_001() -> None:
 
 
 def test_handful_of_k() -> None:
-    assert handful_of_k([str(k) for k in range(1, 101)]) == [
-        "1", "2", "4", "8", "16", "32", "64", "100"]
-    assert handful_of_k(["1", "2", "3", "4", "5"]) == ["1", "2", "4", "5"]
-    assert handful_of_k(["1"]) == ["1"]
+    assert handful_of_k(list(range(1, 101))) == [1, 2, 4, 8, 16, 32, 64, 100]
+    assert handful_of_k([1, 2, 3, 4, 5]) == [1, 2, 4, 5]
+    assert handful_of_k([1]) == [1]
     assert handful_of_k([]) == []
 
 
@@ -81,14 +81,14 @@ def test_stats_table_shows_a_handful_of_k_unless_asked_for_all(tmp_path: Path) -
     assert len(out["pass_hat_k_detail"]) == 100
 
 
-def _summary(ci_low: float | None, ci_high: float | None, **extra: Any) -> dict[str, Any]:
-    return {"score": {"mean": 0.75, "ci_low": ci_low, "ci_high": ci_high, **extra,
-                      "pass_rate": {"value": 0.75, "ci_low": 0.3, "ci_high": 0.96}}}
+def _figures(ci_low: float, ci_high: float, *, ci_clipped: bool = False) -> SuiteFigures:
+    return gate_figures(mean=0.75, ci_low=ci_low, ci_high=ci_high, ci_clipped=ci_clipped,
+                        pass_rate=0.75, pass_rate_ci=(0.3, 0.96))
 
 
 def test_gate_cuts_an_old_summarys_negative_lower_bound_and_says_so() -> None:
     # A summary written before intervals were cut: the t interval of one-epoch binary data.
-    gate = evaluate_gate(_summary(-0.046, 1.546), min_score=0.5, gate_on="lower-bound")
+    gate = evaluate_gate(_figures(-0.046, 1.546), min_score=0.5, gate_on="lower-bound")
     assert gate is not None
     [check] = gate.checks
     assert check.value == 0.0 and not check.passed
@@ -97,10 +97,10 @@ def test_gate_cuts_an_old_summarys_negative_lower_bound_and_says_so() -> None:
 
 
 def test_gate_says_so_when_the_summary_interval_was_cut() -> None:
-    gate = evaluate_gate(_summary(0.0, 1.0, ci_clipped=True), min_score=0.5)
+    gate = evaluate_gate(_figures(0.0, 1.0, ci_clipped=True), min_score=0.5)
     assert gate is not None
     assert gate.checks[0].passed and "clipped to the range [0, 1]" in gate.checks[0].detail
-    plain = evaluate_gate(_summary(0.6, 0.9, ci_clipped=False), min_score=0.5)
+    plain = evaluate_gate(_figures(0.6, 0.9), min_score=0.5)
     assert plain is not None and "clipped" not in plain.checks[0].detail
 
 
@@ -112,6 +112,8 @@ def test_gate_on_a_run_summary_from_stats(tmp_path: Path, gate_on: str) -> None:
                             for s, x in (("a", 1), ("b", 1), ("c", 1), ("d", 0))))
     out = json.loads(CliRunner().invoke(app, ["stats", str(path), "--json"]).stdout)
     assert (out["ci_low"], out["ci_high"], out["ci_clipped"]) == (0.0, 1.0, True)
-    gate = evaluate_gate({"score": out}, min_score=0.5, gate_on=gate_on)  # type: ignore[arg-type]
+    # Its output without the streamed scenarios is the model it was written from.
+    head = StatsReport.model_validate({k: v for k, v in out.items() if k != "scenarios"})
+    gate = evaluate_gate(head, min_score=0.5, gate_on=gate_on)  # type: ignore[arg-type]
     assert gate is not None
     assert "interval 0.000–1.000, clipped to the range [0, 1]" in gate.checks[0].detail

@@ -18,7 +18,7 @@ from harness.errors import InputError
 from harness.models.cache import ResponseCache
 from harness.runs.config import RunConfig
 from harness.runs.store import STORE_FILENAME, RunStore, StoreError
-from harness.runs.summary import summarise, write_summary
+from harness.runs.summary import read_summary, summarise, write_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 WEATHER = ROOT / "scenarios" / "weather.yaml"
@@ -177,13 +177,14 @@ def test_summary_json_that_cannot_be_replaced_is_one_error_and_no_temporary(
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
     before = snapshot(run)
+    summary = read_summary(run)
 
     def full(*args: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("harness.files.os.replace", full)
     with pytest.raises(InputError, match="summary.json: cannot be written"):
-        write_summary(run, {"score": None})
+        write_summary(run, summary)
     assert snapshot(run) == before
 
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from harness.runs.config import RunConfig
     from harness.runs.engine import Runner
     from harness.runs.sample import SampleRecord
+    from harness.runs.summary_model import RunSummary
 
 ERR = terminal_console(stderr=True, soft_wrap=True)  # one line per message
 
@@ -75,19 +76,18 @@ def _finish(result: RunResult, *, as_json: bool, min_pass_rate: float | None,
     from harness.report.terminal import render_run
     from harness.runs.gate import evaluate_gate
 
-    gate = evaluate_gate(result.summary, min_pass_rate=min_pass_rate, min_score=min_score,
-                         gate_on=gate_on)
+    gate = evaluate_gate(result.summary.score, min_pass_rate=min_pass_rate,
+                         min_score=min_score, gate_on=gate_on)
     if gate is not None:
-        result.summary["gate"] = gate.model_dump(mode="json")
+        result.summary = result.summary.model_copy(update={"gate": gate})
         from harness.runs.summary import write_summary
 
         write_summary(result.run_dir, result.summary)
     html = write_html_report(result.run_dir)
     if as_json:
-        typer.echo(json.dumps(result.summary, indent=2))
+        _print_json(result.summary)
     else:
-        render_run(result.summary, terminal_console(), run_dir=str(result.run_dir),
-                   gate=gate)
+        render_run(result.summary, terminal_console(), run_dir=str(result.run_dir))
         also = ", samples.jsonl and report.html" if html else " and samples.jsonl"
         ERR.print(f"[dim]wrote {terminal_text(result.run_dir)}/summary.json{also}[/]")
     codes = []
@@ -114,26 +114,32 @@ def write_html_report(run_dir: Path, out: Path | None = None) -> Path | None:
         return None
 
 
-def _problems(summary: dict[str, Any], run_dir: Path) -> list[tuple[int, str]]:
+def _print_json(summary: RunSummary) -> None:
+    """``summary.json``'s content on stdout, every non-ASCII character escaped (outside text
+    must not reach a terminal raw; the file itself keeps the exact text)."""
+    typer.echo(json.dumps(summary.model_dump(mode="json"), indent=2))
+
+
+def _problems(summary: RunSummary, run_dir: Path) -> list[tuple[int, str]]:
     """Why a finished run cannot pass as a complete measurement, one line each with the exit
     code it sets (the gate aside)."""
-    counts, stopped = summary["counts"], summary.get("stopped")
+    counts, stopped = summary.counts, summary.stopped
     problems = []
-    if stopped and stopped["reason"] == "model_configuration":
-        problems.append((EXIT_INPUT_ERROR, f"the run stopped: {stopped['message']}; fix it and "
+    if stopped and stopped.reason == "model_configuration":
+        problems.append((EXIT_INPUT_ERROR, f"the run stopped: {stopped.message}; fix it and "
                          f"continue with harness run --resume {run_dir}"))
-    if stopped and stopped["reason"] == "budget":
-        planned = counts.get("samples_planned")
+    if stopped and stopped.reason == "budget":
+        planned = counts.samples_planned
         of = f" of {planned} planned" if planned is not None else ""
-        kept = (f"with {counts['samples']}{of} samples stored, so its figures cover only "
-                "those" if counts["samples"] else f"before any sample finished (0{of})")
+        kept = (f"with {counts.samples}{of} samples stored, so its figures cover only "
+                "those" if counts.samples else f"before any sample finished (0{of})")
         problems.append((EXIT_BUDGET_STOP, f"the run stopped on its budget {kept} (exit "
                          f"{EXIT_BUDGET_STOP}); continue with harness run --resume {run_dir} "
                          "--max-cost USD or --max-calls N"))
     # An early stop with no sample at all is already explained by its line.
-    if counts["scored"] == 0 and (counts["samples"] or not problems):
-        what = (f"{counts['errored']} errored, {counts['unscored']} unscored"
-                if counts["samples"] else "no sample finished")
+    if counts.scored == 0 and (counts.samples or not problems):
+        what = (f"{counts.errored} errored, {counts.unscored} unscored"
+                if counts.samples else "no sample finished")
         problems.append((EXIT_NOTHING_SCORED, f"no sample was scored ({what}), so the run has "
                          f"no figure (exit {EXIT_NOTHING_SCORED}); why is in "
                          f"{run_dir}/summary.json"))
@@ -358,7 +364,6 @@ def report(
     """Show a finished run's summary again (from its summary.json; nothing is written), or
     write its HTML report again with --html."""
     from harness.report.terminal import render_run
-    from harness.runs.gate import GateResult
     from harness.runs.summary import read_summary
 
     if html is not None:
@@ -372,35 +377,28 @@ def report(
     if target_mdd is not None:
         summary = _with_target(summary, target_mdd, run_dir)
     if as_json:
-        typer.echo(json.dumps(summary, indent=2))
+        _print_json(summary)
         return
-    gate = GateResult.model_validate(summary["gate"]) if summary.get("gate") else None
-    render_run(summary, terminal_console(), run_dir=str(run_dir), gate=gate)
+    render_run(summary, terminal_console(), run_dir=str(run_dir))
 
 
-def _with_target(summary: dict[str, Any], target: float, run_dir: Path) -> dict[str, Any]:
+def _with_target(summary: RunSummary, target: float, run_dir: Path) -> RunSummary:
     """``summary`` with ``score.design_for_target`` computed for ``target`` from the stored
     design (its power section holds the variance split, scenarios and epochs)."""
-    from pydantic import ValidationError
-
     from harness.errors import InputError
-    from harness.stats.power import PowerAnalysis, design_for_target
+    from harness.stats.power import design_for_target
 
-    score = summary.get("score")
-    if not score or not score.get("power"):
-        vc = (score or {}).get("variance_components")
+    score = summary.score
+    if score is None or score.power is None:
+        vc = None if score is None else score.variance_components
         why = ("every score in the run is the same, so there is no variance to plan from"
-               if vc and vc.get("between") == 0 and vc.get("within") == 0
+               if vc is not None and vc.between == 0 and vc.within == 0
                else "it needs scored samples from at least 2 scenarios")
         raise InputError(run_dir, "score.power", f"no design power in this run ({why}), so "
                          "--target-mdd has nothing to work from")
-    try:
-        power = PowerAnalysis.model_validate(score["power"])
-    except ValidationError as err:
-        raise InputError(run_dir, "score.power", f"malformed ({err.errors()[0]['msg']})") from None
-    design = design_for_target(power, target)
-    assert design is not None  # a target was given
-    return {**summary, "score": {**score, "design_for_target": design.model_dump(mode="json")}}
+    design = design_for_target(score.power, target)
+    return summary.model_copy(update={
+        "score": score.model_copy(update={"design_for_target": design})})
 
 
 @app.command()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -22,16 +22,20 @@ from harness.report.terminal import (
     render_variance,
 )
 
+if TYPE_CHECKING:
+    from harness.stats.sampling import ScenarioStats
+    from harness.stats.summary import StatsReport
+
 TABLE_ROWS = 50  # scenarios shown in the table; the JSON output has them all
 
 
-def _print_tables(out: dict[str, Any], scenarios: list[dict[str, Any]], console: Console, *,
+def _print_tables(out: StatsReport, scenarios: list[ScenarioStats], console: Console, *,
                   all_k: bool) -> None:
-    render_notice(out["notice"], console)
+    render_notice(out.notice, console)
     render_suite(out, console, all_k=all_k)
-    render_scenarios({**out, "scenarios": scenarios}, console)
+    render_scenarios(out, scenarios, console)
     render_variance(out, console)
-    render_notes(out["notes"], console)
+    render_notes(out.notes, console)
 
 
 def _score_range(text: str) -> tuple[float, float]:
@@ -78,8 +82,10 @@ def stats(
     # Imported here: numpy and scipy load only when statistics are computed, not for --help.
     from harness.models.provenance import roles_notice
     from harness.stats.jsonl import read_sample_scores
+    from harness.stats.sampling import ScenarioStats
     from harness.stats.suite import suite_stats_from_columns
     from harness.stats.summary import (
+        StatsReport,
         design_power,
         offline_notice,
         summary_head,
@@ -99,27 +105,25 @@ def stats(
         table.columns, judge_scores=table.judge_scores, confidence=confidence, seed=seed,
         bootstrap_resamples=bootstrap_resamples, score_range=bounds,
     )
-    out = summary_head(
-        suite, source=str(file), power=design_power(suite, alpha=1.0 - confidence),
-        target_difference=target_mdd,
+    figures = summary_head(suite, power=design_power(suite, alpha=1.0 - confidence),
+                           target_difference=target_mdd)
+    notes = table.notes + figures.notes
+    if target_mdd is not None and figures.design_for_target is None:
+        notes.append("--target-mdd: no design computed (the variance components need at "
+                     "least 2 scenarios)")
+    out = StatsReport(
+        **{**dict(figures), "notes": notes}, source=str(file),
+        # Was any sample made with offline mock models, which roles were (when the lines
+        # name their models), and the notice that says so.
+        offline=table.n_offline > 0, offline_samples=table.n_offline, roles=table.roles,
+        notice=roles_notice(table.roles) or offline_notice(table.n_offline, table.n_samples),
     )
-    out["notes"] = table.notes + out["notes"]
-    if target_mdd is not None and out["design_for_target"] is None:
-        out["notes"].append("--target-mdd: no design computed (the variance components need "
-                            "at least 2 scenarios)")
-    # Added keys (contract 2 fixes a minimum, not the whole set): was any sample made with
-    # offline mock models, which roles were (when the lines name their models), and the
-    # notice that says so.
-    out["offline"] = table.n_offline > 0
-    out["offline_samples"] = table.n_offline
-    out["roles"] = {role: r.model_dump(mode="json") for role, r in table.roles.items()}
-    out["notice"] = (roles_notice(table.roles)
-                     or offline_notice(table.n_offline, table.n_samples))
     if as_json:
         sys.stdout.flush()
         write_summary_json(out, suite.scenarios.rows(), sys.stdout.buffer)
         sys.stdout.buffer.flush()
     else:
         # The table shows the first rows only; the rest are never built.
-        rows = list(itertools.islice(suite.scenarios.rows(), TABLE_ROWS))
+        rows = [ScenarioStats.model_validate(row)
+                for row in itertools.islice(suite.scenarios.rows(), TABLE_ROWS)]
         _print_tables(out, rows, terminal_console(), all_k=all_k)

@@ -5,6 +5,7 @@ inject console markup or terminal escape sequences."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -15,7 +16,18 @@ from rich.table import Table
 from harness.report.safe import terminal_text
 
 if TYPE_CHECKING:
+    from harness.checks.failures import FailureAnalysis
     from harness.runs.gate import GateResult
+    from harness.runs.summary_model import (
+        AdaptiveReport,
+        MetricSummary,
+        RunCounts,
+        RunSummary,
+        RunUsage,
+    )
+    from harness.stats.estimate import Estimate
+    from harness.stats.sampling import ScenarioStats
+    from harness.stats.summary import SuiteFigures
 
 
 def fmt_num(value: float | None, digits: int = 3) -> str:
@@ -35,26 +47,23 @@ def fmt_p(p: float | None) -> str:
     return "<0.001" if p < 0.0005 else f"{p:.3f}"
 
 
-def handful_of_k(ks: list[str]) -> list[str]:
-    """The k values a table shows by default: 1, 2, 4, 8, ... and the largest (keys as
-    strings, in order)."""
+def handful_of_k(ks: list[int]) -> list[int]:
+    """The k values a table shows by default: 1, 2, 4, 8, ... and the largest (in order)."""
     if not ks:
         return []
-    largest = max(int(k) for k in ks)
+    largest = max(ks)
     wanted = {1 << i for i in range(largest.bit_length())} | {largest}
-    return [k for k in ks if int(k) in wanted]
+    return [k for k in ks if k in wanted]
 
 
-def estimate_how(est: dict[str, Any], how: str) -> str:
+def estimate_how(est: Estimate, how: str) -> str:
     """``how`` an estimate was computed, or what replaced its usual interval: the
     no-spread bound when every scenario agreed, or the cut at the range."""
-    if est.get("ci_low") is None:
+    if est.ci_low is None:
         return how
-    if est.get("stderr") == 0.0:
-        units = est.get("n_clusters")
-        return "every scenario the same: " + (f"bound for {units} scenarios" if units
-                                               else "no-spread bound")
-    if est.get("clipped"):
+    if est.stderr == 0.0:
+        return f"every scenario the same: bound for {est.n_clusters} scenarios"
+    if est.clipped:
         return how + "; cut at the score range"
     return how
 
@@ -71,49 +80,48 @@ def make_table(title: str, *columns: str, text: tuple[str, ...] = ()) -> Table:
     return table
 
 
-def render_run(summary: dict[str, Any], console: Console, *, run_dir: str | None = None,
-               gate: GateResult | None = None, max_rows: int = 50) -> None:
+def render_run(summary: RunSummary, console: Console, *, run_dir: str | None = None,
+               max_rows: int = 50) -> None:
     """Print the run summary: suite figures, scenarios, metrics, errors, failure groups,
-    usage, and the gate verdict."""
-    render_notice(summary.get("notice"), console)
-    counts = summary["counts"]
-    head = (f"{_scenarios_and_samples(counts)}: {counts['scored']} scored, "
-            f"{counts['errored']} errored, {counts['unscored']} unscored")
+    usage, and the gate verdict when the summary has one."""
+    render_notice(summary.notice, console)
+    counts = summary.counts
+    head = (f"{_scenarios_and_samples(counts)}: {counts.scored} scored, "
+            f"{counts.errored} errored, {counts.unscored} unscored")
     console.print(f"[bold]Run[/] {terminal_text(run_dir or '')}  {head}")
-    stopped = summary.get("stopped")
+    stopped = summary.stopped
     if stopped:
-        console.print(f"[bold red]stopped early[/] ({terminal_text(stopped['reason'])}): "
-                      f"{terminal_text(stopped['message'])} — finished samples are kept; "
+        console.print(f"[bold red]stopped early[/] ({terminal_text(stopped.reason)}): "
+                      f"{terminal_text(stopped.message)} — finished samples are kept; "
                       "continue with [bold]harness run --resume "
                       f"{terminal_text(run_dir or 'DIR')}[/]")
-    score = summary.get("score")
+    score = summary.score
     if score is None:
-        for note in summary.get("notes", []):
+        for note in summary.notes:
             console.print(f"[yellow]{terminal_text(note)}[/]")
     else:
         render_suite(score, console)
         errors: dict[str, int] = {}
-        for e in summary.get("errors", []):
-            errors[e["scenario_id"]] = errors.get(e["scenario_id"], 0) + 1
-        render_scenarios(score, console, errors=errors, max_rows=max_rows)
+        for e in summary.errors:
+            errors[e.scenario_id] = errors.get(e.scenario_id, 0) + 1
+        render_scenarios(score, score.scenarios, console, errors=errors, max_rows=max_rows)
         render_variance(score, console)
-        render_notes([*score.get("notes", []), *summary.get("notes", [])], console)
-    _metrics_table(summary["metrics"], console, max_rows)
+        render_notes([*score.notes, *summary.notes], console)
+    _metrics_table(summary.metrics, console, max_rows)
     _errors(summary, console)
-    _failures(summary["failure_analysis"], console, run_dir=run_dir)
-    _usage(summary["usage"], console)
-    adaptive = summary.get("adaptive")
-    if adaptive:
-        _adaptive(adaptive, console)
-    if gate is not None:
-        render_gate(gate, console)
+    _failures(summary.failure_analysis, console, run_dir=run_dir)
+    _usage(summary.usage, console)
+    if summary.adaptive is not None:
+        _adaptive(summary.adaptive, console)
+    if summary.gate is not None:
+        render_gate(summary.gate, console)
 
 
-def _scenarios_and_samples(counts: dict[str, Any]) -> str:
+def _scenarios_and_samples(counts: RunCounts) -> str:
     """"11 scenarios, 55 samples", or, when part of the plan has no sample (an early stop),
     "11 scenarios loaded (3 with samples), 12 of 55 planned samples"."""
-    loaded, planned = counts.get("scenarios_loaded"), counts.get("samples_planned")
-    with_samples, samples = counts["scenarios"], counts["samples"]
+    loaded, planned = counts.scenarios_loaded, counts.samples_planned
+    with_samples, samples = counts.scenarios, counts.samples
     scenarios = (f"{with_samples} scenarios" if loaded in (None, with_samples)
                  else f"{loaded} scenarios loaded ({with_samples} with samples)")
     samples_text = (f"{samples} samples" if planned in (None, samples)
@@ -121,40 +129,36 @@ def _scenarios_and_samples(counts: dict[str, Any]) -> str:
     return f"{scenarios}, {samples_text}"
 
 
-def render_suite(score: dict[str, Any], console: Console, *, all_k: bool = False) -> None:
-    """The suite figures (``harness stats --json``'s shape, a run summary's ``score``): the
-    mean score with its clustered t interval and the cluster bootstrap, the pass rate, and
-    pass@k and pass^k for k = 1, 2, 4, 8, ... and the largest (every k with ``all_k``), each
-    with its standard error, interval and how it was computed; then the design's power."""
-    level = f"{score['confidence']:.0%}"
-    table = make_table(f"Suite ({score['n_scenarios']} scenarios, {score['n_samples']} samples)",
+def render_suite(score: SuiteFigures, console: Console, *, all_k: bool = False) -> None:
+    """The suite figures (``harness stats``' figures, a run summary's ``score``): the mean
+    score with its clustered t interval and the cluster bootstrap, the pass rate, and pass@k
+    and pass^k for k = 1, 2, 4, 8, ... and the largest (every k with ``all_k``), each with
+    its standard error, interval and how it was computed; then the design's power."""
+    level = f"{score.confidence:.0%}"
+    table = make_table(f"Suite ({score.n_scenarios} scenarios, {score.n_samples} samples)",
                        "figure", "value", "SE", f"{level} interval", "how", text=("how",))
-    mean = {"stderr": score["stderr"], "ci_low": score["ci_low"],
-            "clipped": score.get("ci_clipped"), "n_clusters": score["n_scenarios"]}
-    table.add_row("mean score", fmt_num(score["mean"]), fmt_num(score["stderr"]),
-                  fmt_ci(score["ci_low"], score["ci_high"]),
-                  estimate_how(mean, "clustered SE, t on C-1 df"))
-    boot = score.get("bootstrap")
+    table.add_row("mean score", fmt_num(score.mean), fmt_num(score.stderr),
+                  fmt_ci(score.ci_low, score.ci_high),
+                  estimate_how(score.mean_estimate, "clustered SE, t on C-1 df"))
+    boot = score.bootstrap
     if boot:
-        table.add_row("mean score", fmt_num(score["mean"]), "",
-                      fmt_ci(boot["ci_low"], boot["ci_high"]),
-                      f"cluster bootstrap, {boot['n_resamples']} resamples, seed {boot['seed']}")
-    pr = score["pass_rate"]
-    table.add_row("pass rate", fmt_num(pr["value"]), fmt_num(pr["stderr"]),
-                  fmt_ci(pr["ci_low"], pr["ci_high"]),
+        table.add_row("mean score", fmt_num(score.mean), "", fmt_ci(boot.ci_low, boot.ci_high),
+                      f"cluster bootstrap, {boot.n_resamples} resamples, seed {boot.seed}")
+    pr = score.pass_rate
+    table.add_row("pass rate", fmt_num(pr.value), fmt_num(pr.stderr), fmt_ci(pr.ci_low, pr.ci_high),
                   estimate_how(pr, "Wilson, effective n"))
-    every_k = sorted(score["pass_at_k_detail"], key=int)
+    every_k = sorted(score.pass_at_k_detail)
     ks = every_k if all_k else handful_of_k(every_k)
-    for label, key in (("pass@", "pass_at_k_detail"), ("pass^", "pass_hat_k_detail")):
+    for label, detail in (("pass@", score.pass_at_k_detail), ("pass^", score.pass_hat_k_detail)):
         for k in ks:
-            d = score[key][k]
-            table.add_row(f"{label}{k}", fmt_num(d["value"]), fmt_num(d["stderr"]),
-                          fmt_ci(d["ci_low"], d["ci_high"]), estimate_how(d, "Wilson, effective n"))
+            d = detail[k]
+            table.add_row(f"{label}{k}", fmt_num(d.value), fmt_num(d.stderr),
+                          fmt_ci(d.ci_low, d.ci_high), estimate_how(d, "Wilson, effective n"))
     table.caption = ("pass rate, pass@k (Chen et al. 2021) and pass^k (tau-bench): means of "
                      "the scenarios' own figures")
     if len(ks) < len(every_k):
-        table.caption += (f"; k = {', '.join(ks)} of 1..{every_k[-1]} shown (harness stats "
-                          "--all-k lists every k, and the JSON output has them all)")
+        table.caption += (f"; k = {', '.join(map(str, ks))} of 1..{every_k[-1]} shown (harness "
+                          "stats --all-k lists every k, and the JSON output has them all)")
     console.print(table)
     render_power(score, console)
 
@@ -170,25 +174,23 @@ def render_notes(notes: list[str], console: Console) -> None:
         console.print(f"[dim]note: {terminal_text(note)}[/]")
 
 
-def render_scenarios(score: dict[str, Any], console: Console, *,
-                     errors: dict[str, int] | None = None, max_rows: int = 50) -> None:
-    """Per-scenario figures, each with its interval: the mean with its t interval over
-    epochs, the pass rate with its Wilson interval, pass^k at the largest k. The epoch count
-    is in the title when every scenario has the same (else a column), and so is the number
-    of flaky scenarios (passed in some epochs, failed in others). ``errors`` (scenario ->
-    errored samples) adds a column when any scenario has one."""
-    level = f"{score['confidence']:.0%}"
-    rows = score["scenarios"][:max_rows]
-    epochs = {s["n_epochs"] for s in rows}
+def render_scenarios(score: SuiteFigures, scenarios: Sequence[ScenarioStats], console: Console,
+                     *, errors: dict[str, int] | None = None, max_rows: int = 50) -> None:
+    """Per-scenario figures (``scenarios``: all of ``score``'s, or the first of them), each
+    with its interval: the mean with its t interval over epochs, the pass rate with its
+    Wilson interval, pass^k at the largest k. The epoch count is in the title when every
+    scenario has the same (else a column), and so is the number of flaky scenarios (passed in
+    some epochs, failed in others). ``errors`` (scenario -> errored samples) adds a column
+    when any scenario has one."""
+    level = f"{score.confidence:.0%}"
+    rows = scenarios[:max_rows]
+    epochs = {s.n_epochs for s in rows}
     same = len(epochs) == 1
     k_max = f"^{max(epochs)}" if same else "^k"
-    flaky = score.get("flaky_scenarios")
-    n_flaky = len(flaky) if flaky is not None else sum(s["flaky"] for s in rows)
-    total = score.get("n_scenarios", len(rows))
     title = "Scenarios (" + (f"{max(epochs)} epochs each; " if same else "") + \
-        f"{n_flaky} of {total} flaky)"
+        f"{len(score.flaky_scenarios)} of {score.n_scenarios} flaky)"
     errors = errors or {}
-    show_errors = any(errors.get(s["scenario_id"]) for s in rows)
+    show_errors = any(errors.get(s.scenario_id) for s in rows)
     columns = ["scenario", *([] if same else ["n"]), "mean", f"t {level}", "pass",
                f"Wilson {level}", f"pass{k_max}", *(["errors"] if show_errors else [])]
     table = make_table(title, *columns)
@@ -196,16 +198,15 @@ def render_scenarios(score: dict[str, Any], console: Console, *,
     table.box, table.show_edge, table.pad_edge, table.collapse_padding = (
         box.SIMPLE_HEAD, False, False, True)
     for s in rows:
-        k = max(s["pass_hat_k"], key=int)
-        cells = [terminal_text(s["scenario_id"]), *([] if same else [str(s["n_epochs"])]),
-                 fmt_num(s["mean"]), fmt_ci(s.get("mean_ci_low"), s.get("mean_ci_high")),
-                 fmt_num(s["pass_rate"]), fmt_ci(s["pass_rate_ci_low"], s["pass_rate_ci_high"]),
-                 fmt_num(s["pass_hat_k"][k])]
+        cells = [terminal_text(s.scenario_id), *([] if same else [str(s.n_epochs)]),
+                 fmt_num(s.mean), fmt_ci(s.mean_ci_low, s.mean_ci_high),
+                 fmt_num(s.pass_rate), fmt_ci(s.pass_rate_ci_low, s.pass_rate_ci_high),
+                 fmt_num(s.pass_hat_k[max(s.pass_hat_k)])]
         if show_errors:
-            cells.append(str(errors.get(s["scenario_id"], "")))
+            cells.append(str(errors.get(s.scenario_id, "")))
         table.add_row(*cells)
-    if total > max_rows:
-        table.caption = f"{total - max_rows} more in the JSON output"
+    if score.n_scenarios > max_rows:
+        table.caption = f"{score.n_scenarios - max_rows} more in the JSON output"
     console.print(table)
 
 
@@ -213,107 +214,104 @@ def _share(part: float, whole: float) -> str:
     return fmt_num(part / whole, 2) if whole > 0 else "—"
 
 
-def render_variance(score: dict[str, Any], console: Console) -> None:
+def render_variance(score: SuiteFigures, console: Console) -> None:
     """Where the suite's uncertainty comes from: between-scenario and within-scenario
     variance of a single sample, their shares of the squared standard error, and, when
     transcripts were judged several times, the within part split into agent and judge
     noise."""
-    vc = score.get("variance_components")
-    if not vc:
+    vc = score.variance_components
+    if vc is None:
         return
     table = make_table("Variance components (single sample)", "part", "variance", "share of SE²")
-    se2 = vc["suite_variance_between"] + vc["suite_variance_within"]
-    table.add_row("between scenarios", fmt_num(vc["between"], 4),
-                  _share(vc["suite_variance_between"], se2))
-    table.add_row("within scenario (epochs)", fmt_num(vc["within"], 4),
-                  _share(vc["suite_variance_within"], se2))
-    jv = score.get("judge_variance_components")
-    if jv:
-        nested = jv["suite_variance_epoch"] + jv["suite_variance_judge"]
-        within = vc["suite_variance_within"]
-        table.add_row("  of which agent (epochs)", fmt_num(jv["epoch"], 4),
-                      _share(within * jv["suite_variance_epoch"], se2 * nested))
-        table.add_row("  of which judge", fmt_num(jv["judge"], 4),
-                      _share(within * jv["suite_variance_judge"], se2 * nested))
+    se2 = vc.suite_variance_between + vc.suite_variance_within
+    table.add_row("between scenarios", fmt_num(vc.between, 4),
+                  _share(vc.suite_variance_between, se2))
+    table.add_row("within scenario (epochs)", fmt_num(vc.within, 4),
+                  _share(vc.suite_variance_within, se2))
+    jv = score.judge_variance_components
+    if jv is not None:
+        nested = jv.suite_variance_epoch + jv.suite_variance_judge
+        within = vc.suite_variance_within
+        table.add_row("  of which agent (epochs)", fmt_num(jv.epoch, 4),
+                      _share(within * jv.suite_variance_epoch, se2 * nested))
+        table.add_row("  of which judge", fmt_num(jv.judge, 4),
+                      _share(within * jv.suite_variance_judge, se2 * nested))
     console.print(table)
 
 
-def render_power(score: dict[str, Any], console: Console) -> None:
+def render_power(score: SuiteFigures, console: Console) -> None:
     """The smallest difference a paired comparison with this design detects, and what it
     takes (epochs or scenarios) to detect the target in ``design_for_target``."""
-    power = score.get("power")
-    if not power or power.get("minimum_detectable_difference") is None:
+    power = score.power
+    if power is None:
         return
     console.print(
         "smallest difference a paired comparison with this design could detect "
-        f"(alpha {power['alpha']:.2g}, power {power['power']:.0%}, "
-        f"correlation {power['correlation']:g}): "
-        f"{power['minimum_detectable_difference']:.3f}")
-    design = score.get("design_for_target")
-    if not design:
+        f"(alpha {power.alpha:.2g}, power {power.power:.0%}, "
+        f"correlation {power.correlation:g}): {power.minimum_detectable_difference:.3f}")
+    design = score.design_for_target
+    if design is None:
         return
-    target = design["target_difference"]
-    given = design["target_source"] == "given"
-    by_epochs = design["epochs_with_current_scenarios"]
-    by_scenarios = design["scenarios_with_current_epochs"]
-    how = f"to detect {target:.3f}" + ("" if given else " (half of that)")
-    if by_epochs["achievable"]:
-        epochs = (f"{by_epochs['epochs']} epochs per scenario with these "
-                  f"{by_epochs['n_scenarios']} scenarios")
+    by_epochs = design.epochs_with_current_scenarios
+    by_scenarios = design.scenarios_with_current_epochs
+    how = f"to detect {design.target_difference:.3f}" + (
+        "" if design.target_source == "given" else " (half of that)")
+    if by_epochs.achievable:
+        epochs = (f"{by_epochs.epochs} epochs per scenario with these "
+                  f"{by_epochs.n_scenarios} scenarios")
     else:
-        epochs = (f"no number of epochs with these {by_epochs['n_scenarios']} scenarios "
-                  f"(the between-scenario floor is {power['floor_with_unlimited_epochs']:.3f})")
-    console.print(f"{how}: {epochs}; or {by_scenarios['n_scenarios']} scenarios at "
-                  f"{by_scenarios['epochs']} epochs (Miller 2024)")
+        epochs = (f"no number of epochs with these {by_epochs.n_scenarios} scenarios "
+                  f"(the between-scenario floor is {power.floor_with_unlimited_epochs:.3f})")
+    console.print(f"{how}: {epochs}; or {by_scenarios.n_scenarios} scenarios at "
+                  f"{by_scenarios.epochs} epochs (Miller 2024)")
 
 
-def _metrics_table(metrics: dict[str, Any], console: Console, max_rows: int) -> None:
+def _metrics_table(metrics: dict[str, MetricSummary], console: Console, max_rows: int) -> None:
     if not metrics:
         return
     table = make_table("Metrics (mean of scenario means)", "metric", "mean", "interval",
                    "scenarios", "samples")
     for name, m in list(metrics.items())[:max_rows]:
-        table.add_row(terminal_text(name), fmt_num(m["value"]), fmt_ci(m["ci_low"], m["ci_high"]),
-                      str(m["n_scenarios"]), str(m["n"]))
+        table.add_row(terminal_text(name), fmt_num(m.value), fmt_ci(m.ci_low, m.ci_high),
+                      str(m.n_scenarios), str(m.n))
     console.print(table)
 
 
-def _errors(summary: dict[str, Any], console: Console) -> None:
-    policy = summary["error_policy"]
-    if not policy["errored_samples"]:
+def _errors(summary: RunSummary, console: Console) -> None:
+    policy = summary.error_policy
+    if not policy.errored_samples:
         return
-    console.print(f"[bold red]{policy['errored_samples']} errored samples[/] "
-                  f"(not scores: {terminal_text(policy['meaning'])})")
+    console.print(f"[bold red]{policy.errored_samples} errored samples[/] "
+                  f"(not scores: {terminal_text(policy.meaning)})")
     table = make_table("Errors", "scenario", "epoch", "kind", "message", text=("kind", "message"))
-    for e in summary["errors"][:10]:
-        table.add_row(terminal_text(e["scenario_id"]), str(e["epoch"]), terminal_text(e["kind"]),
-                      terminal_text(e["message"][:200]))
+    for e in summary.errors[:10]:
+        table.add_row(terminal_text(e.scenario_id), str(e.epoch), terminal_text(e.kind),
+                      terminal_text(e.message[:200]))
     console.print(table)
 
 
 FAILURE_GROUPS_SHOWN = 5
 
 
-def _failures(analysis: dict[str, Any], console: Console, *, run_dir: str | None) -> None:
+def _failures(analysis: FailureAnalysis, console: Console, *, run_dir: str | None) -> None:
     """The largest failure groups, each with its size, scenarios and recommendation; the rest
     are counted and pointed to (every group is in the summary)."""
-    groups = analysis.get("groups", [])
+    groups = analysis.groups
     if not groups:
         return
-    console.print(f"[bold]Failure analysis[/] ({analysis['n_failed_samples']} of "
-                  f"{analysis['n_samples']} samples with a finding, {len(groups)} group"
+    console.print(f"[bold]Failure analysis[/] ({analysis.n_failed_samples} of "
+                  f"{analysis.n_samples} samples with a finding, {len(groups)} group"
                   f"{'' if len(groups) == 1 else 's'}, largest first)")
     # A bullet column gives each group's wrapped lines a hanging indent.
     listing = Table.grid(padding=(0, 1))
     listing.add_column(width=1)
     listing.add_column()
     for g in groups[:FAILURE_GROUPS_SHOWN]:
-        scenarios = g["scenarios"]
-        named = ", ".join(terminal_text(sid) for sid in scenarios[:3]) + (
-            f" and {len(scenarios) - 3} more" if len(scenarios) > 3 else "")
-        listing.add_row("•", f"[bold]{terminal_text(g['kind'])}: {terminal_text(g['key'])}[/] "
-                        f"({g['samples']} samples; {named})")
-        listing.add_row("", f"[dim]{terminal_text(g['recommendation'])}[/]")
+        named = ", ".join(terminal_text(sid) for sid in g.scenarios[:3]) + (
+            f" and {len(g.scenarios) - 3} more" if len(g.scenarios) > 3 else "")
+        listing.add_row("•", f"[bold]{terminal_text(g.kind)}: {terminal_text(g.key)}[/] "
+                        f"({g.samples} samples; {named})")
+        listing.add_row("", f"[dim]{terminal_text(g.recommendation)}[/]")
     if len(groups) > FAILURE_GROUPS_SHOWN:
         where = f"{terminal_text(run_dir)}/summary.json" if run_dir else "summary.json"
         listing.add_row("…", f"{len(groups) - FAILURE_GROUPS_SHOWN} more groups, each with its "
@@ -321,30 +319,30 @@ def _failures(analysis: dict[str, Any], console: Console, *, run_dir: str | None
     console.print(listing)
 
 
-def _usage(usage: dict[str, Any], console: Console) -> None:
+def _usage(usage: RunUsage, console: Console) -> None:
     table = make_table("Model usage", "role", "calls", "cached", "input tokens", "output tokens",
                    "cost (USD)")
-    for role, u in usage["by_role"].items():
-        table.add_row(terminal_text(role), str(u["calls"]), str(u["cached_calls"]),
-                      str(u["input_tokens"]), str(u["output_tokens"]), f"{u['cost_usd']:.4f}")
-    if usage.get("unpriced_calls"):
-        table.caption = (f"{usage['unpriced_calls']} calls to models with no price entry are "
+    for role, u in usage.by_role.items():
+        table.add_row(terminal_text(role), str(u.calls), str(u.cached_calls),
+                      str(u.input_tokens), str(u.output_tokens), f"{u.cost_usd:.4f}")
+    if usage.unpriced_calls:
+        table.caption = (f"{usage.unpriced_calls} calls to models with no price entry are "
                          "not in the cost")
     console.print(table)
 
 
-def _adaptive(adaptive: dict[str, Any], console: Console) -> None:
-    line = (f"adaptive sampling: target width {adaptive['target_width']:.3f}, "
-            f"final width {fmt_num(adaptive.get('final_width'))} "
-            f"({terminal_text(adaptive.get('final_reason'))}), "
-            f"{adaptive.get('samples_used')} samples")
-    savings = adaptive.get("savings")
-    if savings and savings.get("fixed_samples") is not None:
-        line += (f"; fixed epochs would need {savings['fixed_samples']} samples "
-                 f"({savings['fixed_epochs_per_scenario']} per scenario): saved "
-                 f"{savings['saved_samples']} samples"
-                 + (f", about {savings['saved_model_calls']} model calls"
-                    if savings.get("saved_model_calls") is not None else ""))
+def _adaptive(adaptive: AdaptiveReport, console: Console) -> None:
+    line = (f"adaptive sampling: target width {adaptive.target_width:.3f}, "
+            f"final width {fmt_num(adaptive.final_width)} "
+            f"({terminal_text(adaptive.final_reason)}), "
+            f"{adaptive.samples_used} samples")
+    savings = adaptive.savings
+    if savings is not None and savings.fixed_samples is not None:
+        line += (f"; fixed epochs would need {savings.fixed_samples} samples "
+                 f"({savings.fixed_epochs_per_scenario} per scenario): saved "
+                 f"{savings.saved_samples} samples"
+                 + (f", about {savings.saved_model_calls} model calls"
+                    if savings.saved_model_calls is not None else ""))
     console.print(line)
 
 

@@ -2,9 +2,11 @@
 
     config = RunConfig(scenario_paths=["scenarios"], offline=True, epochs=5)
     result = asyncio.run(run_suite(config, Path("runs/demo")))
-    print(result.summary["score"]["mean"], result.summary["score"]["ci_low"])
+    print(result.summary.score.mean, result.summary.score.ci_low)
 
-A run directory holds ``run.sqlite`` (the store), ``summary.json`` and ``samples.jsonl``.
+A run directory holds ``run.sqlite`` (the store), ``summary.json`` and ``samples.jsonl``;
+``result.summary`` is the :class:`~harness.runs.summary_model.RunSummary` written there
+(``score`` is ``None`` when no sample was scored).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness.models.hub import ModelHub
 from harness.runs.config import RunConfig
@@ -21,6 +23,13 @@ from harness.runs.engine import Runner, RunState, SampleKey, Suite, epochs_plan,
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore, StoreError
 from harness.runs.summary import scores_by_scenario, summarise, write_summary
+from harness.runs.summary_model import (
+    AdaptiveReport,
+    AdaptiveRound,
+    RunSavings,
+    RunStop,
+    RunSummary,
+)
 from harness.stats.adaptive import (
     AdaptiveConfig,
     adaptive_savings,
@@ -39,9 +48,12 @@ TERMINATED = "SIGTERM"
 
 @dataclass
 class RunResult:
+    """A finished (or stopped) run: its directory, what happened in this invocation, the
+    summary written to ``summary.json``, and the model usage ledger."""
+
     run_dir: Path
     state: RunState
-    summary: dict[str, Any]
+    summary: RunSummary
     ledger: dict[str, Any]
 
 
@@ -114,30 +126,27 @@ async def _execute(
         if on_start is not None:
             on_start(runner)
         done = store.finished_keys(include_errored=not retry_errors)
-        extra: dict[str, Any] = {}
+        adaptive = None
         try:
             if config.adaptive is None:
                 await runner.run_samples(epochs_plan(suite, config.epochs, done))
             else:
-                extra["adaptive"] = await _adaptive(runner, store, done)
+                adaptive = await _adaptive(runner, store, done)
         except (KeyboardInterrupt, asyncio.CancelledError) as err:
             # Stopped from outside (Ctrl-C, SIGTERM, a cancelled task): the samples in flight
             # are abandoned, but what finished is summarised, so `harness report` works and
             # `--resume` knows where to go on.
-            how = "terminated" if TERMINATED in err.args else "interrupted"
+            how: Literal["interrupted", "terminated"] = (
+                "terminated" if TERMINATED in err.args else "interrupted")
             store.log_event(how, {"finished_this_session": runner.state.finished})
-            extra["stopped"] = {"reason": how, "message": _stop_message(how, runner.state)}
-            write_summary(run_dir, summarise(store, config, run_dir=run_dir, extra=extra,
+            stop = RunStop(reason=how, message=_stop_message(how, runner.state))
+            write_summary(run_dir, summarise(store, config, run_dir=run_dir, stopped=stop,
                                              scenarios_loaded=len(suite.scenarios)))
             raise
         finally:
             await hub.aclose()
-        stopped = None
-        if runner.state.stopped:
-            stopped = {"reason": runner.state.stop_reason, "message": runner.state.stop_message}
-        extra["stopped"] = stopped
-        summary = summarise(store, config, run_dir=run_dir, extra=extra,
-                            scenarios_loaded=len(suite.scenarios))
+        summary = summarise(store, config, run_dir=run_dir, stopped=runner.state.stop,
+                            adaptive=adaptive, scenarios_loaded=len(suite.scenarios))
         write_summary(run_dir, summary)
         return RunResult(run_dir=run_dir, state=runner.state, summary=summary,
                          ledger=hub.ledger.snapshot())
@@ -151,7 +160,7 @@ def _stop_message(how: str, state: RunState) -> str:
             "samples in flight were abandoned")
 
 
-async def _adaptive(runner: Runner, store: RunStore, done: set[SampleKey]) -> dict[str, Any]:
+async def _adaptive(runner: Runner, store: RunStore, done: set[SampleKey]) -> AdaptiveReport:
     """Pilot epochs, then Neyman-allocated rounds until the suite interval is narrower than
     the target, a budget stops the run, or the planner finds nothing worth sampling."""
     settings = runner.config.adaptive
@@ -163,18 +172,19 @@ async def _adaptive(runner: Runner, store: RunStore, done: set[SampleKey]) -> di
         pilot_epochs=settings.pilot_epochs,
         max_epochs_per_scenario=settings.max_epochs_per_scenario,
     )
-    rounds: list[dict[str, Any]] = []
+    rounds: list[AdaptiveRound] = []
     decision = None
     while not runner.state.stopped:
         scores, passed = scores_by_scenario(store, config.error_policy)
         try:
             decision = plan_next_round(scores, passed, config=plan_config)
         except InsufficientDataError as err:
-            return {"target_width": settings.target_width, "stopped": str(err), "rounds": rounds}
-        rounds.append({"reason": decision.reason, "allocations": decision.allocations,
-                       "current_width": decision.current_width,
-                       "projected_width": decision.projected_width})
-        store.log_event("adaptive_round", rounds[-1])
+            return AdaptiveReport(target_width=settings.target_width, stopped=str(err),
+                                  rounds=rounds)
+        rounds.append(AdaptiveRound(reason=decision.reason, allocations=decision.allocations,
+                                    current_width=decision.current_width,
+                                    projected_width=decision.projected_width))
+        store.log_event("adaptive_round", rounds[-1].model_dump(mode="json"))
         if decision.stop:
             break
         next_epoch = _next_epochs(store)
@@ -185,28 +195,28 @@ async def _adaptive(runner: Runner, store: RunStore, done: set[SampleKey]) -> di
         await runner.run_samples(keys)
     scores, passed = scores_by_scenario(store, config.error_policy)
     used = sum(len(v) for v in scores.values())
-    out: dict[str, Any] = {
-        "target_width": settings.target_width,
-        "pilot_epochs": settings.pilot_epochs,
-        "final_reason": None if decision is None else decision.reason,
-        "final_width": None if decision is None else decision.current_width,
-        "samples_used": used,
-        "rounds": rounds,
-        "method": None if decision is None else decision.method,
-    }
+    savings = None
     if len(scores) >= 2:
         fixed = fixed_epochs_for_width(scores, passed, target_width=settings.target_width,
                                        confidence=config.confidence)
-        savings = adaptive_savings(used, fixed)
+        saved = adaptive_savings(used, fixed)
         calls = runner.hub.ledger.total.calls
         per_sample = calls / runner.state.finished if runner.state.finished else None
-        out["savings"] = {
-            **savings.model_dump(mode="json"),
-            "model_calls_per_sample": per_sample,
-            "saved_model_calls": None if per_sample is None or savings.saved_samples is None
-            else round(savings.saved_samples * per_sample),
-        }
-    return out
+        savings = RunSavings(
+            **dict(saved), model_calls_per_sample=per_sample,
+            saved_model_calls=None if per_sample is None or saved.saved_samples is None
+            else round(saved.saved_samples * per_sample),
+        )
+    return AdaptiveReport(
+        target_width=settings.target_width,
+        pilot_epochs=settings.pilot_epochs,
+        final_reason=None if decision is None else decision.reason,
+        final_width=None if decision is None else decision.current_width,
+        samples_used=used,
+        rounds=rounds,
+        method=None if decision is None else decision.method,
+        savings=savings,
+    )
 
 
 def _next_epochs(store: RunStore) -> dict[str, int]:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from harness.checks.run import PreparedExpectations, prepare_expectations, run_checks
 from harness.errors import (
@@ -37,6 +38,7 @@ from harness.runs.config import RunConfig
 from harness.runs.sample import SampleRecord
 from harness.runs.scoring import build_sample
 from harness.runs.store import RunStore
+from harness.runs.summary_model import RunStop
 from harness.scenarios.loading import load_scenarios
 from harness.scenarios.schema import Scenario
 from harness.simulation.episode import run_episode
@@ -114,13 +116,12 @@ class RunState:
     planned: int = 0
     finished: int = 0
     errored: int = 0
-    stop_reason: str | None = None
-    stop_message: str | None = None
+    stop: RunStop | None = None
     fatal_errors: list[str] = field(default_factory=list)
 
     @property
     def stopped(self) -> bool:
-        return self.stop_reason is not None
+        return self.stop is not None
 
 
 class Runner:
@@ -216,10 +217,10 @@ class Runner:
                     task.cancel()
         return self.state
 
-    def _stop(self, reason: str, message: str) -> None:
-        if not self.state.stopped:
-            self.state.stop_reason, self.state.stop_message = reason, message
-            self.store.log_event("stopped", {"reason": reason, "message": message})
+    def _stop(self, reason: Literal["budget", "model_configuration"], message: str) -> None:
+        if self.state.stop is None:
+            self.state.stop = RunStop(reason=reason, message=message)
+            self.store.log_event("stopped", self.state.stop.model_dump(mode="json"))
 
     async def _run_one(self, scenario_id: str, epoch: int) -> None:
         scenario = self.suite.scenarios[scenario_id]
@@ -268,7 +269,7 @@ class Runner:
                                       stop_reason="agent_error"),
                 started_at=started, finished_at=time.time(),
             )
-        if self.state.stopped and self.state.stop_reason != "budget":
+        if self.state.stop is not None and self.state.stop.reason != "budget":
             return
         record.tags = list(scenario.tags)
         self.store.write_sample(record)

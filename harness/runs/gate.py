@@ -10,11 +10,14 @@ past the range is cut at it, and the message says so.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from harness.choices import GateBasis
+
+if TYPE_CHECKING:
+    from harness.stats.summary import SuiteFigures
 
 
 class GateCheck(BaseModel):
@@ -46,19 +49,19 @@ def _in_unit_range(low: float | None, high: float | None
 
 
 def evaluate_gate(
-    summary: dict[str, Any],
+    score: SuiteFigures | None,
     *,
     min_pass_rate: float | None = None,
     min_score: float | None = None,
     gate_on: GateBasis = "mean",
 ) -> GateResult | None:
-    """Judge a run summary against the thresholds; ``None`` when no threshold is set. With no
-    scored sample, or no interval when ``lower-bound`` is asked (one scenario), the gate
-    fails and says why: an unmeasured suite never passes."""
+    """Judge a run's suite figures (its summary's ``score``; ``None`` when nothing was
+    scored) against the thresholds; ``None`` when no threshold is set. With no scored
+    sample, or no interval when ``lower-bound`` is asked (one scenario), the gate fails and
+    says why: an unmeasured suite never passes."""
     wanted = [("pass rate", min_pass_rate), ("mean score", min_score)]
     if all(t is None for _, t in wanted):
         return None
-    score = summary.get("score")
     checks: list[GateCheck] = []
     for figure, threshold in wanted:
         if threshold is None:
@@ -68,12 +71,10 @@ def evaluate_gate(
                                     value=None, passed=False,
                                     detail="no scored samples, so nothing clears the bar"))
             continue
-        est = score["pass_rate"] if figure == "pass rate" else {
-            "value": score["mean"], "ci_low": score["ci_low"], "ci_high": score["ci_high"],
-            "clipped": score.get("ci_clipped")}
-        low, high, clipped = _in_unit_range(est["ci_low"], est["ci_high"])
-        clipped = clipped or bool(est.get("clipped"))
-        value = est["value"] if gate_on == "mean" else low
+        est = score.pass_rate if figure == "pass rate" else score.mean_estimate
+        low, high, clipped = _in_unit_range(est.ci_low, est.ci_high)
+        clipped = clipped or est.clipped
+        value = est.value if gate_on == "mean" else low
         if value is None:
             checks.append(GateCheck(
                 figure=figure, threshold=threshold, basis=gate_on, value=None, passed=False,

@@ -12,7 +12,8 @@ are not ``scored``)::
                       unpriced_calls}},
      "duration_s": float, "models": {role: [model, ...]}, "offline": bool}
 
-``summary.json`` keys are documented in the README ("Run outputs").
+``summary.json`` is a :class:`~harness.runs.summary_model.RunSummary` (its keys are documented
+in the README, "Run outputs").
 """
 
 from __future__ import annotations
@@ -23,17 +24,29 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.checks.failures import FailureAnalysis, JudgeFailure, analyse_failures
+from harness.checks.failures import JudgeFailure, analyse_failures
 from harness.checks.result import CheckReport, CheckResult
 from harness.files import atomic_write, read_text, write_text_atomic
 from harness.models.provenance import RoleCollector, roles_notice
 from harness.runs.config import RunConfig
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
-from harness.runs.summary_schema import SUMMARY_SCHEMA, SUMMARY_SCHEMA_VERSION, check_summary
+from harness.runs.summary_model import (
+    SUMMARY_SCHEMA,
+    SUMMARY_SCHEMA_VERSION,
+    AdaptiveReport,
+    ErrorPolicyNote,
+    MetricSummary,
+    RunCounts,
+    RunStop,
+    RunSummary,
+    RunUsage,
+    SampleError,
+    check_summary,
+)
 from harness.stats.estimate import InsufficientDataError, mean_of_cluster_means
 from harness.stats.suite import suite_stats
-from harness.stats.summary import design_power, offline_notice, stats_summary
+from harness.stats.summary import SuiteSummary, design_power, offline_notice, stats_summary
 from harness.transcript import UsageTotals
 
 MAX_LISTED_ERRORS = 200
@@ -89,7 +102,7 @@ class _Collector:
         self.status: Counter[str] = Counter()
         self.stop_reasons: Counter[str] = Counter()
         self.errors_by_kind: Counter[str] = Counter()
-        self.errors: list[dict[str, Any]] = []
+        self.errors: list[SampleError] = []
         self.check_reports: list[CheckReport] = []
         self.judge_failures: list[JudgeFailure] = []
         self.usage: dict[str, UsageTotals] = {}
@@ -112,8 +125,8 @@ class _Collector:
             assert record.error is not None
             self.errors_by_kind[record.error.kind] += 1
             if len(self.errors) < MAX_LISTED_ERRORS:
-                self.errors.append({"scenario_id": sid, "epoch": record.epoch,
-                                    **record.error.model_dump(mode="json")})
+                self.errors.append(SampleError(scenario_id=sid, epoch=record.epoch,
+                                               **dict(record.error)))
             if self.config.error_policy == "as_failures":
                 self.scores[sid].append(0.0)
                 self.passed[sid].append(False)
@@ -135,21 +148,24 @@ class _Collector:
 
 
 def summarise(store: RunStore, config: RunConfig, *, run_dir: Path,
-              extra: dict[str, Any] | None = None,
-              scenarios_loaded: int | None = None) -> dict[str, Any]:
+              stopped: RunStop | None = None, adaptive: AdaptiveReport | None = None,
+              scenarios_loaded: int | None = None) -> RunSummary:
     """Compute the run summary from the store, writing ``samples.jsonl`` on the way (in one
-    step: an error leaves the previous file, and no temporary file). ``scenarios_loaded``
-    (the suite's size) lets the counts say how much of the plan has samples when a run
-    stopped early."""
+    step: an error leaves the previous file, and no temporary file). ``stopped`` says why the
+    run stopped early, ``adaptive`` what adaptive sampling did; ``scenarios_loaded`` (the
+    suite's size) lets the counts say how much of the plan has samples when a run stopped
+    early. Raises :class:`~harness.errors.InputError` when ``samples.jsonl`` cannot be
+    written."""
     collector = _Collector(config)
     with atomic_write(run_dir / "samples.jsonl") as out:
         for record in store.iter_samples():
             collector.add(record)
             out.write(json.dumps(sample_line(record), ensure_ascii=False) + "\n")
-    return _summary(collector, store, config, extra or {}, scenarios_loaded)
+    return _summary(collector, store, config, scenarios_loaded=scenarios_loaded,
+                    stopped=stopped, adaptive=adaptive)
 
 
-def _score_section(c: _Collector, config: RunConfig) -> tuple[dict[str, Any] | None, list[str]]:
+def _score_section(c: _Collector, config: RunConfig) -> tuple[SuiteSummary | None, list[str]]:
     scores = {sid: xs for sid, xs in c.scores.items() if xs}
     if not scores:
         return None, ["no scored samples: no suite figures can be computed"]
@@ -190,9 +206,9 @@ def _judge_scores(
 
 
 def metric_summaries(metrics: dict[str, dict[str, list[float]]],
-                     confidence: float) -> dict[str, Any]:
+                     confidence: float) -> dict[str, MetricSummary]:
     """Each metric's mean of scenario means with its clustered interval (and n)."""
-    out: dict[str, Any] = {}
+    out: dict[str, MetricSummary] = {}
     for name in sorted(metrics):
         per_scenario = metrics[name]
         means = [sum(v) / len(v) for v in per_scenario.values() if v]
@@ -201,77 +217,78 @@ def metric_summaries(metrics: dict[str, dict[str, list[float]]],
             means, confidence=confidence, n=n, bounds=(0.0, 1.0),
             method="mean of scenario means; SE clustered by scenario; t interval on C-1 df",
         )
-        out[name] = {**estimate.model_dump(mode="json"), "n_scenarios": len(means)}
+        out[name] = MetricSummary(**dict(estimate), n_scenarios=len(means))
     return out
 
 
-def _summary(c: _Collector, store: RunStore, config: RunConfig, extra: dict[str, Any],
-             scenarios_loaded: int | None) -> dict[str, Any]:
+def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
+             scenarios_loaded: int | None, stopped: RunStop | None,
+             adaptive: AdaptiveReport | None) -> RunSummary:
     score, notes = _score_section(c, config)
-    failures: FailureAnalysis = analyse_failures(c.check_reports, c.judge_failures)
     n_errored = c.status.get("errored", 0)
-    total_cost = sum(u.cost_usd for u in c.usage.values())
     policy_text = (
         "errored samples are excluded from every figure and listed under 'errors'"
         if config.error_policy == "exclude"
         else "errored samples count as failures (score 0, not passed) in every figure"
     )
     roles = c.roles.roles()
-    # Samples stored before roles were recorded say only whether they were offline.
-    notice = roles_notice(roles) or offline_notice(c.n_offline, sum(c.status.values()))
-    summary: dict[str, Any] = {
-        "schema": SUMMARY_SCHEMA,
-        "schema_version": SUMMARY_SCHEMA_VERSION,
-        "harness_version": __version__,
-        "offline": c.n_offline > 0,
-        "notice": notice,
-        "roles": {role: r.model_dump(mode="json") for role, r in roles.items()},
-        "config": config.model_dump(mode="json"),
-        "counts": {
-            "scenarios": len(c.scenarios),
-            "scenarios_loaded": scenarios_loaded,
+    return RunSummary(
+        schema=SUMMARY_SCHEMA,
+        schema_version=SUMMARY_SCHEMA_VERSION,
+        harness_version=__version__,
+        offline=c.n_offline > 0,
+        # Samples stored before roles were recorded say only whether they were offline.
+        notice=roles_notice(roles) or offline_notice(c.n_offline, sum(c.status.values())),
+        roles=roles,
+        config=config,
+        counts=RunCounts(
+            scenarios=len(c.scenarios),
+            scenarios_loaded=scenarios_loaded,
             # a fixed design plans every scenario x epoch; an adaptive one decides as it goes
-            "samples_planned": None if scenarios_loaded is None or config.adaptive is not None
+            samples_planned=None if scenarios_loaded is None or config.adaptive is not None
             else scenarios_loaded * config.epochs,
-            "samples": sum(c.status.values()),
-            "scored": c.status.get("scored", 0),
-            "errored": n_errored,
-            "unscored": c.status.get("unscored", 0),
-            "stop_reasons": dict(c.stop_reasons),
-            "errors_by_kind": dict(c.errors_by_kind),
-        },
-        "error_policy": {"policy": config.error_policy, "meaning": policy_text,
-                         "errored_samples": n_errored},
-        "score": score,
-        "metrics": metric_summaries(c.metrics, config.confidence),
-        "errors": c.errors,
-        "failure_analysis": failures.model_dump(mode="json"),
-        "usage": {
-            "by_role": {role: u.model_dump(mode="json") for role, u in sorted(c.usage.items())},
-            "total_cost_usd": total_cost,
-            "unpriced_calls": sum(u.unpriced_calls for u in c.usage.values()),
-        },
-        "events": store.events(),
-        "notes": notes,
-    }
-    summary.update(extra)
-    return summary
+            samples=sum(c.status.values()),
+            scored=c.status.get("scored", 0),
+            errored=n_errored,
+            unscored=c.status.get("unscored", 0),
+            stop_reasons=dict(c.stop_reasons),
+            errors_by_kind=dict(c.errors_by_kind),
+        ),
+        error_policy=ErrorPolicyNote(policy=config.error_policy, meaning=policy_text,
+                                     errored_samples=n_errored),
+        score=score,
+        metrics=metric_summaries(c.metrics, config.confidence),
+        errors=c.errors,
+        failure_analysis=analyse_failures(c.check_reports, c.judge_failures),
+        usage=RunUsage(
+            by_role=dict(sorted(c.usage.items())),
+            total_cost_usd=sum(u.cost_usd for u in c.usage.values()),
+            unpriced_calls=sum(u.unpriced_calls for u in c.usage.values()),
+        ),
+        events=store.events(),
+        notes=notes,
+        adaptive=adaptive,
+        stopped=stopped,
+    )
 
 
-def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:
-    """Write ``summary.json`` atomically (a crash never leaves half a file, nor a temporary
-    one). Raises :class:`~harness.errors.InputError` when it cannot be written."""
+def write_summary(run_dir: Path, summary: RunSummary) -> Path:
+    """Write ``summary.json`` (indented JSON, non-ASCII characters kept) atomically: a crash
+    never leaves half a file, nor a temporary one. Raises
+    :class:`~harness.errors.InputError` when it cannot be written."""
     path = run_dir / "summary.json"
-    write_text_atomic(path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(path, summary.model_dump_json(indent=2) + "\n")
     return path
 
 
-def read_summary(path: Path) -> dict[str, Any]:
-    """Read a run's ``summary.json`` (``path`` is the run directory or the file itself) and
-    check that this harness can read it (see :func:`check_summary`). Nothing is written.
+def read_summary(path: Path) -> RunSummary:
+    """Read a run's ``summary.json`` (``path`` is the run directory or the file itself) into
+    the model it was written from (see :func:`~harness.runs.summary_model.check_summary`).
+    Nothing is written.
 
     Raises :class:`InputError` naming the file (and the field) when it cannot be read, is not
-    JSON, is not a run summary, has another ``schema_version`` or lacks a field."""
+    JSON, is not a run summary, has another ``schema_version`` or a field missing, of the
+    wrong type or unknown."""
     from harness.errors import InputError
 
     file = path / "summary.json" if path.is_dir() else path

@@ -51,7 +51,7 @@ from .suite import (
     suite_stats,
     suite_stats_from_columns,
 )
-from .summary import design_power, stats_summary
+from .summary import StatsReport, SuiteFigures, SuiteSummary, design_power, stats_summary
 from .variance import (
     NestedVarianceComponents,
     VarianceComponents,

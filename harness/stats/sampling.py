@@ -8,10 +8,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats as sps
 
 from harness.stats.bounded import mean_intervals, wilson_bounds
@@ -119,8 +119,9 @@ class ScenarioStats(BaseModel):
     pass_rate_ci_low: float
     pass_rate_ci_high: float
     confidence: float
-    pass_at_k: dict[int, float]
-    pass_hat_k: dict[int, float]
+    # k = 1 is always there (a scenario has at least one epoch); readers rely on it.
+    pass_at_k: Annotated[dict[int, float], Field(min_length=1)]
+    pass_hat_k: Annotated[dict[int, float], Field(min_length=1)]
     flaky: bool
     method: str = SCENARIO_METHOD
 

@@ -1,5 +1,6 @@
-"""The JSON summary of a suite (contract 2's output), shared by ``harness stats`` and
-anything else that writes suite figures (e.g. a run's ``summary.json``).
+"""The summary of a suite (contract 2's output) as pydantic models, shared by ``harness
+stats --json`` (:class:`StatsReport`) and a run's ``summary.json`` (whose ``score`` is a
+:class:`SuiteSummary`), so both are described once, here.
 
 The first keys are the contract: ``n_scenarios``, ``n_samples``, ``mean``, ``stderr``,
 ``ci_low``, ``ci_high``, ``pass_hat_k`` and ``pass_at_k`` (k as a string -> number, k = 1 ..
@@ -23,9 +24,20 @@ from collections.abc import Iterable
 from typing import IO, Any
 
 import orjson
+from pydantic import BaseModel, ConfigDict
 
-from harness.stats.power import PowerAnalysis, design_for_target, minimum_detectable_difference
-from harness.stats.suite import SuiteStats
+from harness.models.provenance import RoleModels
+from harness.stats.columns import UNIT_RANGE
+from harness.stats.estimate import Estimate
+from harness.stats.power import (
+    PowerAnalysis,
+    TargetDesign,
+    design_for_target,
+    minimum_detectable_difference,
+)
+from harness.stats.sampling import ScenarioStats
+from harness.stats.suite import BootstrapInterval, SuiteStats
+from harness.stats.variance import NestedVarianceComponents, VarianceComponents
 
 OFFLINE_NOTICE = (
     "OFFLINE: these numbers come from samples made with mock: models in at least one role "
@@ -67,6 +79,160 @@ def design_power(
     )
 
 
+class EpochRange(BaseModel):
+    """The smallest and largest epoch count of a suite's scenarios."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min: int
+    max: int
+    equal: bool
+
+
+class SuiteFigures(BaseModel):
+    """The suite figures without the per-scenario ones: contract 2's keys first
+    (``pass_hat_k`` and ``pass_at_k`` keyed by k, written as strings), then the richer
+    figures, each saying how it was computed. ``mean``, ``stderr``, ``ci_low``, ``ci_high``,
+    ``df``, ``method`` and ``ci_clipped`` are the parts of :attr:`mean_estimate`, kept flat
+    as the contract has them.
+
+    Fields added after version 1 of a run's ``summary.json`` was first written
+    (``ci_clipped``, ``score_range``, ``design_for_target``) have defaults, so earlier
+    summaries still read.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n_scenarios: int
+    n_samples: int
+    mean: float
+    stderr: float | None
+    ci_low: float | None
+    ci_high: float | None
+    pass_hat_k: dict[int, float]
+    pass_at_k: dict[int, float]
+    ci_clipped: bool = False
+    confidence: float
+    score_range: tuple[float, float] = UNIT_RANGE
+    df: int | None
+    method: str
+    epochs: EpochRange
+    bootstrap: BootstrapInterval | None
+    pass_rate: Estimate
+    pass_at_k_detail: dict[int, Estimate]
+    pass_hat_k_detail: dict[int, Estimate]
+    variance_components: VarianceComponents | None
+    judge_variance_components: NestedVarianceComponents | None
+    power: PowerAnalysis | None
+    design_for_target: TargetDesign | None = None
+    flaky_scenarios: list[str]
+    notes: list[str]
+
+    @property
+    def mean_estimate(self) -> Estimate:
+        """The mean score as one :class:`Estimate` (its ``n`` is the sample count)."""
+        return Estimate(value=self.mean, stderr=self.stderr, ci_low=self.ci_low,
+                        ci_high=self.ci_high, confidence=self.confidence, df=self.df,
+                        n=self.n_samples, n_clusters=self.n_scenarios, method=self.method,
+                        clipped=self.ci_clipped)
+
+
+class SuiteSummary(SuiteFigures):
+    """The suite figures with every scenario's own (a run summary's ``score``)."""
+
+    scenarios: list[ScenarioStats]
+
+
+class StatsReport(SuiteFigures):
+    """``harness stats --json``'s output before its ``scenarios`` (which are streamed after
+    it, see :func:`write_summary_json`): the suite figures, the file they came from, and
+    which samples and roles were offline (``mock:`` models), with the notice that says so.
+    Contract 2 fixes a minimum set of keys, not the whole set."""
+
+    source: str
+    offline: bool
+    offline_samples: int
+    roles: dict[str, RoleModels]
+    notice: str | None
+
+
+def _figures(suite: SuiteStats, power: PowerAnalysis | None,
+             target_difference: float | None) -> dict[str, Any]:
+    design = None if power is None else design_for_target(power, target_difference)
+    return {
+        "n_scenarios": suite.n_scenarios,
+        "n_samples": suite.n_samples,
+        "mean": suite.mean.value,
+        "stderr": suite.mean.stderr,
+        "ci_low": suite.mean.ci_low,
+        "ci_high": suite.mean.ci_high,
+        "pass_hat_k": {k: e.value for k, e in suite.pass_hat_k.items()},
+        "pass_at_k": {k: e.value for k, e in suite.pass_at_k.items()},
+        "ci_clipped": suite.mean.clipped,
+        "confidence": suite.confidence,
+        "score_range": suite.score_range,
+        "df": suite.mean.df,
+        "method": suite.mean.method,
+        "epochs": EpochRange(min=suite.min_epochs, max=suite.max_epochs,
+                             equal=suite.min_epochs == suite.max_epochs),
+        "bootstrap": suite.bootstrap,
+        "pass_rate": suite.pass_rate,
+        "pass_at_k_detail": suite.pass_at_k,
+        "pass_hat_k_detail": suite.pass_hat_k,
+        "variance_components": suite.variance,
+        "judge_variance_components": suite.judge_variance,
+        "power": power,
+        "design_for_target": design,
+        "flaky_scenarios": suite.flaky_scenarios,
+        "notes": suite.notes,
+    }
+
+
+def summary_head(
+    suite: SuiteStats, *, power: PowerAnalysis | None = None,
+    target_difference: float | None = None,
+) -> SuiteFigures:
+    """The figures of ``suite`` without its ``scenarios`` (see :func:`stats_summary`).
+
+    Raises ``ValueError`` on a ``target_difference`` that is not a positive number."""
+    return SuiteFigures(**_figures(suite, power, target_difference))
+
+
+def stats_summary(
+    suite: SuiteStats, *, power: PowerAnalysis | None = None,
+    target_difference: float | None = None,
+) -> SuiteSummary:
+    """The figures of ``suite`` (see :class:`SuiteFigures`) with every scenario's figures
+    under ``scenarios``. ``power`` adds a design power section (see :func:`design_power`)
+    and, from it, the epochs or scenarios needed to detect ``target_difference`` (default:
+    half the current minimum detectable difference; see
+    :func:`~harness.stats.power.design_for_target`).
+
+    Raises ``ValueError`` on a ``target_difference`` that is not a positive number."""
+    return SuiteSummary(**_figures(suite, power, target_difference),
+                        scenarios=[ScenarioStats.model_validate(row)
+                                   for row in suite.scenarios.rows()])
+
+
+def write_summary_json(head: SuiteFigures, scenarios: Iterable[dict[str, Any]],
+                       stream: IO[bytes]) -> None:
+    """Write ``head`` as indented JSON with ``scenarios`` (rows of
+    :meth:`~harness.stats.sampling.ScenarioColumns.rows`, the fields of
+    :class:`~harness.stats.sampling.ScenarioStats`) added as its last key, one scenario per
+    line, each encoded as it comes (so they are never all in memory). NaN and infinities are
+    written as ``null``. Like ``json.dumps``'s default, every non-ASCII
+    character is written as a ``\\u`` escape: ids from outside may hold C1 controls or
+    bidirectional overrides, which must not reach a terminal raw."""
+    text = _json_bytes(head.model_dump(mode="json"), indent=True)
+    stream.write(text[:-2] + b',\n  "scenarios": [')
+    first = True
+    for row in scenarios:
+        stream.write(b"\n    " if first else b",\n    ")
+        stream.write(_json_bytes(row))
+        first = False
+    stream.write(b"]\n}\n" if first else b"\n  ]\n}\n")
+
+
 def _finite(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -75,88 +241,6 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list):
         return [_finite(v) for v in value]
     return value
-
-
-def summary_head(
-    suite: SuiteStats, *, source: str | None = None, power: PowerAnalysis | None = None,
-    target_difference: float | None = None,
-) -> dict[str, Any]:
-    """The JSON-ready summary of ``suite`` without its ``scenarios`` (see
-    :func:`stats_summary`).
-
-    Raises ``ValueError`` on a ``target_difference`` that is not a positive number."""
-    design = None if power is None else design_for_target(power, target_difference)
-    dumped = suite.model_dump(mode="json", exclude={"scenarios"})
-    out: dict[str, Any] = {
-        "n_scenarios": suite.n_scenarios,
-        "n_samples": suite.n_samples,
-        "mean": suite.mean.value,
-        "stderr": suite.mean.stderr,
-        "ci_low": suite.mean.ci_low,
-        "ci_high": suite.mean.ci_high,
-        "pass_hat_k": {str(k): e.value for k, e in suite.pass_hat_k.items()},
-        "pass_at_k": {str(k): e.value for k, e in suite.pass_at_k.items()},
-        "ci_clipped": suite.mean.clipped,
-        "confidence": suite.confidence,
-        "score_range": list(suite.score_range),
-        "df": suite.mean.df,
-        "method": suite.mean.method,
-        "epochs": {
-            "min": suite.min_epochs,
-            "max": suite.max_epochs,
-            "equal": suite.min_epochs == suite.max_epochs,
-        },
-        "bootstrap": dumped["bootstrap"],
-        "pass_rate": dumped["pass_rate"],
-        "pass_at_k_detail": dumped["pass_at_k"],
-        "pass_hat_k_detail": dumped["pass_hat_k"],
-        "variance_components": dumped["variance"],
-        "judge_variance_components": dumped["judge_variance"],
-        "power": None if power is None else power.model_dump(mode="json"),
-        "design_for_target": None if design is None else design.model_dump(mode="json"),
-        "flaky_scenarios": suite.flaky_scenarios,
-        "notes": suite.notes,
-    }
-    if source is not None:
-        out["source"] = source
-    result: dict[str, Any] = _finite(out)
-    return result
-
-
-def stats_summary(
-    suite: SuiteStats, *, source: str | None = None, power: PowerAnalysis | None = None,
-    target_difference: float | None = None,
-) -> dict[str, Any]:
-    """The JSON-ready summary of ``suite`` (see the module docstring for its keys), with
-    every scenario's figures under ``scenarios``. ``power`` adds a design power section
-    (see :func:`design_power`) and, from it, the epochs or scenarios needed to detect
-    ``target_difference`` (default: half the current minimum detectable difference; see
-    :func:`~harness.stats.power.design_for_target`).
-
-    Raises ``ValueError`` on a ``target_difference`` that is not a positive number."""
-    out = summary_head(suite, source=source, power=power, target_difference=target_difference)
-    out["scenarios"] = list(suite.scenarios.rows())
-    return out
-
-
-def write_summary_json(head: dict[str, Any], scenarios: Iterable[dict[str, Any]],
-                       stream: IO[bytes]) -> None:
-    """Write ``head`` as indented JSON with ``scenarios`` added as its last key, one
-    scenario per line, each encoded as it comes (so they are never all in memory). NaN and
-    infinities are written as ``null``. Like ``json.dumps``'s default, every non-ASCII
-    character is written as a ``\\u`` escape: ids from outside may hold C1 controls or
-    bidirectional overrides, which must not reach a terminal raw."""
-    text = _json_bytes(head, indent=True)
-    if not text.endswith(b"\n}"):  # an empty head is "{}"
-        stream.write(b"{\n  \"scenarios\": [")
-    else:
-        stream.write(text[:-2] + b',\n  "scenarios": [')
-    first = True
-    for row in scenarios:
-        stream.write(b"\n    " if first else b",\n    ")
-        stream.write(_json_bytes(row))
-        first = False
-    stream.write(b"]\n}\n" if first else b"\n  ]\n}\n")
 
 
 _NON_ASCII = re.compile("[^\x00-\x7f]")

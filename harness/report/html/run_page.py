@@ -18,6 +18,9 @@ from typing import Any
 from harness.report.html.page import embedded_data, render_page, write_page
 from harness.report.html.plots import (
     Estimate,
+    Forest,
+    LineChart,
+    Segment,
     Series,
     forest,
     k_values_to_label,
@@ -27,6 +30,7 @@ from harness.report.html.plots import (
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.runs.summary import read_summary
+from harness.stats.summary import SuiteSummary
 
 REPORT_FILENAME = "report.html"
 MAX_FOREST_ROWS = 200  # a taller plot is a scroll, not a picture
@@ -205,55 +209,46 @@ def _samples(store: RunStore) -> tuple[list[SampleRow], list[dict[str, Any]], _L
     return rows, views, latencies
 
 
-def _scenario_forest(score: dict[str, Any]) -> Any:
+def _scenario_forest(score: SuiteSummary) -> Forest:
     """The forest plot of the scenarios, lowest mean first (the :data:`MAX_FOREST_ROWS`
     lowest when there are more; the table below it lists every one)."""
-    scenarios = sorted(score["scenarios"],
-                       key=lambda s: (s["mean"], s["scenario_id"]))[:MAX_FOREST_ROWS]
-    domain = tuple(score.get("score_range") or (0.0, 1.0))
+    scenarios = sorted(score.scenarios, key=lambda s: (s.mean, s.scenario_id))
     estimates = [Estimate(
-        label=s["scenario_id"], value=s["mean"], low=s.get("mean_ci_low"),
-        high=s.get("mean_ci_high"), marked=bool(s.get("flaky")),
-        tooltip=(f"{s['scenario_id']}: mean {s['mean']:.3f}, pass rate "
-                 f"{s['pass_rate']:.2f} over {s['n_epochs']} epochs"
-                 + (" (flaky)" if s.get("flaky") else "")),
-        anchor=f"scenario-{s['scenario_id']}",
-    ) for s in scenarios]
-    return forest(estimates, (float(domain[0]), float(domain[1])), reference=score["mean"],
+        label=s.scenario_id, value=s.mean, low=s.mean_ci_low, high=s.mean_ci_high,
+        marked=s.flaky,
+        tooltip=(f"{s.scenario_id}: mean {s.mean:.3f}, pass rate {s.pass_rate:.2f} over "
+                 f"{s.n_epochs} epochs" + (" (flaky)" if s.flaky else "")),
+        anchor=f"scenario-{s.scenario_id}",
+    ) for s in scenarios[:MAX_FOREST_ROWS]]
+    return forest(estimates, score.score_range, reference=score.mean,
                   reference_label="suite mean")
 
 
-def _k_chart(score: dict[str, Any]) -> Any:
-    series = []
-    for key, name, css in (("pass_at_k_detail", "pass@k", "s1"),
-                           ("pass_hat_k_detail", "pass^k", "s2")):
-        detail = {int(k): v for k, v in score[key].items()}
-        ks = sorted(detail)
-        series.append(Series(
-            name=name, css_class=css,
-            points=[(k, detail[k]["value"]) for k in ks],
-            band=[(k, detail[k]["ci_low"], detail[k]["ci_high"]) for k in ks
-                  if detail[k].get("ci_low") is not None],
-        ))
-    ks = sorted(int(k) for k in score["pass_at_k_detail"])
-    if not ks:
-        return None
-    return line_chart(series, x_domain=(1, max(max(ks), 2)), x_label="k (epochs drawn)",
+def _k_chart(score: SuiteSummary) -> LineChart:
+    series = [
+        Series(name=name, css_class=css,
+               points=[(k, e.value) for k, e in sorted(detail.items())],
+               band=[(k, e.ci_low, e.ci_high) for k, e in sorted(detail.items())
+                     if e.ci_low is not None and e.ci_high is not None])
+        for detail, name, css in ((score.pass_at_k_detail, "pass@k", "s1"),
+                                  (score.pass_hat_k_detail, "pass^k", "s2"))
+    ]
+    ks = sorted(score.pass_at_k_detail)
+    return line_chart(series, x_domain=(1, max([*ks, 2])), x_label="k (epochs drawn)",
                       y_label="probability", x_ticks=k_values_to_label(ks))
 
 
-def _variance_bars(score: dict[str, Any]) -> list[Any]:
-    judge = score.get("judge_variance_components")
-    vc = score.get("variance_components")
+def _variance_bars(score: SuiteSummary) -> list[Segment]:
+    vc, judge = score.variance_components, score.judge_variance_components
     if vc is None:
         return []
     if judge is not None:
-        parts = [("between scenarios", vc["suite_variance_between"]),
-                 ("between epochs (agent)", judge["suite_variance_epoch"]),
-                 ("between judge samples", judge["suite_variance_judge"])]
+        parts = [("between scenarios", vc.suite_variance_between),
+                 ("between epochs (agent)", judge.suite_variance_epoch),
+                 ("between judge samples", judge.suite_variance_judge)]
     else:
-        parts = [("between scenarios", vc["suite_variance_between"]),
-                 ("within scenario (epochs and judges)", vc["suite_variance_within"])]
+        parts = [("between scenarios", vc.suite_variance_between),
+                 ("within scenario (epochs and judges)", vc.suite_variance_within)]
     return shares_bar(parts)
 
 
@@ -264,20 +259,18 @@ def run_page(run_dir: Path) -> str:
     summary this harness reads, and :class:`~harness.runs.store.StoreError` when the store
     is missing, damaged or of another schema version."""
     summary = read_summary(run_dir)
-    for key in ("stopped", "gate", "adaptive"):
-        summary.setdefault(key, None)
     with RunStore.open(run_dir) as store:
         rows, views, latencies = _samples(store)
-    score = summary.get("score")
-    kinds = sorted({k for r in rows for k in r.kinds})
-    tags = sorted({t for r in rows for t in r.tags})
+    score = summary.score
     return render_page(
         "run.html.j2", title=f"Run {run_dir.resolve().name}", run_dir=str(run_dir),
-        summary=summary, score=score, rows=rows, kinds=kinds, tags=tags,
+        summary=summary, score=score, rows=rows,
+        kinds=sorted({k for r in rows for k in r.kinds}),
+        tags=sorted({t for r in rows for t in r.tags}),
         scenario_ids=sorted({r.scenario_id for r in rows}),
-        forest=_scenario_forest(score) if score and score["scenarios"] else None,
+        forest=_scenario_forest(score) if score and score.scenarios else None,
         forest_rows=MAX_FOREST_ROWS,
-        k_chart=_k_chart(score) if score else None,
+        k_chart=_k_chart(score) if score and score.pass_at_k_detail else None,
         variance=_variance_bars(score) if score else [],
         latency=latencies.rows(),
         samples_data=embedded_data("samples-data", views),
