@@ -31,8 +31,8 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("integrity") / "run"
     assert run_cli("run", WEATHER, "--offline", "--epochs", "2", "--cache-mode", "off",
                    "--out", out, "--json").returncode == 0
-    assert sorted(p.name for p in out.iterdir()) == [STORE_FILENAME, "samples.jsonl",
-                                                     "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", STORE_FILENAME,
+                                                     "samples.jsonl", "summary.json"]
     return out
 
 
