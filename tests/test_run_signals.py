@@ -85,6 +85,8 @@ def test_a_signal_stops_the_run_with_a_summary_a_hint_and_a_resumable_store(
     summary = json.loads((out / "summary.json").read_text())
     kept = summary["counts"]["samples"]
     assert 0 < kept < 2 * EPOCHS
+    page = (out / "report.html").read_text()  # the HTML report of what was kept
+    assert page.count('<tr id="row-') == kept and f"Stopped early ({word})" in page
     assert summary["stopped"]["reason"] == word
     assert summary["events"][-1]["kind"] == word
     assert summary["events"][-1]["finished_this_session"] == kept
@@ -99,3 +101,5 @@ def test_a_signal_stops_the_run_with_a_summary_a_hint_and_a_resumable_store(
     assert done["stopped"] is None
     assert done["counts"]["samples"] == done["counts"]["scored"] == 2 * EPOCHS
     assert [e["kind"] for e in done["events"]] == [word, "resumed"]
+    page = (out / "report.html").read_text()  # written again after the resume
+    assert page.count('<tr id="row-') == 2 * EPOCHS and "Stopped early" not in page
