@@ -1,6 +1,7 @@
 """The calibration page: its plot geometry, its item views (cross-checked against the
-report's own statistics and LLMBar's published figures), and the page in a real browser
-(figures equal the JSON report's, the interactive parts, scripts off, escaping)."""
+report's own statistics and LLMBar's published figures), the CLI and study wiring, and the
+page in a real browser (figures equal `--json`, the interactive parts, scripts off,
+escaping)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_cli
 
 from harness.calibration import AnalysisOptions, analyse, build_pairwise
 from harness.calibration.datasets import PairwiseDataset, PairwiseItem
@@ -296,6 +298,75 @@ def test_without_records_the_page_says_the_item_views_are_not_available() -> Non
     html = calibration_page(report)
     assert "Not available: the page was written without the judgment records" in html
     assert "No verdict table" in html and 'data-figure="position_consistency"' in html
+
+
+# --- the command line and the study directory ----------------------------------------------
+
+
+def test_calibrate_judgments_html_writes_the_page_beside_the_json(tmp_path: Path) -> None:
+    page = tmp_path / "out" / "calibration.html"
+    done = run_cli("calibrate", "--judgments", POINTWISE, "--pass-threshold", "4",
+                   "--resamples", "100", "--json", "--html", page)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)  # stdout stays one JSON object
+    assert f"wrote {page}" in " ".join(done.stderr.split())
+    assert check_figures_equal_json(figures(page.read_text()), report) > 60
+
+
+def test_a_bare_html_writes_beside_the_judgments_file(tmp_path: Path) -> None:
+    judgments = tmp_path / "mine.jsonl"
+    judgments.write_text(PAIRWISE.read_text())
+    done = run_cli("calibrate", "--judgments", judgments, "--resamples", "50", "--html")
+    assert done.returncode == 0, done.stderr
+    assert "Judge calibration" in done.stdout  # the terminal report is printed as well
+    assert "Position consistency" in (tmp_path / "mine.html").read_text()
+
+
+@pytest.mark.parametrize("target", ["directory", "input"])
+def test_an_html_path_that_cannot_be_written_is_one_line_and_nothing_is_written(
+        tmp_path: Path, target: str) -> None:
+    judgments = tmp_path / "j.jsonl"
+    judgments.write_text(PAIRWISE.read_text())
+    html = tmp_path if target == "directory" else judgments
+    done = run_cli("calibrate", "--judgments", judgments, "--html", html)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and str(html) in done.stderr
+    expected = "is a directory" if target == "directory" else "is the input file"
+    assert expected in done.stderr
+    assert judgments.read_text() == PAIRWISE.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["j.jsonl"]
+
+
+def test_a_study_writes_report_html_and_html_file_copies_it(tmp_path: Path) -> None:
+    items = tmp_path / "items.jsonl"
+    items.write_text((EXAMPLES / "pairwise_items.jsonl").read_text())
+    out, page = tmp_path / "study", tmp_path / "elsewhere" / "page.html"
+    common = ("--judge", "mock:judge-first", "--rubric", "final_response_quality", "--out", out,
+              "--cache-mode", "off", "--resamples", "50")
+    done = run_cli("calibrate", items, *common, "--json", "--html", page)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    html = (out / "report.html").read_text()
+    assert page.read_text() == html
+    assert "report.html" in done.stderr
+    assert check_figures_equal_json(figures(html), report) >= 12
+    assert "Position consistency" in html and "output A" in html  # the dataset's outputs
+    # a bare --html means the study's own page: nothing is written beside the dataset
+    (out / "report.html").unlink()
+    again = run_cli("calibrate", items, *common, "--html")
+    assert again.returncode == 0, again.stderr
+    assert (out / "report.html").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "items.jsonl", "study"]
+
+
+def test_a_bad_html_path_stops_a_study_before_any_judge_call(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    done = run_cli("calibrate", EXAMPLES / "pointwise_items.jsonl", "--offline", "--rubric",
+                   "final_response_quality", "--out", tmp_path / "study", "--html",
+                   blocker / "page.html")
+    assert done.returncode == 2 and "is a file, not a directory" in done.stderr
+    assert not (tmp_path / "study").exists()
 
 
 # --- in the browser ---------------------------------------------------------------------------
