@@ -75,7 +75,9 @@ class PointwiseItemView:
 def _samples(record: PointwiseJudgment, judge: list[float | None]) -> list[JudgeSample]:
     meta = record.metadata
     reasoning = meta.get("reasoning")
-    said = reasoning if isinstance(reasoning, list) else [reasoning] * min(len(judge), 1)
+    # a study writes one reasoning per sample; a single one (a file from elsewhere) is the
+    # first sample's
+    said = reasoning if isinstance(reasoning, list) else [reasoning]
     errors = meta.get("errors")
     errors = errors if isinstance(errors, dict) else {}
     return [JudgeSample(index=i, score=score,

@@ -311,13 +311,12 @@ class Scatter:
     y_ticks: list[Tick]
     x_label: str
     y_label: str
-    diagonal: tuple[float, float, float, float] | None
+    diagonal: tuple[float, float, float, float]
 
 
 def scatter(points: Sequence[Point], *, domain: tuple[float, float],
             tick_values: Sequence[float] | None = None, jitter: float = 0.0, seed: int = 0,
-            x_label: str = "", y_label: str = "", size: float = 320,
-            diagonal: bool = True) -> Scatter:
+            x_label: str = "", y_label: str = "", size: float = 320) -> Scatter:
     """A square scatter plot over ``domain`` on both axes (``tick_values`` labelled, default
     5 even steps), with the y = x diagonal. ``jitter`` moves each point by up to that much
     (in data units) on each axis, drawn from a generator seeded with ``seed``, so points on
@@ -341,5 +340,4 @@ def scatter(points: Sequence[Point], *, domain: tuple[float, float],
     return Scatter(width=size, height=size, left=left, right=right, top=top, bottom=bottom,
                    points=drawn, x_ticks=marks(sx), y_ticks=marks(sy), x_label=x_label,
                    y_label=y_label,
-                   diagonal=(sx(domain[0]), sy(domain[0]), sx(domain[1]), sy(domain[1]))
-                   if diagonal else None)
+                   diagonal=(sx(domain[0]), sy(domain[0]), sx(domain[1]), sy(domain[1])))
