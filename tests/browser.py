@@ -55,7 +55,10 @@ class OpenedPage:
         return path
 
 
-@pytest.fixture(scope="session")
+# One browser per test, not per session: while Playwright's sync API is open it keeps an
+# event loop running in the thread, so every later test on the same worker that calls
+# asyncio.run (the CLI, the runner) would fail. A launch costs about a second.
+@pytest.fixture
 def _browser() -> Iterator[Any]:
     path = chromium_path()
     if path is None or not Path(path).exists():
