@@ -26,6 +26,9 @@ def test_demo_runs_the_suite_and_a_calibration_study_offline(tmp_path: Path) -> 
     report = json.loads((tmp_path / "demo" / "calibration" / "report.json").read_text())
     assert any("OFFLINE" in note for note in report["notes"])
     assert (tmp_path / "demo" / "calibration" / "judgments.jsonl").stat().st_size > 0
+    page = (tmp_path / "demo" / "calibration" / "report.html").read_text()
+    assert "Where the judge and the people disagree most" in page and "OFFLINE" in page
+    assert "calibration/report.html" in out.replace("\n", "")  # a "Next" line points to it
     # Short enough to read (it printed 424 lines at 80 columns, 174 of them failure groups):
     # the largest failure groups only, the rest pointed to; the calibration's headline
     # figures, the whole report pointed to.

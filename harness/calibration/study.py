@@ -57,7 +57,7 @@ from harness.calibration.judgments import (
 )
 from harness.calibration.report import AnalysisOptions, CalibrationReport
 from harness.calibration.scale import Scale
-from harness.calibration.study_dir import StudyDirectory, canonical_order
+from harness.calibration.study_dir import REPORT_PAGE_FILE, StudyDirectory, canonical_order
 from harness.calibration.study_records import (
     Record,
     SampleResult,
@@ -88,6 +88,7 @@ from harness.models.base import ChatModel, ModelSpec
 from harness.models.config import CacheConfig, ModelsConfig
 from harness.models.hub import ModelHub
 from harness.models.provenance import RoleCollector, roles_notice
+from harness.report.html.calibration_page import write_calibration_page
 
 OFFLINE_NOTICE = (
     "OFFLINE: these numbers come from mock: models ({models}), not from a real judge; no model "
@@ -390,7 +391,8 @@ async def run_calibration(
     and analyse the judgments into a :class:`CalibrationReport` (see the module docstring).
     Several rubric ids make every (model, rubric) pair a judge of its own, ``MODEL@RUBRIC_ID``.
 
-    ``out_dir`` makes the study durable and resumable. ``concurrency`` bounds judge samples
+    ``out_dir`` makes the study durable and resumable; at the end it holds the report as
+    ``report.json`` and as a page, ``report.html``. ``concurrency`` bounds judge samples
     in flight (a pairwise sample is two calls). ``options`` are the analysis options: their
     ``scale`` overrides the dataset's; without a ``pass_threshold``, numeric labels on the
     criterion's own scale get the criterion's pass threshold. Models come from ``hub`` when
@@ -476,6 +478,7 @@ async def run_calibration(
         directory.rewrite(everything, judge_ids, item_ids)
         directory.write_report(report.to_json_dict())
         directory.write_study(all_settings, judge_ids, counts, "finished")
+        write_calibration_page(directory.path / REPORT_PAGE_FILE, report, data, dataset)
     return report
 
 

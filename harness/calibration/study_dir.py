@@ -7,7 +7,9 @@
 - ``study.json``: the :class:`~harness.calibration.study_records.StudySettings` (a list of
   them, one per rubric, when the study compares several rubrics), the judges, the status
   (``running``/``finished``) and the counts.
-- ``report.json``: the report, written at the end.
+- ``report.json``: the report, written at the end, and ``report.html``, the same report as a
+  page (:mod:`harness.report.html.calibration_page`) with the items where the judge and the
+  people disagree most and the judge's reasoning.
 
 Opening a directory again resumes it: the settings must match (the same rubrics, in the same
 order, each with the same settings), a last line cut off by a kill
@@ -40,6 +42,7 @@ from harness.files import make_directory, read_text, write_text_atomic
 JUDGMENTS_FILE = "judgments.jsonl"
 STUDY_FILE = "study.json"
 REPORT_FILE = "report.json"
+REPORT_PAGE_FILE = "report.html"
 
 Unit = tuple[str, str]  # (judge id, item id)
 

@@ -7,8 +7,13 @@ Two ways in, one report (terminal or ``--json``):
 - ``harness calibrate DATASET --judge MODEL --rubric ID``: run the judges on a labelled
   dataset first (:func:`harness.calibration.study.run_calibration`), ``--samples`` times per
   item, pairwise in both orders, through the response cache, writing every judgment to
-  ``--out DIR`` as it comes (re-running with the same ``--out`` resumes). ``--rubric`` repeated
-  compares prompts: each (model, rubric) pair is a judge named ``MODEL@RUBRIC``.
+  ``--out DIR`` as it comes (re-running with the same ``--out`` resumes), and the report to
+  ``DIR/report.json`` and ``DIR/report.html``. ``--rubric`` repeated compares prompts: each
+  (model, rubric) pair is a judge named ``MODEL@RUBRIC``.
+
+``--html [FILE]`` also writes the report as a page (:mod:`harness.report.html.
+calibration_page`); without FILE, beside the judgments file (``FILE.html``) or, for a study,
+in its directory (``DIR/report.html``, written anyway).
 """
 
 from __future__ import annotations
@@ -87,6 +92,24 @@ def _warn_off_scale(report: CalibrationReport) -> None:
     err = terminal_console(stderr=True, soft_wrap=True)
     for note in off_scale_notes(report.off_scale_labels):
         err.print(f"[yellow]warning:[/] {terminal_text(note)}")
+
+
+def _html_target(html: str | None, source: Path) -> Path | None:
+    """Where ``--html`` writes the page: FILE, or beside the judgments file (``FILE.html``)
+    when no FILE is given (``None``: not asked). Checked before any work; raises InputError
+    when it cannot be written or would replace the input file."""
+    from harness.files import check_output_file
+
+    if html is None:
+        return None
+    path = Path(html) if html else source.with_name(source.stem + ".html")
+    if path.resolve() == source.resolve():
+        raise InputError(path, None, "is the input file; give --html another file")
+    return check_output_file(path, "the HTML report")
+
+
+def _wrote(path: Path) -> None:
+    terminal_console(stderr=True, soft_wrap=True).print(f"wrote {terminal_text(path)}")
 
 
 def _print(report: CalibrationReport, json_output: bool) -> None:
@@ -188,6 +211,12 @@ def calibrate(
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples (0: no intervals).")] = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     confidence: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
+    html: Annotated[str | None, typer.Option(
+        "--html", metavar="[FILE]",
+        help="Also write the report as one self-contained HTML page (plots, the items where "
+        "judge and people disagree most, the judge's reasoning) to FILE. Without FILE: "
+        "beside the --judgments file (as FILE.html), or the study directory's report.html "
+        "(written for every study).")] = None,
     verbose: Verbose = False,
 ) -> None:
     """Measure how well judges agree with people: correlations, kappa, Krippendorff's alpha,
@@ -227,15 +256,22 @@ def calibrate(
         from harness.calibration.judgments import load_judgments
 
         data = load_judgments(judgments, scale=options.scale)
-        _print(analyse(data, options), json_output)
+        page = _html_target(html, judgments)
+        report = analyse(data, options)
+        _print(report, json_output)
+        if page is not None:
+            from harness.report.html.calibration_page import write_calibration_page
+
+            _wrote(write_calibration_page(page, report, data))
         return
     assert dataset is not None
     judges = judge_models(judge or [], offline, needed_for="running judges on a DATASET")
     if not rubric:
         raise InputError("command line", "--rubric", "running judges on a DATASET needs "
                          "--rubric ID (the rubric the judges use)")
+    page = _html_target(html, dataset) if html else None  # bare: the study's own page
     _run_study(
-        dataset, judges, rubric, options, json_output,
+        dataset, judges, rubric, options, json_output, page,
         criterion=criterion, samples=1 if samples is None else samples,
         swap=True if swap is None else swap, allow_ties=True if ties is None else ties,
         scale_map=scale_map, temperature=temperature,
@@ -248,13 +284,13 @@ def calibrate(
 
 
 def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: AnalysisOptions,
-               json_output: bool, *, criterion: str | None, samples: int, swap: bool,
-               allow_ties: bool, scale_map: str | None, temperature: float | None, out: Path,
-               concurrency: int, cache: Path, cache_mode: CacheMode,
+               json_output: bool, page: Path | None, *, criterion: str | None, samples: int,
+               swap: bool, allow_ties: bool, scale_map: str | None, temperature: float | None,
+               out: Path, concurrency: int, cache: Path, cache_mode: CacheMode,
                models_config: Path | None, base_url: str | None,
                rubric_dirs: list[Path], verbose: bool) -> None:
     from harness.calibration.study import run_calibration
-    from harness.calibration.study_dir import JUDGMENTS_FILE, STUDY_FILE
+    from harness.calibration.study_dir import JUDGMENTS_FILE, REPORT_PAGE_FILE, STUDY_FILE
     from harness.calibration.study_records import parse_scale_map
     from harness.models.config import ModelsConfig
 
@@ -285,4 +321,8 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
         f"[dim]study {terminal_text(out)}: {counts['units_judged']} judge×item judged, "
         f"{counts['units_resumed']} resumed; {usage.get('calls', 0)} model calls "
         f"({usage.get('cached_calls', 0)} cached), {counts['failed_calls']} failed; wrote "
-        f"{JUDGMENTS_FILE}, report.json, {STUDY_FILE}[/]")
+        f"{JUDGMENTS_FILE}, report.json, {REPORT_PAGE_FILE}, {STUDY_FILE}[/]")
+    if page is not None:
+        from harness.report.html.page import write_page
+
+        _wrote(write_page(page, (out / REPORT_PAGE_FILE).read_text(encoding="utf-8")))

@@ -69,6 +69,8 @@ def _demo(out: Path, epochs: int) -> None:
     suite = terminal_text(out / "suite")
     console.print(
         f"- every result, transcripts included, in a browser: {suite}/report.html\n"
+        f"- the judge calibration in a browser: {terminal_text(out / 'calibration')}"
+        "/report.html\n"
         f"- the suite's tables again: harness report {suite}\n"
         f"- the suite's files: {suite}/summary.json, samples.jsonl, run.sqlite\n"
         f"- statistics from any score file: harness stats {suite}/samples.jsonl\n"

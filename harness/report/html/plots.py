@@ -7,6 +7,7 @@ where it is tested. Values outside a plot's domain are clamped to its edge.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -211,3 +212,132 @@ def k_values_to_label(ks: Sequence[int]) -> list[int]:
     largest = max(ks)
     wanted = {1 << i for i in range(largest.bit_length())} | {largest}
     return [k for k in sorted(ks) if k in wanted]
+
+
+@dataclass(frozen=True)
+class HeatCell:
+    """One cell of a heat map: its box, count, shade (count over the largest count, 0–1),
+    whether it is on the diagonal (row and column name the same category) and a hover text."""
+
+    row: int
+    col: int
+    x: float
+    y: float
+    size: float
+    count: int
+    shade: float
+    diagonal: bool
+    tooltip: str
+
+
+@dataclass(frozen=True)
+class HeatMap:
+    """A matrix of counts as shaded squares, rows labelled on the left, columns on top."""
+
+    width: float
+    height: float
+    left: float
+    top: float
+    cell: float
+    cells: list[HeatCell]
+    row_labels: list[Tick]
+    col_labels: list[Tick]
+    row_title: str
+    col_title: str
+
+
+def heatmap(counts: Sequence[Sequence[int]], row_labels: Sequence[str],
+            col_labels: Sequence[str], *, row_title: str = "", col_title: str = "",
+            not_agreement: Sequence[str] = (), cell: float = 44,
+            label_width: float = 64) -> HeatMap:
+    """A heat map of ``counts[i][j]`` (row ``row_labels[i]``, column ``col_labels[j]``). A
+    cell's shade is its count over the largest count; the diagonal is the cells whose row
+    and column labels are equal, but for the labels in ``not_agreement`` (e.g. "no
+    answer" on both sides). Raises ValueError when the labels do not match the counts'
+    shape."""
+    if len(counts) != len(row_labels) or any(len(r) != len(col_labels) for r in counts):
+        raise ValueError("heatmap: one label per row and per column of counts")
+    left, top = label_width + 20, 40.0
+    largest = max((c for row in counts for c in row), default=0)
+    cells = []
+    for i, row in enumerate(counts):
+        total = sum(row)
+        for j, count in enumerate(row):
+            share = f" ({count / total:.0%} of the row)" if total else ""
+            cells.append(HeatCell(
+                row=i, col=j, x=left + j * cell, y=top + i * cell, size=cell, count=count,
+                shade=round(count / largest, 4) if largest else 0.0,
+                diagonal=row_labels[i] == col_labels[j] and row_labels[i] not in not_agreement,
+                tooltip=f"{row_title} {row_labels[i]}, {col_title} {col_labels[j]}: "
+                        f"{count}{share}"))
+    return HeatMap(
+        width=left + len(col_labels) * cell + MARGIN, height=top + len(row_labels) * cell + 8,
+        left=left, top=top, cell=cell, cells=cells,
+        row_labels=[Tick(at=top + (i + 0.5) * cell, label=label)
+                    for i, label in enumerate(row_labels)],
+        col_labels=[Tick(at=left + (j + 0.5) * cell, label=label)
+                    for j, label in enumerate(col_labels)],
+        row_title=row_title, col_title=col_title)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of a scatter plot, a hover text, and an in-page anchor to link to."""
+
+    x: float
+    y: float
+    tooltip: str = ""
+    anchor: str | None = None
+
+
+@dataclass(frozen=True)
+class DrawnPoint:
+    cx: float
+    cy: float
+    tooltip: str
+    anchor: str | None
+
+
+@dataclass(frozen=True)
+class Scatter:
+    width: float
+    height: float
+    left: float
+    right: float
+    top: float
+    bottom: float
+    points: list[DrawnPoint]
+    x_ticks: list[Tick]
+    y_ticks: list[Tick]
+    x_label: str
+    y_label: str
+    diagonal: tuple[float, float, float, float]
+
+
+def scatter(points: Sequence[Point], *, domain: tuple[float, float],
+            tick_values: Sequence[float] | None = None, jitter: float = 0.0, seed: int = 0,
+            x_label: str = "", y_label: str = "", size: float = 320) -> Scatter:
+    """A square scatter plot over ``domain`` on both axes (``tick_values`` labelled, default
+    5 even steps), with the y = x diagonal. ``jitter`` moves each point by up to that much
+    (in data units) on each axis, drawn from a generator seeded with ``seed``, so points on
+    the same grid cell of a discrete scale are told apart and the page is the same every
+    time it is written."""
+    left, right, top, bottom = 48.0, size - 12, 12.0, size - 36
+    sx = Scale(domain[0], domain[1], left, right)
+    sy = Scale(domain[0], domain[1], bottom, top)
+    rng = random.Random(seed)
+    drawn = []
+    for p in points:
+        dx, dy = (rng.uniform(-jitter, jitter), rng.uniform(-jitter, jitter)) if jitter else (0, 0)
+        drawn.append(DrawnPoint(cx=sx(p.x + dx), cy=sy(p.y + dy), tooltip=p.tooltip,
+                                anchor=p.anchor))
+
+    def marks(scale: Scale) -> list[Tick]:
+        if tick_values is None:
+            return ticks(scale)
+        return [Tick(at=scale(v), label=f"{v:g}") for v in tick_values]
+
+    return Scatter(width=size, height=size, left=left, right=right, top=top, bottom=bottom,
+                   points=drawn, x_ticks=marks(sx), y_ticks=marks(sy), x_label=x_label,
+                   y_label=y_label,
+                   diagonal=(sx(domain[0]), sy(domain[0]), sx(domain[1]), sy(domain[1])))

@@ -203,3 +203,75 @@
     onHash();
   }
 })();
+
+// ---- the calibration page: one judge at a time, the threshold picker, expand all ----
+// Does nothing on other pages (it looks for elements only the calibration page has).
+(function () {
+  var judges = document.querySelectorAll("div.judge[data-judge-index]");
+  if (!judges.length) return;
+  function fmt(v, d) { return v === "" ? "—" : Number(v).toFixed(d === undefined ? 3 : d); }
+
+  // Several judges: show the picked one (all are shown with scripts off).
+  var picker = document.getElementById("judge-picker");
+  function showJudge(index) {
+    if (!picker) return;
+    judges.forEach(function (j) { j.classList.toggle("hidden", j.dataset.judgeIndex !== String(index)); });
+    picker.querySelectorAll("button").forEach(function (b) { b.setAttribute("aria-pressed", String(b.dataset.judge === String(index))); });
+  }
+  function judgeOfHash() {
+    var m = /^#(?:judge-|j)(\d+)(?:-|$)/.exec(location.hash);
+    return m ? m[1] : null;
+  }
+  // An item linked from the scatter plot: open its reasoning.
+  function openItem() {
+    var row = /^#j\d+-item-\d+$/.test(location.hash) ? document.getElementById(location.hash.slice(1)) : null;
+    var more = row && row.nextElementSibling;
+    var details = more && more.querySelector("details");
+    if (details) details.open = true;
+  }
+  function onHash() {
+    var index = judgeOfHash();
+    if (index !== null) showJudge(index);
+    openItem();
+  }
+  if (picker) {
+    picker.hidden = false;
+    picker.querySelectorAll("button").forEach(function (b) {
+      b.addEventListener("click", function () { showJudge(b.dataset.judge); history.replaceState(null, "", "#judge-" + b.dataset.judge); });
+    });
+    showJudge(judgeOfHash() || "0");
+  }
+  window.addEventListener("hashchange", onHash);
+  onHash();
+
+  // Threshold picker: a sentence for the picked threshold, its row in the table marked.
+  document.querySelectorAll("p.picker[id$='-threshold-picker']").forEach(function (p) {
+    var table = document.getElementById(p.id.replace("-threshold-picker", "-curve"));
+    if (!table) return;
+    var rows = Array.prototype.slice.call(table.tBodies[0].rows);
+    var input = p.querySelector("input"), out = p.querySelector("output");
+    function pick() {
+      var r = rows[Number(input.value)];
+      rows.forEach(function (x) { x.classList.toggle("current", x === r); });
+      var d = r.dataset;
+      out.textContent = "score ≥ " + d.threshold + ": the judge passes " + fmt(100 * d.pass, 0) +
+        "% of the items; it fails " + (d.coverage === "" ? "— " : fmt(100 * d.coverage, 0) + "%") +
+        " of those the people fail (coverage) and " + (d.ffr === "" ? "— " : fmt(100 * d.ffr, 0) + "%") +
+        " of those they pass (false failures); κ " + fmt(d.kappa);
+    }
+    p.hidden = false;
+    input.addEventListener("input", pick);
+    pick();
+  });
+
+  // Expand or collapse every item's reasoning in a disagreement list.
+  document.querySelectorAll("section.disagree button.expand-all").forEach(function (b) {
+    var section = b.closest("section");
+    b.hidden = false;
+    b.addEventListener("click", function () {
+      var open = b.textContent === "expand all";
+      section.querySelectorAll("details").forEach(function (d) { d.open = open; });
+      b.textContent = open ? "collapse all" : "expand all";
+    });
+  });
+})();
