@@ -7,6 +7,10 @@ and a seventh (``task-6``) in the baseline only.
 clear regressions), passes ``task-5`` (a clear improvement) and fails ``task-2`` in even
 epochs (lower, within noise). With ``hostile=True`` every user turn and agent reply carries
 :data:`PAYLOAD`, markup and script that must reach a page as text.
+
+``mock:pagejudge`` compares two such transcripts pairwise: the one that says ``DONE`` wins in
+either order; between two equal ones it picks the response shown first (a position bias, so
+the two orders disagree). Its reasoning carries :data:`PAYLOAD` when ``hostile`` is set.
 """
 
 from __future__ import annotations
@@ -62,6 +66,31 @@ class PageAgent(MockBehaviour):
                          params: GenerationParams, sample_index: int,
                          hints: Mapping[str, Any]) -> T:
         raise AssertionError("the page agent is never asked for structured output")
+
+
+class PageJudge(MockBehaviour):
+    """The pairwise judge of the module docstring (``mock:pagejudge``)."""
+
+    hostile = False
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def chat(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec],
+                   tool_choice: ToolChoice, params: GenerationParams, sample_index: int,
+                   hints: Mapping[str, Any]) -> Message:
+        raise AssertionError("a judge is only asked for structured answers")
+
+    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
+                         params: GenerationParams, sample_index: int,
+                         hints: Mapping[str, Any]) -> T:
+        shown = hints["judge"]
+        first, second = ("DONE" in shown["first"]), ("DONE" in shown["second"])
+        verdict = "B" if second and not first else "A"
+        why = ("Only one of them finished the task." if first != second
+               else "Both read the same; the first one seemed fine.")
+        return response_model.model_validate({
+            "reasoning": f"{why}\n{PAYLOAD}" if self.hostile else why, "verdict": verdict})
 
 
 def in_thread(work: Callable[..., R], *args: Any) -> R:
