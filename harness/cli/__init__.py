@@ -19,7 +19,6 @@ from harness.cli.app import EXIT_INPUT_ERROR, app
 from harness.errors import HarnessError, InputErrors
 from harness.report.safe import TerminalLogHandler, terminal_console, terminal_text
 
-
 # Options whose value may be left out: `harness report DIR --html` means "the default file".
 # Typer has no optional option values, so a bare one is given the empty value here, which
 # the command reads as its default.
