@@ -285,6 +285,20 @@ def test_compare_page_opens_on_a_linked_scenario_and_epoch(
     opened.assert_quiet()
 
 
+def test_compressed_samples_are_drawn_too(runs: tuple[Path, Path], tmp_path: Path,
+                                          comparison: dict[str, Any], open_report: Any,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # Large runs' samples are embedded gzipped; the side-by-side inflates them.
+    monkeypatch.setattr("harness.report.html.page.COMPRESS_ABOVE_BYTES", 0)
+    out = tmp_path / "cmp.html"
+    out.write_text(compare_page(comparison, *runs), encoding="utf-8")
+    assert 'id="compare-data" data-encoding="gzip-base64"' in out.read_text(encoding="utf-8")
+    opened = open_report(out)
+    opened.page.wait_for_selector("#side-b .sample")
+    assert "task-0 · epoch 0" in opened.page.locator("#side-b h3").first.inner_text()
+    opened.assert_quiet()
+
+
 def test_compare_page_reads_without_scripts(runs: tuple[Path, Path], tmp_path: Path,
                                             comparison: dict[str, Any],
                                             open_report: Any) -> None:
