@@ -101,7 +101,7 @@ def in_thread(work: Callable[..., R], *args: Any) -> R:
         return pool.submit(work, *args).result()
 
 
-def make_runs(base: Path, *, hostile: bool = False) -> tuple[Path, Path]:
+def make_runs(base: Path, *, hostile: bool = False, epochs: int = EPOCHS) -> tuple[Path, Path]:
     """The baseline and candidate run directories under ``base`` (``mock:pageagent`` must be
     registered)."""
     PageAgent.hostile = hostile
@@ -117,7 +117,7 @@ def make_runs(base: Path, *, hostile: bool = False) -> tuple[Path, Path]:
     out = {"a": base / ("A <img src=x onerror=alert(1)>" if hostile else "baseline"),
            "b": base / "candidate"}
     for name, agent in (("a", "mock:pageagent"), ("b", "mock:pageagent-new")):
-        config = RunConfig(scenario_paths=[str(suites[name])], agent=agent, epochs=EPOCHS,
+        config = RunConfig(scenario_paths=[str(suites[name])], agent=agent, epochs=epochs,
                            cache_mode="off", bootstrap_resamples=0)
         in_thread(asyncio.run, run_suite(config, out[name]))
     return out["a"], out["b"]

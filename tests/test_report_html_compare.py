@@ -88,6 +88,20 @@ def test_rows_of_the_runs_match_their_known_differences(comparison: dict[str, An
                                                        s["ci_high"])
 
 
+def test_single_epoch_runs_have_no_scenario_interval_and_no_clear_change(
+        tmp_path: Path, agent: None) -> None:
+    runs = make_runs(tmp_path, epochs=1)
+    data = compare_run_dirs(*runs)
+    rows = difference_rows(data)
+    assert all(r.ci_low is None and r.ci_high is None for r in rows)
+    assert [(r.scenario_id, r.change) for r in rows] == [
+        ("task-0", "lower"), ("task-1", "lower"), ("task-2", "lower"), ("task-3", "same"),
+        ("task-4", "same"), ("task-5", "higher")]
+    html = compare_page(data, *runs)
+    assert html.count('<td class="ci">—</td>') == 6
+    assert 'data-figure="regressions">0<' in html
+
+
 # --- the forest plot ---------------------------------------------------------------------
 
 
@@ -245,6 +259,7 @@ def test_compare_page_in_the_browser(runs: tuple[Path, Path], comparison: dict[s
     # The side-by-side opens on the most regressed scenario, on an epoch where they differ.
     a, b = page.locator("#side-a"), page.locator("#side-b")
     page.wait_for_selector("#side-a .sample")
+    assert page.evaluate("location.hash") == ""  # the first view is not a link of its own
     assert "task-0 · epoch 0" in a.locator("h3").first.inner_text()
     assert "task-0 · epoch 0" in b.locator("h3").first.inner_text()
     assert "passed" in a.locator(".tag").first.inner_text()

@@ -9,6 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.choices import PairedTest
+from harness.models.provenance import RoleModels, roles_notice
+from harness.runs.store import RunStore
+from harness.runs.summary import scores_by_scenario
+from harness.stats.compare import compare_runs
+from harness.stats.summary import offline_notice
 
 
 def comparison_notice(notices: dict[str, str | None]) -> str | None:
@@ -34,12 +39,6 @@ def compare_run_dirs(baseline: Path, candidate: Path, *, alpha: float = 0.05,
     run store, and :class:`~harness.stats.estimate.InsufficientDataError` with fewer than 2
     scenarios in common.
     """
-    from harness.models.provenance import RoleModels, roles_notice
-    from harness.runs.store import RunStore
-    from harness.runs.summary import scores_by_scenario
-    from harness.stats.compare import compare_runs
-    from harness.stats.summary import offline_notice
-
     runs = []
     offline: dict[str, int] = {}
     roles: dict[str, dict[str, RoleModels]] = {}

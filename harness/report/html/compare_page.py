@@ -1,12 +1,12 @@
 """The compare page (``harness compare A B --html FILE``): two runs' paired comparison and
 both runs' transcripts, side by side, as one HTML file.
 
-The figures are the comparison's own (the dict :func:`harness.runs.comparison.
-compare_run_dirs` returns, which ``--json`` prints). The page orders the scenarios by what
-changed: regressions first (the interval of the difference lies below 0), then improvements
-(above 0), then the rest by difference, most negative first. Both runs' samples are read from
-their stores and embedded as data; the page's script draws any (scenario, epoch) of run A
-next to the same of run B.
+The figures are the comparison's own (the dict
+:func:`harness.runs.comparison.compare_run_dirs` returns, which ``--json`` prints). The page
+orders the scenarios by what changed: regressions first (the interval of the difference lies
+below 0), then improvements (above 0), then the rest by difference, most negative first.
+Both runs' samples are read from their stores and embedded as data; the page's script draws
+any (scenario, epoch) of run A next to the same of run B.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The pairwise page (``harness pairwise A B --html FILE``): B's win rate over A with its
-interval, per scenario and per judge, and every pair's comparisons: both orders' answers and
-verdicts with the judge's reasoning, so position consistency shows pair by pair.
+interval, overall and per scenario, the judges' position statistics, and every pair's
+comparisons: both orders' answers and verdicts with the judge's reasoning, so position
+consistency shows pair by pair.
 
 The figures are the report's own (:class:`~harness.runs.pairwise_report.PairwiseRunReport`,
 which ``--json`` prints); the pairs are the ``--out`` lines
@@ -42,8 +43,6 @@ class ComparisonView:
 
     judge: str
     sample: int
-    status: str
-    winner: str | None
     consistent: bool | None
     orders: list[OrderView]
     error: str | None
@@ -56,7 +55,6 @@ class PairView:
     index: int
     scenario_id: str
     epoch: int
-    status: str
     winner: str | None
     votes: list[dict[str, Any]]
     n_comparisons: int
@@ -78,9 +76,8 @@ def _comparison(c: Mapping[str, Any]) -> ComparisonView:
                         verdict=o["verdict"], reasoning=o["reasoning"])
               for o in sorted(c["orders"], key=lambda o: o["swapped"])]
     error = None if c["status"] == "decided" else f"{c['error_type']}: {c['message']}"
-    return ComparisonView(judge=c["judge_model"], sample=c["sample_index"], status=c["status"],
-                          winner=c["winner"], consistent=c["consistent"], orders=orders,
-                          error=error)
+    return ComparisonView(judge=c["judge_model"], sample=c["sample_index"],
+                          consistent=c["consistent"], orders=orders, error=error)
 
 
 def pair_views(lines: Sequence[Mapping[str, Any]]) -> list[PairView]:
@@ -88,8 +85,8 @@ def pair_views(lines: Sequence[Mapping[str, Any]]) -> list[PairView]:
     each comparison's orders with the original order (A shown first) first."""
     judged = [line for line in lines if line["status"] != "skipped"]
     return [PairView(
-        index=i, scenario_id=p["scenario_id"], epoch=p["epoch"], status=p["status"],
-        winner=p["winner"], votes=p["votes"], n_comparisons=p["n_comparisons"],
+        index=i, scenario_id=p["scenario_id"], epoch=p["epoch"], winner=p["winner"],
+        votes=p["votes"], n_comparisons=p["n_comparisons"],
         n_inconsistent=p["n_inconsistent"], n_failed=p["n_failed"],
         comparisons=[_comparison(c) for c in p["comparisons"]],
     ) for i, p in enumerate(judged)]
@@ -153,10 +150,10 @@ def pairwise_page(report: Mapping[str, Any], lines: Sequence[Mapping[str, Any]])
         "a": [views_a.get((p.scenario_id, p.epoch)) for p in pairs],
         "b": [views_b.get((p.scenario_id, p.epoch)) for p in pairs],
     }
-    names = {"a": Path(report["run_a"]).resolve().name, "b": Path(report["run_b"]).resolve().name}
+    names = [Path(report[run]).resolve().name for run in ("run_a", "run_b")]
     return render_page(
-        "pairwise.html.j2", title=f"Pairwise: {names['a']} vs {names['b']}", r=report,
-        names=names, scenarios=scenarios, forest=win_rate_forest(report, scenarios),
+        "pairwise.html.j2", title=f"Pairwise: {names[0]} vs {names[1]}", r=report,
+        scenarios=scenarios, forest=win_rate_forest(report, scenarios),
         pairs=pairs, scenario_ids=sorted({p.scenario_id for p in pairs}),
         transcripts_data=embedded_data("pair-transcripts", transcripts),
     )

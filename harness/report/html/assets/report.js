@@ -220,7 +220,8 @@
       box.appendChild(s ? sampleView(s) : h("p", { "class": "muted" },
         inRun ? "No sample of this epoch in this run." : "This scenario is not in this run."));
     };
-    var showPair = function (index, epoch) {
+    // `link`: put what is shown in the address (user choices; not the page's first view).
+    var showPair = function (index, epoch, link) {
       return loadData("compare-data").then(function (data) {
         var sc = data.scenarios[index];
         if (!sc) return;
@@ -235,29 +236,29 @@
         document.querySelectorAll("#diff-table tr.current").forEach(function (r) { r.classList.remove("current"); });
         var row = document.getElementById("diff-" + index);
         if (row) row.classList.add("current");
-        history.replaceState(null, "", "#side-" + index + "-" + epoch);
+        if (link) history.replaceState(null, "", "#side-" + index + "-" + epoch);
       });
     };
     var stepEpoch = function (by) {
       var i = pickEpoch.selectedIndex + by;
-      if (i >= 0 && i < pickEpoch.options.length) showPair(Number(pickScenario.value), Number(pickEpoch.options[i].value));
+      if (i >= 0 && i < pickEpoch.options.length) showPair(Number(pickScenario.value), Number(pickEpoch.options[i].value), true);
     };
     var onSideHash = function () {
       var m = /^#side-(\d+)(?:-(\d+))?$/.exec(location.hash);
       if (!m) return false;
-      showPair(Number(m[1]), m[2] === undefined ? null : Number(m[2])).then(function () {
+      showPair(Number(m[1]), m[2] === undefined ? null : Number(m[2]), true).then(function () {
         document.getElementById("side").scrollIntoView();
       });
       return true;
     };
     document.getElementById("side-controls").hidden = false;
-    pickScenario.addEventListener("change", function () { showPair(Number(pickScenario.value), null); });
-    pickEpoch.addEventListener("change", function () { showPair(Number(pickScenario.value), Number(pickEpoch.value)); });
+    pickScenario.addEventListener("change", function () { showPair(Number(pickScenario.value), null, true); });
+    pickEpoch.addEventListener("change", function () { showPair(Number(pickScenario.value), Number(pickEpoch.value), true); });
     document.getElementById("side-prev").addEventListener("click", function () { stepEpoch(-1); });
     document.getElementById("side-next").addEventListener("click", function () { stepEpoch(1); });
     document.getElementById("side-controls").addEventListener("submit", function (e) { e.preventDefault(); });
     window.addEventListener("hashchange", onSideHash);
-    if (!onSideHash()) showPair(0, null);
+    if (!onSideHash()) showPair(0, null, false);
   }
 
   // ---- the pairwise page: filters over the pairs, and a pair's two transcripts ----
