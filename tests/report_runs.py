@@ -10,7 +10,9 @@ epochs (lower, within noise). With ``hostile=True`` every user turn and agent re
 
 ``mock:pagejudge`` compares two such transcripts pairwise: the one that says ``DONE`` wins in
 either order; between two equal ones it picks the response shown first (a position bias, so
-the two orders disagree). Its reasoning carries :data:`PAYLOAD` when ``hostile`` is set.
+the two orders disagree). Its reasoning carries :data:`PAYLOAD` when ``hostile`` is set;
+with ``fail_first_shown`` set, a call whose first response contains that text fails after
+retries (a judge error, never a verdict).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.errors import ModelUnavailableError
 from harness.models.base import MockBehaviour
 from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
 from harness.runs.api import run_suite
@@ -72,6 +75,7 @@ class PageJudge(MockBehaviour):
     """The pairwise judge of the module docstring (``mock:pagejudge``)."""
 
     hostile = False
+    fail_first_shown: str | None = None
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -85,6 +89,8 @@ class PageJudge(MockBehaviour):
                          params: GenerationParams, sample_index: int,
                          hints: Mapping[str, Any]) -> T:
         shown = hints["judge"]
+        if self.fail_first_shown is not None and self.fail_first_shown in shown["first"]:
+            raise ModelUnavailableError("500 after 3 attempts", model=f"mock:{self.name}")
         first, second = ("DONE" in shown["first"]), ("DONE" in shown["second"])
         verdict = "B" if second and not first else "A"
         why = ("Only one of them finished the task." if first != second

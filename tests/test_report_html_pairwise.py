@@ -278,6 +278,41 @@ def test_pairwise_page_reads_without_scripts(judged: dict[str, Any], tmp_path: P
     opened.assert_quiet()
 
 
+def test_failed_comparisons_are_errors_beside_the_verdicts(tmp_path: Path, mocks: None,
+                                                           open_report: Any) -> None:
+    a, b = make_runs(tmp_path)
+    PageJudge.fail_first_shown = "no idea"  # B's failed answers, shown first, break the judge
+    try:
+        done = pairwise(a, b, "--json", "--out", tmp_path / "pairs.jsonl")
+    finally:
+        PageJudge.fail_first_shown = None
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    lines = [json.loads(x) for x in (tmp_path / "pairs.jsonl").read_text().splitlines()]
+    out = tmp_path / "pairwise.html"
+    out.write_text(pairwise_page(report, lines), encoding="utf-8")
+    opened = open_report(out)
+    page = opened.page
+    # Every pair where one run said "no idea": task-0, task-1, task-2's even epochs, task-5.
+    assert figure(page, "judge-errors") == str(report["counts"]["judge_errors"]) == "18"
+    errored = page.locator("details.pair[data-winner='error']")
+    assert errored.count() == 18
+    assert page.locator("details.pair[data-consistency='undecided']").count() == 18
+    pair = page.locator("details.pair[data-scenario='task-0']").first
+    assert "judge error" in pair.locator("summary").inner_text()
+    pair.locator("summary").click()
+    rows = pair.locator("table.orders tbody tr").evaluate_all(
+        "rows => rows.map(r => Array.from(r.cells, c => c.innerText.trim()))")
+    # The order that was answered, then the error of the one that failed: never a verdict.
+    assert rows[0][1:4] == ["A, then B", "first", "A"] and "error" in rows[0][0]
+    assert rows[1][0].startswith("Failed after retries (an error, never a verdict): "
+                                 "ModelUnavailableError")
+    page.locator("#p-winner").select_option("error")
+    assert page.locator("#p-count").inner_text() == "18 of 30 pairs"
+    assert page.locator("#judge-error-table tbody tr").count() == len(report["judge_errors"])
+    opened.assert_quiet()
+
+
 def test_outside_text_stays_text(tmp_path: Path, mocks: None, open_report: Any) -> None:
     PageJudge.hostile = True
     try:
