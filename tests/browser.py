@@ -55,7 +55,11 @@ class OpenedPage:
         return path
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: while Playwright's sync API runs, its event loop is the main
+# thread's running loop, so asyncio.run (every run, every model-calling command) fails there.
+# Closed at the end of each module, it leaves the tests that come after it on the same
+# xdist worker free to start their own loops.
+@pytest.fixture(scope="module")
 def _browser() -> Iterator[Any]:
     path = chromium_path()
     if path is None or not Path(path).exists():
