@@ -67,6 +67,23 @@ def check_target_mdd(value: float | None) -> None:
                          f"expected a positive difference in score units, got {value}")
 
 
+def html_output(value: str | None, what: str) -> Path | None:
+    """The file ``--html FILE`` names, checked before any work (see
+    :func:`~harness.files.check_output_file`); ``None`` when not given. ``what`` says what
+    the page shows ("a comparison"). A bare ``--html`` (an empty value, see
+    :data:`harness.cli.OPTIONAL_VALUE_OPTIONS`) is refused: these pages have no run directory
+    to go into by default. Raises InputError."""
+    if value is None:
+        return None
+    if not value:
+        raise InputError("command line", "--html", f"needs a FILE: {what} has no run "
+                         "directory of its own, so its page has no default place (e.g. "
+                         "--html report.html)")
+    from harness.files import check_output_file
+
+    return check_output_file(Path(value), "the HTML page (--html)")
+
+
 OFFLINE_JUDGES = ("mock:judge", "mock:judge-strict", "mock:judge-lenient", "mock:judge-first")
 
 

@@ -15,6 +15,7 @@ from harness.cli.app import (
     Verbose,
     app,
     counting_progress,
+    html_output,
     judge_models,
     logs_to,
 )
@@ -57,6 +58,10 @@ def pairwise(
     fail_on_regression: Annotated[bool, typer.Option(
         help="exit 1 when B is significantly worse than A (the interval of B's win rate "
         "lies below 0.5)")] = False,
+    html: Annotated[str | None, typer.Option(
+        "--html", metavar="FILE", help="also write the comparison as one self-contained HTML "
+        "page (win rates, every pair's verdicts and reasoning in both orders, both "
+        "transcripts)")] = None,
     verbose: Verbose = False,
 ) -> None:
     """Compare two runs' transcripts pairwise: every (scenario, epoch) present and not errored
@@ -74,6 +79,7 @@ def pairwise(
     config = ModelsConfig.from_yaml(models_config) if models_config is not None else None
     if out is not None:  # refuse an unwritable --out before any judge is called
         check_output_file(out, "the pairwise output file (--out, JSONL)")
+    html_path = html_output(html, "a pairwise comparison")
     err = terminal_console(stderr=True, soft_wrap=True)
     progress, advance = counting_progress("judging pairs", err)
 
@@ -100,5 +106,10 @@ def pairwise(
         render_pairwise(data, terminal_console())
     if out is not None:
         err.print(f"[dim]wrote {terminal_text(out)} ({len(result.lines)} lines)[/]")
+    if html_path is not None:
+        from harness.report.html.pairwise_page import write_pairwise_report
+
+        write_pairwise_report(data, result.lines, html_path)
+        err.print(f"[dim]wrote {terminal_text(html_path)}[/]")
     if fail_on_regression and result.report.significant_regression:
         raise typer.Exit(EXIT_GATE_FAILED)

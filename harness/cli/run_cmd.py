@@ -22,6 +22,7 @@ from harness.cli.app import (
     Verbose,
     app,
     check_target_mdd,
+    html_output,
     logs_to,
 )
 from harness.cli.interrupts import exit_code, run_async, signal_name
@@ -320,17 +321,6 @@ def _run_to_end(coro: Coroutine[Any, Any, RunResult], progress: RunProgress,
         raise typer.Exit(exit_code(stop)) from None
 
 
-def _comparison_notice(notices: dict[str, str | None]) -> str | None:
-    """One notice for two runs: their notice when both have the same, else each run's."""
-    given = {which: notice for which, notice in notices.items() if notice}
-    if not given:
-        return None
-    if len(given) == len(notices) and len(set(given.values())) == 1:
-        return next(iter(given.values()))
-    return "OFFLINE models in " + " and ".join(given) + ": " + " | ".join(
-        f"{which}: {notice}" for which, notice in given.items())
-
-
 def _config(*, paths: list[Path], adaptive: dict[str, Any] | None, **fields: Any) -> RunConfig:
     from pydantic import ValidationError
 
@@ -411,43 +401,27 @@ def compare(
     fail_on_regression: Annotated[bool, typer.Option(
         help="exit 1 when the candidate is significantly worse")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    html: Annotated[str | None, typer.Option(
+        "--html", metavar="FILE", help="also write the comparison as one self-contained HTML "
+        "page (per-scenario differences, the tests, both runs' transcripts side by side)")
+    ] = None,
 ) -> None:
     """Compare two runs on their common scenarios: per-scenario differences, the mean
     difference with a clustered interval, paired t / permutation tests and McNemar."""
-    from harness.models.provenance import RoleModels, roles_notice
-    from harness.runs.store import RunStore
-    from harness.runs.summary import scores_by_scenario
-    from harness.stats.compare import compare_runs
-    from harness.stats.summary import offline_notice
+    from harness.runs.comparison import compare_run_dirs
 
-    runs = []
-    offline: dict[str, int] = {}
-    roles: dict[str, dict[str, RoleModels]] = {}
-    notices: dict[str, str | None] = {}
-    for which, path in (("baseline", baseline), ("candidate", candidate)):
-        with RunStore.open(path) as store:
-            policy = store.config.get("run", {}).get("error_policy", "exclude")
-            runs.append(scores_by_scenario(store, policy))
-            offline[which], roles[which] = store.offline_count(), store.model_roles()
-            # Samples stored before roles were recorded say only whether they were offline.
-            notices[which] = (roles_notice(roles[which])
-                              or offline_notice(offline[which], store.count()))
-    (base_scores, base_passed), (cand_scores, cand_passed) = runs
-    result = compare_runs(base_scores, cand_scores, base_passed, cand_passed, alpha=alpha,
-                          test=test, seed=seed)
-    data = result.model_dump(mode="json")
-    # Which roles of either run were offline (mock:) models, and the notice that says so.
-    data["offline"] = {which: n > 0 for which, n in offline.items()}
-    data["offline_samples"] = offline
-    data["roles"] = {which: {role: r.model_dump(mode="json") for role, r in by_role.items()}
-                     for which, by_role in roles.items()}
-    data["notice"] = _comparison_notice(notices)
+    html_path = html_output(html, "a comparison")
+    data = compare_run_dirs(baseline, candidate, alpha=alpha, test=test, seed=seed)
     if as_json:
         typer.echo(json.dumps(data, indent=2))
     else:
         from harness.report.terminal import render_comparison
 
         render_comparison(data, terminal_console())
-    if fail_on_regression and result.significant_regression:
-        raise typer.Exit(EXIT_GATE_FAILED)
+    if html_path is not None:
+        from harness.report.html.compare_page import write_compare_report
 
+        write_compare_report(data, baseline, candidate, html_path)
+        ERR.print(f"[dim]wrote {terminal_text(html_path)}[/]")
+    if fail_on_regression and data["significant_regression"]:
+        raise typer.Exit(EXIT_GATE_FAILED)

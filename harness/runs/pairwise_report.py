@@ -18,16 +18,21 @@ The figures: wins for A, wins for B and ties (pairs); the inconsistency rate ove
 (the two orders disagreed) with a Wilson interval (:func:`summarise_pairwise`); B's win rate
 (B win = 1, tie = 0.5, A win = 0) as the mean of per-scenario means with the standard error
 clustered by scenario and a t interval on C - 1 degrees of freedom
-(:func:`harness.stats.estimate.mean_of_cluster_means`); and the same per scenario.
+(:func:`harness.stats.estimate.mean_of_cluster_means`); and the same per scenario, its
+interval the one a run summary gives a scenario's mean over its epochs (here over its decided
+pairs: a t interval on n - 1 df cut at [0, 1], or the no-spread interval for n when every
+pair had the same outcome; none with a single decided pair).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.judging.pairwise import (
@@ -40,6 +45,7 @@ from harness.judging.pairwise import (
 from harness.models.base import ModelSpec
 from harness.models.provenance import RoleCollector, RoleModels
 from harness.runs.sample import SampleRecord
+from harness.stats.bounded import mean_intervals
 from harness.stats.estimate import Estimate, mean_of_cluster_means
 from harness.transcript import Transcript
 
@@ -215,6 +221,8 @@ class ScenarioPairwise(BaseModel):
     judge_errors: int
     skipped: int
     b_win_rate: float | None
+    b_win_rate_ci_low: float | None = None
+    b_win_rate_ci_high: float | None = None
     comparisons: int
     inconsistent_comparisons: int
 
@@ -300,6 +308,23 @@ def b_win_rate(outcomes: Sequence[PairOutcome], confidence: float = CONFIDENCE
                                  method=WIN_RATE_METHOD, bounds=(0.0, 1.0))
 
 
+def scenario_win_rate_interval(b_scores: Sequence[float], confidence: float = CONFIDENCE
+                               ) -> tuple[float, float] | None:
+    """The interval of one scenario's B win rate from its decided pairs' ``b_scores`` (1, 0.5
+    or 0), as a run summary computes a scenario's mean interval over epochs; ``None`` with
+    fewer than 2 pairs."""
+    n = len(b_scores)
+    if n < 2:
+        return None
+    x = np.asarray(b_scores, dtype=float)
+    spread = bool(np.ptp(x) > 0)
+    mean = float(x.mean()) if spread else float(x[0])
+    stderr = float(x.std(ddof=1)) / math.sqrt(n) if spread else 0.0
+    iv = mean_intervals(np.array([mean]), np.array([stderr]), np.array([spread]),
+                        np.array([n]), confidence=confidence)
+    return float(iv.low[0]), float(iv.high[0])
+
+
 def _scenario_rows(pairing: RunPairing, outcomes: Sequence[PairOutcome]
                    ) -> list[ScenarioPairwise]:
     skipped = Counter(s.scenario_id for s in pairing.skipped)
@@ -310,6 +335,7 @@ def _scenario_rows(pairing: RunPairing, outcomes: Sequence[PairOutcome]
     for sid in pairing.common_scenarios:
         mine = by_scenario.get(sid, [])
         scores = [o.b_score for o in mine if o.b_score is not None]
+        interval = scenario_win_rate_interval(scores)
         rows.append(ScenarioPairwise(
             scenario_id=sid, pairs=len(mine), decided=len(scores),
             wins_a=sum(1 for o in mine if o.winner == "A"),
@@ -318,6 +344,8 @@ def _scenario_rows(pairing: RunPairing, outcomes: Sequence[PairOutcome]
             judge_errors=sum(1 for o in mine if o.status == "judge_error"),
             skipped=skipped.get(sid, 0),
             b_win_rate=sum(scores) / len(scores) if scores else None,
+            b_win_rate_ci_low=None if interval is None else interval[0],
+            b_win_rate_ci_high=None if interval is None else interval[1],
             comparisons=sum(o.n_comparisons for o in mine),
             inconsistent_comparisons=sum(o.n_inconsistent for o in mine),
         ))
@@ -469,5 +497,6 @@ __all__ = [
     "majority_preference",
     "pair_samples",
     "pairwise_notice",
+    "scenario_win_rate_interval",
     "summarise_runs_pairwise",
 ]

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict
 from scipy import stats as sps
 
 from harness.choices import PairedTest
+from harness.stats.bounded import mean_intervals
+from harness.stats.columns import UNIT_RANGE
 from harness.stats.estimate import Estimate, InsufficientDataError, mean_of_cluster_means
 from harness.stats.sampling import default_passed
 
@@ -26,6 +28,13 @@ MCNEMAR_EXACT_BELOW = 25
 # a difference: two runs whose samples were scored from the same components in another order
 # differ by a few units in the last place, and a t test on that noise is meaningless.
 ZERO_DIFFERENCE = 1e-9
+SCENARIO_INTERVAL_METHOD = (
+    "per scenario: each run's mean over its epochs with its interval (t on n-1 df cut at the "
+    "score range; the no-spread interval for n epochs when every epoch scored the same), "
+    "combined into an interval for the difference by MOVER (Zou & Donner 2008; with Wilson "
+    "intervals it is Newcombe's 1998 method 10), at the level of the suite interval and not "
+    "adjusted for the number of scenarios; none when either run has a single epoch"
+)
 
 
 class McNemarResult(BaseModel):
@@ -105,12 +114,18 @@ class TestResult(BaseModel):
 
 
 class ScenarioDifference(BaseModel):
+    """One scenario's means in both runs and their difference (candidate minus baseline),
+    with the difference's interval (``None`` when either run has one epoch; see
+    :data:`SCENARIO_INTERVAL_METHOD`)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     scenario_id: str
     baseline_mean: float
     candidate_mean: float
     difference: float
+    ci_low: float | None = None
+    ci_high: float | None = None
     baseline_epochs: int
     candidate_epochs: int
 
@@ -141,7 +156,36 @@ class PairedComparison(BaseModel):
     significant_regression: bool
     significant_improvement: bool
     scenarios: list[ScenarioDifference]
+    scenario_interval_method: str = SCENARIO_INTERVAL_METHOD
     notes: list[str]
+
+
+def difference_interval(a: float, a_low: float, a_high: float, b: float, b_low: float,
+                        b_high: float) -> tuple[float, float]:
+    """An interval for ``b - a`` from two independent estimates and their intervals, by the
+    method of variance estimates recovery (MOVER, Zou & Donner 2008): each side's distance
+    from its estimate to the relevant bound stands for its own uncertainty, so asymmetric
+    intervals near the ends of a range (Wilson, the no-spread bounds) stay asymmetric. With
+    Wilson intervals for two proportions it is Newcombe's (1998) hybrid score interval
+    (method 10). It never reaches past ``[b_low - a_high, b_high - a_low]`` (a hypotenuse is
+    at most the sum of its sides), so intervals inside a range give one inside the widest
+    difference. Returns ``(low, high)``.
+    """
+    d = b - a
+    return d - math.hypot(b - b_low, a_high - a), d + math.hypot(b_high - b, a - a_low)
+
+
+def _epoch_mean_intervals(groups: Sequence[Sequence[float]], means: Sequence[float], *,
+                          confidence: float, score_range: tuple[float, float]
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """Each scenario's mean interval over its epochs, as a run summary computes it (NaN
+    with one epoch)."""
+    n = np.array([len(g) for g in groups], dtype=float)
+    spread = np.array([max(g) > min(g) for g in groups])
+    sd = np.array([float(np.std(g, ddof=1)) if len(g) > 1 else 0.0 for g in groups])
+    intervals = mean_intervals(np.asarray(means, dtype=float), sd / np.sqrt(n), spread, n,
+                               confidence=confidence, score_range=score_range)
+    return intervals.low, intervals.high
 
 
 def _permutation(d: np.ndarray, n_resamples: int, seed: int) -> TestResult:
@@ -184,6 +228,7 @@ def compare_runs(
     test: PairedTest = "t",
     seed: int = 0,
     permutation_resamples: int = 9999,
+    score_range: tuple[float, float] = UNIT_RANGE,
 ) -> PairedComparison:
     """Compare two runs scenario by scenario (scenario id -> per-epoch scores).
 
@@ -192,6 +237,8 @@ def compare_runs(
     test on pass flags paired by epoch position within each scenario (the i-th epoch of each
     run, up to the shorter run), and the Pearson correlation of the scenario means.
     ``test`` picks which test decides the verdict. Pass flags default to score >= 1 - 1e-6.
+    Each scenario's difference gets an interval at the same level (see
+    :data:`SCENARIO_INTERVAL_METHOD`; its means' intervals are cut at ``score_range``).
 
     Raises :class:`InsufficientDataError` with fewer than 2 common scenarios, ``ValueError``
     on ``alpha`` outside (0, 1) or a scenario with no epochs.
@@ -207,19 +254,30 @@ def compare_runs(
             + (f" (only in baseline: {len(only_base)}, only in candidate: {len(only_cand)})"
                if only_base or only_cand else "")
         )
-    rows = []
     for sid in common:
-        xa, xb = baseline[sid], candidate[sid]
-        if not xa or not xb:
+        if not baseline[sid] or not candidate[sid]:
             raise ValueError(f"scenario {sid!r} has no epochs in one of the runs")
-        # fsum: the exactly rounded sum, whatever order the epochs come in.
-        ma, mb = math.fsum(xa) / len(xa), math.fsum(xb) / len(xb)
+    # fsum: the exactly rounded sum, whatever order the epochs come in.
+    means_a = [math.fsum(baseline[sid]) / len(baseline[sid]) for sid in common]
+    means_b = [math.fsum(candidate[sid]) / len(candidate[sid]) for sid in common]
+    low_a, high_a = _epoch_mean_intervals([baseline[s] for s in common], means_a,
+                                          confidence=1.0 - alpha, score_range=score_range)
+    low_b, high_b = _epoch_mean_intervals([candidate[s] for s in common], means_b,
+                                          confidence=1.0 - alpha, score_range=score_range)
+    rows = []
+    for i, sid in enumerate(common):
+        ma, mb = means_a[i], means_b[i]
         diff = mb - ma
         if abs(diff) <= ZERO_DIFFERENCE * max(1.0, abs(ma), abs(mb)):
             diff = 0.0
+        bounds: tuple[float | None, float | None] = (None, None)
+        if not math.isnan(low_a[i]) and not math.isnan(low_b[i]):
+            low, high = difference_interval(ma, low_a[i], high_a[i], mb, low_b[i], high_b[i])
+            bounds = (float(low), float(high))
         rows.append(ScenarioDifference(
             scenario_id=sid, baseline_mean=ma, candidate_mean=mb, difference=diff,
-            baseline_epochs=len(xa), candidate_epochs=len(xb),
+            ci_low=bounds[0], ci_high=bounds[1],
+            baseline_epochs=len(baseline[sid]), candidate_epochs=len(candidate[sid]),
         ))
     ma_arr = np.array([r.baseline_mean for r in rows])
     mb_arr = np.array([r.candidate_mean for r in rows])

@@ -57,6 +57,7 @@ class ForestRow:
     marked: bool
     tooltip: str
     anchor: str | None
+    tone: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,8 @@ class Forest:
 @dataclass(frozen=True)
 class Estimate:
     """One row of a forest plot: a label, the estimate and its interval (any may be missing),
-    whether it is marked (e.g. flaky), a hover text and an in-page anchor to link to."""
+    whether it is marked (e.g. flaky), a hover text, an in-page anchor to link to, and a
+    tone (a CSS class of the row: ``worse``, ``better``, ``total``)."""
 
     label: str
     value: float | None
@@ -86,12 +88,15 @@ class Estimate:
     marked: bool = False
     tooltip: str = ""
     anchor: str | None = None
+    tone: str = ""
 
 
 def forest(estimates: Sequence[Estimate], domain: tuple[float, float], *,
-           reference: float | None = None, reference_label: str = "") -> Forest:
+           reference: float | None = None, reference_label: str = "",
+           tick_count: int = 5) -> Forest:
     """A forest plot of ``estimates`` in the given order over ``domain``, with an optional
-    vertical reference line (e.g. 0 for differences, the suite mean for scenarios)."""
+    vertical reference line (e.g. 0 for differences, the suite mean for scenarios) and
+    ``tick_count`` + 1 ticks (4 puts one at the middle of the domain)."""
     left = LABEL_WIDTH
     scale = Scale(domain[0], domain[1], left, left + PLOT_WIDTH)
     rows = []
@@ -102,15 +107,29 @@ def forest(estimates: Sequence[Estimate], domain: tuple[float, float], *,
             x=None if e.value is None else scale(e.value),
             low=None if e.low is None else scale(e.low),
             high=None if e.high is None else scale(e.high),
-            marked=e.marked, tooltip=e.tooltip, anchor=e.anchor,
+            marked=e.marked, tooltip=e.tooltip, anchor=e.anchor, tone=e.tone,
         ))
     axis_y = MARGIN / 2 + len(estimates) * ROW_HEIGHT + 4
     return Forest(
         width=left + PLOT_WIDTH + MARGIN, height=axis_y + MARGIN, plot_left=left,
-        plot_right=left + PLOT_WIDTH, axis_y=axis_y, rows=rows, ticks=ticks(scale),
+        plot_right=left + PLOT_WIDTH, axis_y=axis_y, rows=rows, ticks=ticks(scale, tick_count),
         reference_x=None if reference is None else scale(reference),
         reference_label=reference_label,
     )
+
+
+# Half-widths of a domain centred on 0, as shares of the widest difference: round ticks at
+# a quarter of each (0.05 -> 0.025 steps ... 1 -> 0.25 steps).
+SYMMETRIC_STEPS = (0.05, 0.1, 0.2, 0.5, 1.0)
+
+
+def symmetric_domain(values: Sequence[float | None], limit: float) -> tuple[float, float]:
+    """The narrowest domain ``(-h, h)`` that holds every value (``None`` ignored), with
+    ``h`` a round share of ``limit`` (the widest possible difference, e.g. 1 for scores in
+    [0, 1]): a plot of differences centred on its zero line."""
+    widest = max((abs(v) for v in values if v is not None), default=0.0)
+    half = next((step * limit for step in SYMMETRIC_STEPS if widest <= step * limit), limit)
+    return -half, half
 
 
 @dataclass(frozen=True)

@@ -202,6 +202,115 @@
     apply();
     onHash();
   }
+
+  // ---- the compare page: one scenario's epoch in run A beside the same epoch in run B ----
+  // (does nothing on other pages: it needs the #side-by-side element)
+  var side = document.getElementById("side-by-side");
+  if (side) {
+    var pickScenario = document.getElementById("side-scenario");
+    var pickEpoch = document.getElementById("side-epoch");
+    var sampleAt = function (list, epoch) {
+      for (var i = 0; i < list.length; i++) if (list[i].epoch === epoch) return list[i];
+      return null;
+    };
+    var drawSide = function (which, s, inRun) {
+      var box = document.getElementById("side-" + which);
+      box.textContent = "";
+      box.appendChild(s ? sampleView(s) : h("p", { "class": "muted" },
+        inRun ? "No sample of this epoch in this run." : "This scenario is not in this run."));
+    };
+    // `link`: put what is shown in the address (user choices; not the page's first view).
+    var showPair = function (index, epoch, link) {
+      return loadData("compare-data").then(function (data) {
+        var sc = data.scenarios[index];
+        if (!sc) return;
+        if (sc.epochs.indexOf(epoch) < 0) epoch = sc.first_epoch;
+        pickScenario.value = String(index);
+        pickEpoch.textContent = "";
+        sc.epochs.forEach(function (e) { pickEpoch.appendChild(h("option", { value: String(e) }, "epoch " + e)); });
+        pickEpoch.value = String(epoch);
+        drawSide("a", sampleAt(data.baseline[index], epoch), sc.in_baseline);
+        drawSide("b", sampleAt(data.candidate[index], epoch), sc.in_candidate);
+        side.hidden = false;
+        document.querySelectorAll("#diff-table tr.current").forEach(function (r) { r.classList.remove("current"); });
+        var row = document.getElementById("diff-" + index);
+        if (row) row.classList.add("current");
+        if (link) history.replaceState(null, "", "#side-" + index + "-" + epoch);
+      });
+    };
+    var stepEpoch = function (by) {
+      var i = pickEpoch.selectedIndex + by;
+      if (i >= 0 && i < pickEpoch.options.length) showPair(Number(pickScenario.value), Number(pickEpoch.options[i].value), true);
+    };
+    var onSideHash = function () {
+      var m = /^#side-(\d+)(?:-(\d+))?$/.exec(location.hash);
+      if (!m) return false;
+      showPair(Number(m[1]), m[2] === undefined ? null : Number(m[2]), true).then(function () {
+        document.getElementById("side").scrollIntoView();
+      });
+      return true;
+    };
+    document.getElementById("side-controls").hidden = false;
+    pickScenario.addEventListener("change", function () { showPair(Number(pickScenario.value), null, true); });
+    pickEpoch.addEventListener("change", function () { showPair(Number(pickScenario.value), Number(pickEpoch.value), true); });
+    document.getElementById("side-prev").addEventListener("click", function () { stepEpoch(-1); });
+    document.getElementById("side-next").addEventListener("click", function () { stepEpoch(1); });
+    document.getElementById("side-controls").addEventListener("submit", function (e) { e.preventDefault(); });
+    window.addEventListener("hashchange", onSideHash);
+    if (!onSideHash()) showPair(0, null, false);
+  }
+
+  // ---- the pairwise page: filters over the pairs, and a pair's two transcripts ----
+  // (does nothing on other pages: it needs the #pair-list element)
+  var pairList = document.getElementById("pair-list");
+  if (pairList) {
+    var pf = { scenario: document.getElementById("p-scenario"), winner: document.getElementById("p-winner"),
+      consistency: document.getElementById("p-consistency") };
+    var pairs = Array.prototype.slice.call(pairList.querySelectorAll("details.pair"));
+    var applyPairs = function () {
+      var shown = 0;
+      pairs.forEach(function (p) {
+        var ok = (!pf.scenario.value || p.dataset.scenario === pf.scenario.value) &&
+          (!pf.winner.value || p.dataset.winner === pf.winner.value) &&
+          (!pf.consistency.value || p.dataset.consistency === pf.consistency.value);
+        p.hidden = !ok;
+        shown += ok;
+      });
+      document.getElementById("p-count").textContent = shown + " of " + pairs.length + " pairs";
+    };
+    document.getElementById("pair-filters").hidden = false;
+    [pf.scenario, pf.winner, pf.consistency].forEach(function (s) { s.addEventListener("change", applyPairs); });
+    document.getElementById("pair-filters").addEventListener("submit", function (e) { e.preventDefault(); });
+    document.querySelectorAll("a.pick-pairs").forEach(function (a) {
+      a.addEventListener("click", function () { pf.scenario.value = a.dataset.scenario; applyPairs(); });
+    });
+    pairList.querySelectorAll("button.show-transcripts").forEach(function (button) {
+      button.hidden = false;
+      button.addEventListener("click", function () {
+        var box = button.nextElementSibling;
+        if (!box.hidden) { box.hidden = true; button.textContent = "show both transcripts"; return; }
+        loadData("pair-transcripts").then(function (data) {
+          var i = Number(button.dataset.index);
+          box.textContent = "";
+          [["a", "A"], ["b", "B"]].forEach(function (side) {
+            var s = data[side[0]][i];
+            box.appendChild(h("div", null, h("h3", { "class": "side-head" }, "run " + side[1]),
+              s ? sampleView(s) : h("p", { "class": "muted" }, "This sample is no longer in the run's store.")));
+          });
+          box.hidden = false;
+          button.textContent = "hide the transcripts";
+        });
+      });
+    });
+    var onPairHash = function () {
+      var m = /^#pair-(\d+)$/.exec(location.hash);
+      var p = m && document.getElementById("pair-" + m[1]);
+      if (p) p.open = true;
+    };
+    window.addEventListener("hashchange", onPairHash);
+    applyPairs();
+    onPairHash();
+  }
 })();
 
 // ---- the calibration page: one judge at a time, the threshold picker, expand all ----
