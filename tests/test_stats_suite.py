@@ -414,3 +414,14 @@ def test_cluster_bootstrap_arguments_and_messages() -> None:
     draw = sps.bootstrap((np.array(means),), np.mean, n_resamples=1, method="percentile",
                          rng=np.random.default_rng(0)).confidence_interval
     assert (one.ci_low, one.ci_high) == (draw.low, draw.high)
+
+
+def test_mean_of_cluster_means_says_when_it_cut_or_bounded_the_interval() -> None:
+    from harness.stats.bounded import rule_text
+    from harness.stats.estimate import mean_of_cluster_means
+
+    assert mean_of_cluster_means([0.2, 0.4, 0.9]).clipped is False
+    cut = mean_of_cluster_means([0.0, 1.0, 1.0, 1.0], method="m", bounds=(0.0, 1.0))
+    assert cut.clipped and cut.method == "m; clipped to the range [0, 1]"
+    top = mean_of_cluster_means([1.0, 1.0, 1.0], method="m", bounds=(0.0, 1.0))
+    assert top.method == "m; " + rule_text("top", 3, 0.95) and not top.clipped
