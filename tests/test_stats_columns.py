@@ -60,3 +60,5 @@ def test_pass_hat_k_past_the_passes_is_plus_zero() -> None:
 def test_scenario_stats_on_a_declared_range() -> None:
     s = scenario_stats("s", [10.0, 10.0, 10.0], score_range=(0.0, 10.0))
     assert s.mean_ci_low == pytest.approx(10 * 0.025 ** (1 / 3)) and s.mean_ci_high == 10.0
+    # 5 of 10 would pass on [0, 1]; on [0, 10] only the top passes.
+    assert scenario_stats("s", [5.0, 10.0], score_range=(0.0, 10.0)).pass_rate == 0.5

@@ -310,3 +310,9 @@ def test_a_declared_score_range_is_kept_and_must_be_a_range() -> None:
         check_score_range((1.0, 1.0))
     assert (info.value.source, info.value.field, info.value.expected) == (
         "command line", "--score-range", "expected LOW:HIGH with LOW < HIGH, got 1:1")
+
+
+def test_a_score_on_the_pass_threshold_passes_without_a_flag() -> None:
+    table = parse_sample_lines(_lines({**OK, "score": 1 - 1e-6},
+                                      {**OK, "epoch": 1, "score": 0.9999985}), SRC)
+    assert table.passed == {"a": [True, False]}
