@@ -188,18 +188,23 @@ ROLES = {"agent": (False, [], ["openai:gpt-4.1"], 6, 2, 1.0),
          "simulator": (True, ["mock:sim"], [], 4, 0, 0.0)}
 
 
-def test_well_formed_lines_of_every_shape_take_the_fast_path(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # The module's promise: a well-formed line is taken by the orjson loop, never parsed a
-    # second time. Each line below sits on an edge of what the fast path accepts.
-    slow: list[int] = []
+@pytest.fixture
+def slow(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The numbers of the lines read field by field (not by the fast path)."""
+    numbers: list[int] = []
     real_slow = _Reader._slow
 
     def spy(self: _Reader, number: int, raw: str | bytes) -> None:
-        slow.append(number)
+        numbers.append(number)
         real_slow(self, number, raw)
 
     monkeypatch.setattr(_Reader, "_slow", spy)
+    return numbers
+
+
+def test_well_formed_lines_of_every_shape_take_the_fast_path(slow: list[int]) -> None:
+    # The module's promise: a well-formed line is taken by the orjson loop, never parsed a
+    # second time. Each line below sits on an edge of what the fast path accepts.
     rows = [
         {"scenario_id": "a", "epoch": 0, "score": 0},  # epoch 0, int score at the bottom
         {"scenario_id": "a", "epoch": MAX_EPOCH, "score": 1.0},  # float score at the top
@@ -229,18 +234,10 @@ def test_well_formed_lines_of_every_shape_take_the_fast_path(
         (SRC, 1, "judge_scores", "expected a non-empty list of finite numbers")]
 
 
-def test_lines_read_field_by_field_keep_every_field(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lines_read_field_by_field_keep_every_field(slow: list[int]) -> None:
     # orjson refuses NaN, the standard library does not: such a line (here in a key of
     # another export) is read by the field-by-field checks, and must come out the same as
     # on the fast path.
-    slow: list[int] = []
-    real_slow = _Reader._slow
-
-    def spy(self: _Reader, number: int, raw: str | bytes) -> None:
-        slow.append(number)
-        real_slow(self, number, raw)
-
-    monkeypatch.setattr(_Reader, "_slow", spy)
     big = {"run": math.nan}
     rows = [
         {"scenario_id": "a", "epoch": MAX_EPOCH, "score": 1, "passed": False, **big,
