@@ -8,6 +8,7 @@ exact binomial ratios."""
 from __future__ import annotations
 
 import math
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -16,6 +17,12 @@ from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
 
 from harness.stats import pass_at_k, pass_hat_k, scenario_stats, suite_stats
+from harness.stats.bounded import (
+    mean_intervals,
+    proportion_mean_intervals,
+    rule_text,
+    wilson_bounds,
+)
 from harness.stats.sampling import pass_at_k_table, pass_hat_k_table
 from harness.stats.summary import design_power, stats_summary
 
@@ -198,3 +205,73 @@ def test_pass_k_tables_equal_the_exact_binomial_ratios() -> None:
     hat = pass_hat_k_table(np.array([2000]), np.array([1500]), 1000)
     assert hat[0, 9] == pytest.approx(pass_hat_k(2000, 1500, 10), rel=1e-12)
     assert hat[0, 999] == pytest.approx(pass_hat_k(2000, 1500, 1000), rel=1e-9)
+
+
+def test_wilson_bounds_at_zero_and_all_successes_stay_in_the_unit_range() -> None:
+    # 0 of 5 and 5 of 5: the formula's ends are 0 and 1 up to rounding (here -2.8e-17 for
+    # the lower end), and are clipped to them exactly.
+    z = sps.norm.ppf(0.975)
+    low, high = wilson_bounds(np.array([0.0, 1.0]), np.array([5.0, 5.0]), z)
+    assert low[0] == 0.0 and high[1] == 1.0
+    want = [proportion_confint(c, 5, alpha=0.05, method="wilson") for c in (0, 5)]
+    assert (low[1], high[0]) == pytest.approx((want[1][0], want[0][1]), abs=1e-12)
+
+
+def test_mean_intervals_entry_by_entry_on_a_declared_range() -> None:
+    # Range [2, 10] (width 8): t intervals inside, cut below and above, the no-spread rules
+    # at both ends and inside, and one unit (no interval).
+    tq = sps.t.ppf(0.975, 2)  # n = 3
+    mean = np.array([6.0, 2.5, 9.5, 2.0, 10.0, 6.0, 5.0])
+    stderr = np.array([0.5, 1.0, 1.0, 0.0, 0.0, 0.0, 1.0])
+    spread = np.array([True, True, True, False, False, False, True])
+    n = np.array([3, 3, 3, 3, 3, 3, 1])
+    got = mean_intervals(mean, stderr, spread, n, confidence=0.95, score_range=(2.0, 10.0))
+    t_lo, t_hi = sps.t.interval(0.95, 2, loc=mean[:3], scale=stderr[:3])
+    edge = 0.025 ** (1 / 3)
+    wilson = proportion_confint(0.5 * 3, 3, alpha=0.05, method="wilson")
+    assert got.low[:3] == pytest.approx([t_lo[0], 2.0, t_lo[2]], abs=1e-12)
+    assert got.high[:3] == pytest.approx([t_hi[0], t_hi[1], 10.0], abs=1e-12)
+    assert got.low[3:6] == pytest.approx([2.0, 2.0 + 8 * edge, 2.0 + 8 * wilson[0]])
+    assert got.high[3:6] == pytest.approx([10.0 - 8 * edge, 10.0, 2.0 + 8 * wilson[1]])
+    assert np.isnan(got.low[6]) and np.isnan(got.high[6])
+    assert got.rule.tolist() == ["t", "t", "t", "bottom", "top", "inside", "undefined"]
+    assert got.clipped.tolist() == [False, True, True, False, False, False, False]
+    assert got.effective_n.dtype == float and np.isnan(got.effective_n).all()
+    # t intervals that end exactly on the range's ends are not cut.
+    edges = mean_intervals(np.array([-10.0 + tq, 10.0 - tq]), np.ones(2), np.ones(2, bool),
+                           np.array([3, 3]), confidence=0.95, score_range=(-10.0, 10.0))
+    assert (edges.low[0], edges.high[1]) == (-10.0, 10.0)
+    assert edges.clipped.tolist() == [False, False]
+
+
+def test_proportion_mean_intervals_fall_back_to_the_no_spread_rule() -> None:
+    # Rule 1 needs a spread, a positive stderr and a mean strictly inside (0, 1); any entry
+    # missing one gets rule 2, without a division warning for its zero stderr.
+    mean = np.array([0.5, 0.5, 0.5, 0.0, 1.0])
+    stderr = np.array([0.1, 0.1, 0.0, 0.1, 0.1])
+    spread = np.array([True, False, True, True, True])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = proportion_mean_intervals(mean, stderr, spread, n_clusters=4,
+                                        max_trials=np.full(5, 100), confidence=0.95)
+    assert got.rule.tolist() == ["wilson", "inside", "inside", "bottom", "top"]
+    assert got.effective_n[0] == pytest.approx(25.0) and np.isnan(got.effective_n[1:]).all()
+    inside = proportion_confint(2, 4, alpha=0.05, method="wilson")
+    assert (got.low[1], got.high[1]) == pytest.approx(inside, abs=1e-12)
+    assert got.clipped.dtype == bool and not got.clipped.any()
+    with pytest.raises(ValueError, match="^an interval needs at least 2 scenarios, got 1$"):
+        proportion_mean_intervals(mean, stderr, spread, n_clusters=1,
+                                  max_trials=np.full(5, 100), confidence=0.95)
+
+
+def test_rule_texts_word_for_word() -> None:
+    assert rule_text("bottom", 7, 0.9) == (
+        "every one of the 7 scenarios at the bottom of the range: exact bound "
+        "1-(0.05)^(1/7) above it (Clopper-Pearson, 0 of 7)")
+    assert rule_text("top", 7, 0.9) == (
+        "every one of the 7 scenarios at the top of the range: exact bound (0.05)^(1/7) "
+        "below it (Clopper-Pearson, 7 of 7)")
+    assert rule_text("inside", 7, 0.9) == (
+        "no spread between the 7 scenarios: Wilson interval for 7 units (the largest "
+        "variance a figure with this mean can have)")
+    assert rule_text("t", 7, 0.9) == "" and rule_text("wilson", 7, 0.9) == ""

@@ -380,3 +380,25 @@ def test_mcnemar_counts_every_cell_and_accepts_0_1_flags() -> None:
         mcnemar_test([True], [True, False])
     with pytest.raises(InsufficientDataError, match="^McNemar's test needs at least one pair$"):
         mcnemar_test([], [])
+
+
+def test_permutation_note_boundary_and_wording() -> None:
+    # 5 scenarios differ: the smallest p is 2/2^5 = 0.0625. At alpha = 0.0625 the test
+    # cannot reject (it needs p < alpha); at alpha 0.08 it can, and there is no note.
+    base = {f"s{i}": [0.0] for i in range(5)}
+    cand = {f"s{i}": [1.0] for i in range(5)}
+    note = ("the permutation test cannot reject at alpha 0.0625 with 5 scenario(s) that "
+            "differ: its smallest possible p-value is 2/2^5 = 0.0625")
+    assert note in compare_runs(base, cand, alpha=0.0625).notes
+    assert note + "; the verdict (--test permutation) can never be significant" in (
+        compare_runs(base, cand, alpha=0.0625, test="permutation").notes)
+    assert not any("cannot reject" in n for n in compare_runs(base, cand, alpha=0.08).notes)
+
+
+def test_differences_within_a_billionth_of_the_means_are_rounding() -> None:
+    # The tolerance is 1e-9 times the larger of 1 and the two means, inclusive.
+    base = {"on_edge": [0.0], "above": [0.0], "small": [0.0], "large": [4.0], "real": [0.0]}
+    cand = {"on_edge": [1e-9], "above": [1.5e-9], "small": [5e-10], "large": [4.0 + 3e-9],
+            "real": [0.5]}
+    got = {r.scenario_id: r.difference for r in compare_runs(base, cand).scenarios}
+    assert got == {"on_edge": 0.0, "above": 1.5e-9, "small": 0.0, "large": 0.0, "real": 0.5}

@@ -5,13 +5,14 @@ text, statuses skipped or read as failures, and the notes that say so. The CLI-l
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.errors import InputError, InputErrors
-from harness.stats.jsonl import parse_sample_lines, read_sample_scores
+from harness.stats.jsonl import _Reader, check_score_range, parse_sample_lines, read_sample_scores
 
 SRC = "scores.jsonl"
 
@@ -170,3 +171,145 @@ def test_reading_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(Path, "open", refuse)  # root may read anything: simulate it
     expect(path, f"permission denied; cannot read {what}")
+
+
+MAX_EPOCH = 2**63 - 1
+MODELS = {"agent": ["openai:gpt-4.1"], "simulator": ["mock:sim"]}
+USAGE = {"agent": {"calls": 3, "cached_calls": 1, "cost_usd": 0.5, "unpriced_calls": 0},
+         "simulator": {"calls": 2}}  # a usage entry may leave fields out
+
+
+def _roles(table: Any) -> dict[str, tuple[Any, ...]]:
+    return {role: (r.offline, r.offline_models, r.real_models, r.calls, r.cached_calls,
+                   r.cost_usd) for role, r in table.roles.items()}
+
+
+ROLES = {"agent": (False, [], ["openai:gpt-4.1"], 6, 2, 1.0),
+         "simulator": (True, ["mock:sim"], [], 4, 0, 0.0)}
+
+
+@pytest.fixture
+def slow(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The numbers of the lines read field by field (not by the fast path)."""
+    numbers: list[int] = []
+    real_slow = _Reader._slow
+
+    def spy(self: _Reader, number: int, raw: str | bytes) -> None:
+        numbers.append(number)
+        real_slow(self, number, raw)
+
+    monkeypatch.setattr(_Reader, "_slow", spy)
+    return numbers
+
+
+def test_well_formed_lines_of_every_shape_take_the_fast_path(slow: list[int]) -> None:
+    # The module's promise: a well-formed line is taken by the orjson loop, never parsed a
+    # second time. Each line below sits on an edge of what the fast path accepts.
+    rows = [
+        {"scenario_id": "a", "epoch": 0, "score": 0},  # epoch 0, int score at the bottom
+        {"scenario_id": "a", "epoch": MAX_EPOCH, "score": 1.0},  # float score at the top
+        {"scenario_id": "b", "epoch": 1, "score": 0.5, "passed": True, "offline": True,
+         "status": "scored", "judge_scores": [1, 0.25], "run": "x"},  # a key of another export
+        {"scenario_id": "b", "epoch": 2, "score": 1, "passed": False, "offline": False,
+         "judge_scores": [0.75], "run": "x", "models": {"judge": ["mock:judge"]}},
+        {"scenario_id": "c", "epoch": 0, "score": 0.25, "usage": USAGE},
+        {"scenario_id": "c", "epoch": 1, "score": 0.25, "models": MODELS, "usage": USAGE},
+    ]
+    table = parse_sample_lines(_lines(*rows), SRC)
+    assert slow == []
+    assert table.scores == {"a": [0.0, 1.0], "b": [0.5, 1.0], "c": [0.25, 0.25]}
+    assert table.passed == {"a": [False, True], "b": [True, False], "c": [False, False]}
+    assert table.epochs == {"a": [0, MAX_EPOCH], "b": [1, 2], "c": [0, 1]}
+    assert table.n_offline == 1 and table.n_samples == 6
+    # judge_scores on 2 of 6 lines: kept apart from the scores, so only noted.
+    assert table.notes == ["judge_scores on 2 of 6 samples: judge noise is separated only "
+                           "when every sample has them"]
+    # A role's usage is counted on the lines that name its models: the usage-only line
+    # adds nothing.
+    assert _roles(table) == {"agent": (False, [], ["openai:gpt-4.1"], 3, 1, 0.5),
+                             "simulator": (True, ["mock:sim"], [], 2, 0, 0.0),
+                             "judge": (True, ["mock:judge"], [], 0, 0, 0.0)}
+    # A line the fast path cannot take still goes to the field-by-field checks.
+    assert _problems({**OK, "judge_scores": ["x"]}) == [
+        (SRC, 1, "judge_scores", "expected a non-empty list of finite numbers")]
+
+
+def test_lines_read_field_by_field_keep_every_field(slow: list[int]) -> None:
+    # orjson refuses NaN, the standard library does not: such a line (here in a key of
+    # another export) is read by the field-by-field checks, and must come out the same as
+    # on the fast path.
+    big = {"run": math.nan}
+    rows = [
+        {"scenario_id": "a", "epoch": MAX_EPOCH, "score": 1, "passed": False, **big,
+         "judge_scores": [1, 0.5], "models": MODELS, "usage": USAGE, "offline": True},
+        {"scenario_id": "a", "epoch": 0, "score": 0, "passed": True, **big,
+         "judge_scores": [0]},
+        {"scenario_id": "b", "epoch": 0, "score": 0, **big, "judge_scores": [0.25],
+         "models": MODELS, "usage": USAGE},
+        {"scenario_id": "b", "epoch": 1, "score": 1, **big, "judge_scores": [1.0]},
+    ]
+    table = parse_sample_lines(_lines(*rows), SRC)
+    assert slow == [1, 2, 3, 4]
+    assert table.scores == {"a": [0.0, 1.0], "b": [0.0, 1.0]}
+    assert table.passed == {"a": [True, False], "b": [False, True]}
+    assert table.epochs == {"a": [0, MAX_EPOCH], "b": [0, 1]}
+    assert table.judge_scores == {"a": [[0.0], [1.0, 0.5]], "b": [[0.25], [1.0]]}
+    assert table.n_offline == 1 and table.notes == []
+    assert _roles(table) == ROLES
+
+
+def test_errored_lines_read_as_failures_keep_their_models() -> None:
+    rows = [{"scenario_id": "a", "epoch": 0, "status": "errored", "models": MODELS,
+             "usage": USAGE, "passed": True, "score": 1},
+            {"scenario_id": "a", "epoch": 1, "score": 1, "models": MODELS, "usage": USAGE}]
+    table = parse_sample_lines(_lines(*rows), SRC, errors_as_failures=True)
+    assert table.passed == {"a": [False, True]} and table.scores == {"a": [0.0, 1.0]}
+    assert _roles(table) == ROLES
+    assert table.notes == ["1 errored sample(s) counted as failures (score 0, not passed)"]
+
+
+MODELS_EXPECTED = ("expected an object of role -> list of model names, as a run's "
+                   "samples.jsonl writes")
+USAGE_EXPECTED = ("expected an object of role -> {calls, cached_calls, cost_usd, ...} "
+                  "numbers, as a run's samples.jsonl writes")
+
+
+@pytest.mark.parametrize(("extra", "field", "expected"), [
+    ({"models": ["openai:gpt-4.1"]}, "models", MODELS_EXPECTED),
+    ({"models": {"agent": "openai:gpt-4.1"}}, "models", MODELS_EXPECTED),
+    ({"models": {"agent": ["openai:gpt-4.1", 3]}}, "models", MODELS_EXPECTED),
+    ({"models": {"agent": ["openai:gpt-4.1"]}, "usage": [1]}, "usage", USAGE_EXPECTED),
+    ({"usage": {"agent": "3 calls"}}, "usage", USAGE_EXPECTED),
+    ({"usage": {"agent": {"calls": "3"}}}, "usage", USAGE_EXPECTED),
+    ({"usage": {"agent": {"calls": 1, "unpriced_calls": True}}}, "usage", USAGE_EXPECTED),
+    ({"epoch": MAX_EPOCH + 1}, "epoch", f"expected an integer below 2^63, got {MAX_EPOCH + 1}"),
+    ({"judge_scores": ["x"]}, "judge_scores", "expected a non-empty list of finite numbers"),
+])
+def test_models_usage_and_epoch_limits_are_checked(
+        extra: dict[str, Any], field: str, expected: str) -> None:
+    assert _problems({**OK, **extra}) == [(SRC, 1, field, expected)]
+
+
+def test_a_duplicate_in_a_later_scenario_is_found() -> None:
+    rows = [OK, {"scenario_id": "b", "epoch": 0, "score": 1},
+            {"scenario_id": "b", "epoch": 2, "score": 1},
+            {"scenario_id": "b", "epoch": 0, "score": 0}]
+    assert _problems(*rows) == [
+        (SRC, 4, "epoch", "duplicate sample: scenario 'b' epoch 0 already on line 2")]
+
+
+def test_a_declared_score_range_is_kept_and_must_be_a_range() -> None:
+    table = parse_sample_lines(_lines({**OK, "score": 10}, {**OK, "epoch": 1, "score": 2}),
+                               SRC, score_range=(2.0, 10.0))
+    assert table.score_range == (2.0, 10.0) and table.passed == {"a": [True, False]}
+    check_score_range((0.0, 1e-9))  # any width above zero
+    with pytest.raises(InputError) as info:
+        check_score_range((1.0, 1.0))
+    assert (info.value.source, info.value.field, info.value.expected) == (
+        "command line", "--score-range", "expected LOW:HIGH with LOW < HIGH, got 1:1")
+
+
+def test_a_score_on_the_pass_threshold_passes_without_a_flag() -> None:
+    table = parse_sample_lines(_lines({**OK, "score": 1 - 1e-6},
+                                      {**OK, "epoch": 1, "score": 0.9999985}), SRC)
+    assert table.passed == {"a": [True, False]}

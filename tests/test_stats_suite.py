@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 from scipy import stats as sps
+from statsmodels.stats.proportion import proportion_confint
 
 from harness.stats import (
     InsufficientDataError,
@@ -18,6 +19,8 @@ from harness.stats import (
     suite_stats,
     t_interval,
 )
+from harness.stats.columns import ScoreColumns
+from harness.stats.suite import suite_stats_from_columns
 
 
 def _random_suite(
@@ -277,3 +280,148 @@ def test_mean_of_cluster_means_and_t_interval_details() -> None:
     with pytest.raises(ValueError, match="^a t interval needs at least 1 degree of freedom, "
                        "got 0$"):
         t_interval(0.5, 0.1, 0)
+
+
+def _note(what: str, names: str, how: str, c: int) -> str:
+    return (f"{what} for {names}: the interval is {how}, not a point, which would claim a "
+            f"certainty {c} scenarios do not give")
+
+
+FEW_FOR_BOOTSTRAP = ("cluster bootstrap not computed: with {c} scenarios (fewer than 20) it "
+                     "covers too little (as little as 84% for 95% in "
+                     "benchmarks/interval_coverage.py); use the t interval")
+MEAN_METHOD = ("mean of scenario means; SE clustered by scenario (Miller 2024, C/(C-1) factor) "
+               "= sd(scenario means)/sqrt(C); t interval on C-1 df")
+
+
+def test_methods_and_notes_word_for_word_when_scenarios_differ() -> None:
+    # Pass rates 0.2 and 0.4 twice over: pass@5 is 1 and pass^3-5 is 0 in every scenario;
+    # the mean's t interval stays inside [0, 1]. The effective sample sizes p(1-p)/SE^2 (63,
+    # 33 and 57) are above the trials (4x5, 4x2, 4x2), which cap them.
+    scores = {"a": [1.0, 0, 0, 0, 0], "b": [1.0, 1, 0, 0, 0], "c": [0, 0, 0, 0, 1.0],
+              "d": [0, 1.0, 1, 0, 0]}
+    suite = suite_stats(scores)
+    assert suite.mean.method == MEAN_METHOD and not suite.mean.clipped
+    assert suite.notes == [
+        _note("every scenario at the bottom of the range", "pass^3-5",
+              "the exact bound for 4 scenarios (Clopper-Pearson, 0 of 4)", 4),
+        _note("every scenario at the top of the range", "pass@5",
+              "the exact bound for 4 scenarios (Clopper-Pearson, 4 of 4)", 4),
+        FEW_FOR_BOOTSTRAP.format(c=4)]
+    wilson = ("SE sd/sqrt(C); Wilson score interval on the effective sample size p(1-p)/SE^2 "
+              "= {n} (at most {trials} trials), t quantile on C-1 df (Korn & Graubard 1998)")
+    per = "mean over scenarios of per-scenario "
+    assert suite.pass_rate.method == per + "pass rate; " + wilson.format(n="20.0", trials=20)
+    assert suite.pass_at_k[2].method == (per + "pass@k (Chen et al. 2021); "
+                                         + wilson.format(n="8.0", trials=8))
+    assert suite.pass_hat_k[2].method == (per + "pass^k (tau-bench); "
+                                          + wilson.format(n="8.0", trials=8))
+    for est in (suite.pass_rate, suite.pass_at_k[5], suite.pass_hat_k[4]):
+        assert est.df == 3 and est.n_clusters == 4
+
+
+def test_two_scenarios_that_agree_inside_the_range() -> None:
+    suite = suite_stats({"a": [1.0, 0, 1, 0, 1], "b": [1.0, 0, 1, 0, 1]})
+    assert suite.notes == [
+        _note("every scenario at the bottom of the range", "pass^4-5",
+              "the exact bound for 2 scenarios (Clopper-Pearson, 0 of 2)", 2),
+        _note("every scenario at the top of the range", "pass@3-5",
+              "the exact bound for 2 scenarios (Clopper-Pearson, 2 of 2)", 2),
+        _note("every scenario with the same value", "the mean score, pass rate, pass@1-2, "
+              "pass^1-3", "the Wilson interval for 2 units", 2),
+        FEW_FOR_BOOTSTRAP.format(c=2)]
+    # Two scenarios are enough for every interval (one is not).
+    assert suite.pass_rate.df == 1 and suite.pass_rate.ci_low is not None
+    assert suite.pass_rate.ci_low == pytest.approx(
+        proportion_confint(1.2, 2, alpha=0.05, method="wilson")[0], abs=1e-12)
+    one = suite_stats({"a": [1.0, 0.0]})
+    assert one.pass_rate.method == ("mean over scenarios of per-scenario pass rate; SE "
+                                    "sd/sqrt(C); no interval: needs at least 2 scenarios")
+    assert (one.pass_rate.ci_low, one.pass_rate.df) == (None, None)
+
+
+def test_k_ranges_read_as_runs() -> None:
+    from harness.stats.suite import _k_ranges
+
+    assert _k_ranges([1, 2, 3, 5]) == "1-3, 5"
+    assert _k_ranges([4]) == "4" and _k_ranges([2, 3]) == "2-3" and _k_ranges([]) == ""
+
+
+def test_twenty_scenarios_with_one_mean_get_no_bootstrap_and_say_why() -> None:
+    scores = {f"s{i}": [1.0, 0.0] for i in range(20)}
+    suite = suite_stats(scores)
+    assert suite.bootstrap is None
+    assert "cluster bootstrap not computed: every scenario has the same mean, so every " \
+           "resample has it too" in suite.notes
+    assert "intraclass correlation and design power undefined: every score is the same" \
+        not in suite.notes
+    same = suite_stats({f"s{i}": [0.5, 0.5] for i in range(3)})
+    assert same.notes[-1] == ("intraclass correlation and design power undefined: every "
+                              "score is the same")
+
+
+def test_suite_stats_from_columns_defaults_and_options() -> None:
+    rows = [[1.0, 0.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0], [0.5, 1.0, 1.0]]
+    scores = {f"s{i}": rows[i % 4] for i in range(20)}
+    columns = ScoreColumns.from_mapping(scores, None)
+    suite = suite_stats_from_columns(columns)
+    means = [float(np.mean(v)) for v in scores.values()]
+    assert suite.confidence == 0.95 and suite.mean.confidence == 0.95
+    assert suite.bootstrap == cluster_bootstrap_interval(means, n_resamples=9999, seed=0,
+                                                         method="BCa")
+    assert suite.bootstrap.n_resamples == 9999 and suite.bootstrap.seed == 0
+    with pytest.raises(InsufficientDataError, match="^no scenarios to summarise$"):
+        suite_stats_from_columns(ScoreColumns.from_mapping({}, None))
+    # The bootstrap method reaches the bootstrap, from both entry points.
+    want = sps.bootstrap((np.array(means),), np.mean, n_resamples=300, method="percentile",
+                         rng=np.random.default_rng(0)).confidence_interval
+    for got in (suite_stats(scores, bootstrap_resamples=300, bootstrap_method="percentile"),
+                suite_stats_from_columns(columns, bootstrap_resamples=300,
+                                         bootstrap_method="percentile")):
+        assert got.bootstrap is not None and "(percentile, " in got.bootstrap.method
+        assert (got.bootstrap.ci_low, got.bootstrap.ci_high) == pytest.approx(
+            (want.low, want.high), abs=1e-12)
+
+
+def test_a_declared_score_range_reaches_the_scenario_intervals() -> None:
+    columns = ScoreColumns.from_mapping({"a": [10.0, 10.0, 10.0], "b": [4.0, 6.0, 8.0]}, None,
+                                        score_range=(0.0, 10.0))
+    suite = suite_stats_from_columns(columns, score_range=(0.0, 10.0), bootstrap_resamples=0)
+    # Every epoch of "a" at the top of [0, 10]: the exact bound for 3 units, scaled.
+    assert suite.scenarios.mean_ci_low[0] == pytest.approx(10 * 0.025 ** (1 / 3))
+    assert suite.scenarios.mean_ci_high[0] == 10.0
+
+
+def test_cluster_bootstrap_arguments_and_messages() -> None:
+    means = [0.0, 1.0, 2.0]
+    label = "cluster bootstrap over scenarios (BCa, scipy.stats.bootstrap)"
+    assert cluster_bootstrap_interval(means).n_resamples == 9999
+    with pytest.raises(ValueError, match="^n_resamples must be at least 1, got 0$"):
+        cluster_bootstrap_interval(means, n_resamples=0)
+    with pytest.raises(InsufficientDataError,
+                       match="^a cluster bootstrap needs at least 2 scenarios, got 1$"):
+        cluster_bootstrap_interval([0.5])
+    two = cluster_bootstrap_interval([0.0, 1.0], n_resamples=200, method="percentile")
+    want = sps.bootstrap((np.array([0.0, 1.0]),), np.mean, n_resamples=200,
+                         method="percentile", rng=np.random.default_rng(0)).confidence_interval
+    assert (two.ci_low, two.ci_high) == (want.low, want.high) and two.n_clusters == 2
+    assert cluster_bootstrap_interval([0.5, 0.5, 0.5]).method == (
+        label + "; all scenario means equal, interval is a point")
+    # One resample leaves BCa undefined (NaN bounds): the percentile interval of the same
+    # draw is used, and the method says so.
+    one = cluster_bootstrap_interval(means, n_resamples=1)
+    assert one.method == label + "; BCa undefined for these data, percentile used"
+    draw = sps.bootstrap((np.array(means),), np.mean, n_resamples=1, method="percentile",
+                         rng=np.random.default_rng(0)).confidence_interval
+    assert (one.ci_low, one.ci_high) == (draw.low, draw.high)
+
+
+def test_mean_of_cluster_means_says_when_it_cut_or_bounded_the_interval() -> None:
+    from harness.stats.bounded import rule_text
+    from harness.stats.estimate import mean_of_cluster_means
+
+    assert mean_of_cluster_means([0.2, 0.4, 0.9]).clipped is False
+    cut = mean_of_cluster_means([0.0, 1.0, 1.0, 1.0], method="m", bounds=(0.0, 1.0))
+    assert cut.clipped and cut.method == "m; clipped to the range [0, 1]"
+    top = mean_of_cluster_means([1.0, 1.0, 1.0], method="m", bounds=(0.0, 1.0))
+    assert top.method == "m; " + rule_text("top", 3, 0.95) and not top.clipped

@@ -201,3 +201,11 @@ def test_suite_reports_judge_noise_when_given() -> None:
                                                scores.items()}, bootstrap_resamples=0)
     assert lonely.judge_variance is None
     assert any("judge noise not separated" in n for n in lonely.notes)
+
+
+def test_variance_input_errors_name_the_problem() -> None:
+    with pytest.raises(InsufficientDataError,
+                       match="^variance components need at least 2 scenarios, got 1$"):
+        nested_variance_components({"a": [[1.0, 0.5]]})
+    with pytest.raises(ValueError, match="^scenario 'a' has an epoch with no scores$"):
+        variance_components({"a": [], "b": [1.0, 0.0]})
