@@ -392,6 +392,7 @@ def test_a_declared_score_range_reaches_the_scenario_intervals() -> None:
     assert suite.scenarios.mean_ci_high[0] == 10.0
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # one resample: scipy's BCa is NaN
 def test_cluster_bootstrap_arguments_and_messages() -> None:
     means = [0.0, 1.0, 2.0]
     label = "cluster bootstrap over scenarios (BCa, scipy.stats.bootstrap)"
