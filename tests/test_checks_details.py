@@ -14,8 +14,8 @@ import pytest
 from harness.checks.args import CheckConfigError
 from harness.checks.run import run_checks
 from harness.checks.spec import (
-    ExpectedToolCall,
     Expectations,
+    ExpectedToolCall,
     ParameterExpectation,
     ParameterValidator,
 )
