@@ -118,7 +118,7 @@ def recommend(kind: FindingKind, acc_tool: str | None, expected_tool: str | None
         names = _tools(parameters) or "its arguments"
         return (f"{tool} was called with wrong values for {names}: document their format and "
                 "allowed values in the parameter schema (enum, pattern, units, an example), "
-                "and say where in the conversation the value comes from.")
+                "XXand say where in the conversation the value comes from.XX")
     if kind == "malformed_arguments":
         return (f"Arguments to {tool} were not valid JSON objects: enable strict/structured "
                 "tool calling if the provider offers it, and simplify the parameter schema.")
