@@ -152,7 +152,7 @@ def recommend(kind: FindingKind, acc_tool: str | None, expected_tool: str | None
     rubric, _, criterion = key.partition("/")
     return (f"Judges failed criterion `{criterion}` of rubric `{rubric}`: read the judges' "
             "reasoning for these scenarios and address that behaviour in the system prompt; "
-            "if the reasoning looks wrong, review the criterion's wording.")
+            "XXif the reasoning looks wrong, review the criterion's wording.XX")
 
 
 def analyse_failures(
