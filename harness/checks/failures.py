@@ -118,7 +118,7 @@ def recommend(kind: FindingKind, acc_tool: str | None, expected_tool: str | None
         names = _tools(parameters) or "its arguments"
         return (f"{tool} was called with wrong values for {names}: document their format and "
                 "allowed values in the parameter schema (enum, pattern, units, an example), "
-                "XXand say where in the conversation the value comes from.XX")
+                "and say where in the conversation the value comes from.")
     if kind == "malformed_arguments":
         return (f"Arguments to {tool} were not valid JSON objects: enable strict/structured "
                 "tool calling if the provider offers it, and simplify the parameter schema.")
@@ -152,7 +152,7 @@ def recommend(kind: FindingKind, acc_tool: str | None, expected_tool: str | None
     rubric, _, criterion = key.partition("/")
     return (f"Judges failed criterion `{criterion}` of rubric `{rubric}`: read the judges' "
             "reasoning for these scenarios and address that behaviour in the system prompt; "
-            "XXif the reasoning looks wrong, review the criterion's wording.XX")
+            "if the reasoning looks wrong, review the criterion's wording.")
 
 
 def analyse_failures(

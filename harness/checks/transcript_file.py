@@ -200,7 +200,7 @@ def load_transcript_file(path: str | Path) -> list[TranscriptRecord]:
     """Read a contract-4 JSONL file. Raises :class:`InputError` for a missing or unreadable
     file, an empty file, a bad line or a duplicate id (naming the line and field)."""
     path = Path(path)
-    text = read_text(path, "a jsonl file of transcripts")
+    text = read_text(path, "a JSONL file of transcripts")
     records: list[TranscriptRecord] = []
     first_line_of: dict[str, int] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
