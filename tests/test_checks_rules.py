@@ -234,19 +234,21 @@ def _problems(exp: ParameterExpectation, call: ToolCallRecord,
 
 def test_parameter_problems_are_written_out_per_argument() -> None:
     exp = ParameterExpectation(
-        tool="t", required={"a": 1, "b": "x", "c": 3}, forbidden=["f", "g"],
-        validators={"v": ParameterValidator(type="integer", one_of=[1, 2]),
-                    "w": ParameterValidator(pattern="^z"), "m": ParameterValidator()})
-    # a missing, b wrong, c right; f passed, g not; v fails twice, w fails, m absent
-    scored = _problems(exp, _call("t", b="y", c=3, f=0, v="s", w="q"))
-    assert scored == {"tool": "t", "call": 0, "score": 2 / 8, "earned": 2, "available": 8,
+        tool="t", required={"a": 1, "b": "x", "c": 3, "d": 4}, forbidden=["f", "g"],
+        validators={"m": ParameterValidator(), "n": ParameterValidator(maximum=9),
+                    "v": ParameterValidator(type="integer", one_of=[1, 2]),
+                    "w": ParameterValidator(pattern="^z")})
+    # a missing, b wrong, c and d right; f passed, g not; m absent, n right, v fails twice,
+    # w fails: a point for c, d, g and n
+    scored = _problems(exp, _call("t", b="y", c=3, d=4, f=0, n=9, v="s", w="q"))
+    assert scored == {"tool": "t", "call": 0, "score": 4 / 10, "earned": 4, "available": 10,
                       "problems": {
                           "a": "missing (expected 1)",
                           "b": "expected 'x', got 'y'",
                           "f": "forbidden parameter was passed",
+                          "m": "missing (a validator applies)",
                           "v": "expected type integer, got str; not one of [1, 2]",
-                          "w": "does not match pattern '^z'",
-                          "m": "missing (a validator applies)"}}
+                          "w": "does not match pattern '^z'"}}
 
 
 def test_a_raising_matcher_adds_its_warning_to_the_problem() -> None:
