@@ -163,3 +163,38 @@ def test_merge_matching_call_refines_scenario() -> None:
     assert merged.overrides["city"].case_insensitive and merged.overrides["days"].ignore
     assert merge_matching(base, ArgMatching(mode="exact")).mode == "exact"
     assert merge_matching(base, None) is base
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "kwargs", "equal"),
+    [
+        (0.3, 0.1 + 0.2, {}, True),  # float noise is not a difference, even with no tolerance
+        (0.3, 0.3 + 1e-9, {}, False),
+        ("x", 5, {"casefold": True}, False),  # a wrong type is a miss, not a crash
+        ({"a": 1}, [1], {}, False),
+        ([1], {"a": 1}, {}, False),
+        ([1], 1, {}, False),
+        (1, [1], {}, False),
+    ],
+)
+def test_json_equal_edges(expected: object, actual: object, kwargs: dict, equal: bool) -> None:
+    assert json_equal(expected, actual, **kwargs) is equal
+
+
+def test_ignore_mode_compares_names_only_even_for_shared_keys() -> None:
+    diff = compile_matching(ArgMatching(mode="ignore")).compare({"a": 1, "b": 2}, {"a": 3})
+    assert (diff.matched, diff.faulty_keys) == (True, [])
+
+
+def test_an_override_without_tolerance_compares_numbers_exactly() -> None:
+    matching = compile_matching(ArgMatching(overrides={"n": ArgOverride(case_insensitive=True)}))
+    assert matching.values_match("n", 1, 1.5) == (False, None)
+    assert matching.values_match("n", 1, 1.0) == (True, None)
+
+
+def test_load_matcher_names_its_default_field() -> None:
+    with pytest.raises(CheckConfigError) as raised:
+        load_matcher("no_colon")
+    assert raised.value.field == "matcher"
+    assert str(raised.value) == (
+        "matcher: custom matcher 'no_colon': expected 'package.module:function'")

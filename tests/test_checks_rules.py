@@ -223,3 +223,99 @@ def test_report_round_trips_through_json() -> None:
     assert again.metrics() == {"forbidden_tools_avoided": 0.0, "latency_budget": None,
                                "required_phrases": 1.0}
     assert again.passed is False
+
+
+def _problems(exp: ParameterExpectation, call: ToolCallRecord,
+              matching: ArgMatching | None = None) -> dict[str, Any]:
+    expectations = Expectations(parameters=[exp], arg_matching=matching or ArgMatching())
+    (scored,) = run_checks(_tx([call]), expectations).get("parameter_accuracy").details["calls"]
+    return scored  # type: ignore[no-any-return]
+
+
+def test_parameter_problems_are_written_out_per_argument() -> None:
+    exp = ParameterExpectation(
+        tool="t", required={"a": 1, "b": "x", "c": 3, "d": 4}, forbidden=["f", "g"],
+        validators={"m": ParameterValidator(), "n": ParameterValidator(maximum=9),
+                    "v": ParameterValidator(type="integer", one_of=[1, 2]),
+                    "w": ParameterValidator(pattern="^z")})
+    # a missing, b wrong, c and d right; f passed, g not; m absent, n right, v fails twice,
+    # w fails: a point for c, d, g and n
+    scored = _problems(exp, _call("t", b="y", c=3, d=4, f=0, n=9, v="s", w="q"))
+    assert scored == {"tool": "t", "call": 0, "score": 4 / 10, "earned": 4, "available": 10,
+                      "problems": {
+                          "a": "missing (expected 1)",
+                          "b": "expected 'x', got 'y'",
+                          "f": "forbidden parameter was passed",
+                          "m": "missing (a validator applies)",
+                          "v": "expected type integer, got str; not one of [1, 2]",
+                          "w": "does not match pattern '^z'"}}
+
+
+def test_a_raising_matcher_adds_its_warning_to_the_problem() -> None:
+    matching = ArgMatching(overrides={"a": ArgOverride(matcher="operator:truediv")})
+    scored = _problems(ParameterExpectation(tool="t", required={"a": "x"}), _call("t", a=4),
+                       matching)
+    assert scored["problems"] == {"a": "expected 'x', got 4 (matcher operator:truediv raised "
+                                       "TypeError on argument 'a': unsupported operand type(s) "
+                                       "for /: 'str' and 'int'; counted as not matching)"}
+
+
+@pytest.mark.parametrize(
+    ("exp", "available"),
+    [(ParameterExpectation(tool="t", required={"a": 1}, forbidden=["f", "g"],
+                           validators={"v": ParameterValidator()}), 4),
+     (ParameterExpectation(tool="t", required={"a": 1}), 1),
+     (ParameterExpectation(tool="t"), 1)],
+)
+def test_unparsed_or_absent_calls_earn_nothing_of_every_point(exp: ParameterExpectation,
+                                                              available: int) -> None:
+    malformed = _problems(exp, _call("t", raw="{a"))
+    assert malformed == {"tool": "t", "call": 0, "score": 0.0, "earned": 0,
+                         "available": available,
+                         "problems": {"*": "arguments are not a JSON object: '{a'"}}
+    result = run_checks(_tx([]), Expectations(parameters=[exp])).get("parameter_accuracy")
+    assert result.details["calls"] == [{"tool": "t", "call": None, "score": 0.0, "earned": 0,
+                                        "available": available,
+                                        "problems": {"*": "tool never called"}}]
+
+
+def test_bad_validator_pattern_message() -> None:
+    exp = Expectations(parameters=[ParameterExpectation(
+        tool="t", validators={"id": ParameterValidator(pattern="(")})])
+    with pytest.raises(CheckConfigError) as raised:
+        run_checks(_tx([]), exp)
+    assert str(raised.value) == ("parameters[0].validators.id.pattern: a valid regular "
+                                 "expression (missing ), unterminated subpattern at position 0)")
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "diff"),
+    [
+        ({"order id": 1}, {}, ["$['order id']: missing (expected 1)"]),
+        ({"a": {"b": 1}}, {"a": [1]}, ["$.a: expected {'b': 1}, got [1]"]),
+        ({"a": [1]}, {"a": 5}, ["$.a: expected [1], got 5"]),
+    ],
+)
+def test_state_diff_paths_and_mismatched_types(expected: dict, actual: dict,
+                                               diff: list[str]) -> None:
+    assert state_diff(expected, actual, "contains") == diff
+
+
+@pytest.mark.parametrize("n", [50, 51, 53])
+def test_state_diff_caps_at_fifty_lines(n: int) -> None:
+    expected = {f"k{i:02d}": i for i in range(n)}
+    lines = [f"$.k{i:02d}: missing (expected {i})" for i in range(n)]
+    capped = lines if n <= 50 else [*lines[:50], f"... and {n - 50} more"]
+    assert state_diff(expected, {}, "equals") == capped
+
+
+def test_report_get_names_the_check_it_lacks() -> None:
+    with pytest.raises(KeyError) as raised:
+        CheckReport(scenario_id="s").get("trajectory_recall")
+    assert raised.value.args == ("trajectory_recall",)
+
+
+def test_required_phrases_normalise_whitespace_without_adding_text() -> None:
+    result = run_checks(_tx([], messages=[Message(role="assistant", content="a  b\nc")]),
+                        Expectations(required_phrases=["a b c", "x"])).get("required_phrases")
+    assert result.details == {"found": ["a b c"], "missing": ["x"]}

@@ -182,3 +182,56 @@ def test_diagnose_explains_unmatched_calls() -> None:
 def test_trajectory_checks_run_only_when_reference_given() -> None:
     metrics = run_checks(_tx([a]), Expectations()).metrics()
     assert metrics == {}
+
+
+def _brute_force_lcs_length(x: list[str], y: list[str]) -> int:
+    for k in range(min(len(x), len(y)), 0, -1):
+        subsequences = set(itertools.combinations(y, k))
+        if any(c in subsequences for c in itertools.combinations(x, k)):
+            return k
+    return 0
+
+
+def test_longest_common_subsequence_against_brute_force() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        x = [str(c) for c in rng.choice(list("abc"), size=rng.integers(0, 6))]
+        y = [str(c) for c in rng.choice(list("abc"), size=rng.integers(0, 6))]
+        pairs = traj.longest_common_subsequence(len(x), len(y),
+                                                lambda i, j, x=x, y=y: x[i] == y[j])
+        # a common subsequence (increasing on both sides, equal items) of the longest length
+        assert all(x[i] == y[j] for i, j in pairs)
+        assert all(a[0] < b[0] and a[1] < b[1] for a, b in itertools.pairwise(pairs))
+        assert len(pairs) == _brute_force_lcs_length(x, y), (x, y)
+
+
+def test_a_tied_order_credits_the_tool_called_first() -> None:
+    # both one-tool orders are longest; the one kept is the tool the agent called first
+    assert traj.tool_order_score(["search", "book"], ["book", "search"]) == (0.5, ["book"])
+
+
+def test_diagnose_goes_on_after_each_kind_of_finding() -> None:
+    reference = [_ref("pay"), _ref("A", x=1), _ref("B", y=1)]
+    calls = [_call("A", raw="{"), _call("Z"), _call("B", y=2, z=3), _call("Y"), _call("V")]
+    findings = traj.diagnose(reference, calls, [compile_matching(ArgMatching())] * 3, [],
+                             frozenset({"Z"}))
+    assert [(f.kind, f.tool, f.expected_tool, f.parameters, f.message) for f in findings] == [
+        ("malformed_arguments", "A", None, [], "arguments of A are not a JSON object: '{'"),
+        ("parameter_error", "B", None, ["y", "z"], "B: unexpected z; y: expected 1, got 2"),
+        ("wrong_tool", "Y", "pay", [], "called Y where pay was expected"),
+        ("unexpected_call", "V", None, [], "call to V, which the reference does not use"),
+    ]
+
+
+def test_parameter_error_message_lists_missing_unexpected_and_different() -> None:
+    reference = [_ref("t", a=1, b=2, c=3, d=4)]
+    findings = traj.diagnose(reference, [_call("t", c=0, d=0, e=5, f=6)],
+                             [compile_matching(ArgMatching())], [])
+    assert [f.message for f in findings] == [
+        "t: missing a, b; unexpected e, f; c: expected 3, got 0; d: expected 4, got 0"]
+
+
+def test_missing_tool_message_writes_the_reference_arguments() -> None:
+    findings = traj.diagnose([_ref("t", city="Oslo", days=3)], [],
+                             [compile_matching(ArgMatching())], [])
+    assert [f.message for f in findings] == ["expected a call to t(city='Oslo', days=3)"]

@@ -11,6 +11,7 @@ concrete change naming the tools or criteria involved. Errored samples are count
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -23,6 +24,9 @@ _KIND_ORDER: tuple[FindingKind, ...] = (
     "over_calling", "forbidden_tool", "wrong_order", "missing_phrase", "response_mismatch",
     "wrong_final_state", "over_latency", "judge_failed_criterion",
 )
+
+# "$." and an identifier, or "$[" and a quoted key as repr() writes it
+_TOP_LEVEL_KEY = re.compile(r"""\$(?:\.[^.\[]+|\[(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\])""")
 
 
 class JudgeFailure(BaseModel):
@@ -86,9 +90,10 @@ def _group_key(f: Finding) -> str:
     if f.kind == "wrong_tool":
         return f"{f.tool} instead of {f.expected_tool}"
     if f.kind == "wrong_final_state" and f.subject:
-        # group by the top-level state key: "$.orders[0].status" -> "$.orders"
-        head = f.subject[2:] if f.subject.startswith("$.") else f.subject
-        return "$." + head.split(".")[0].split("[")[0]
+        # group by the top-level state key: "$.orders[0].status" -> "$.orders",
+        # "$['order id'].status" -> "$['order id']" (see harness.checks.state._path_key)
+        top = _TOP_LEVEL_KEY.match(f.subject)
+        return top.group(0) if top else f.subject
     if f.kind == "over_latency":
         return "latency budget"
     return f.tool or f.subject or f.kind

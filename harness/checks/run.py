@@ -292,16 +292,17 @@ def _latency_check(budget: float, transcript: Transcript) -> CheckResult:
         per_turn[s.turn] = per_turn.get(s.turn, 0.0) + s.latency_s
     for c in transcript.tool_calls:
         per_turn[c.turn] = per_turn.get(c.turn, 0.0) + c.latency_s
-    over = {t: round(v, 6) for t, v in sorted(per_turn.items()) if v > budget}
+    over = sorted(t for t, v in per_turn.items() if v > budget)
     value = 1 - len(over) / len(per_turn)
+    # the message rounds the unrounded time: rounding twice can print 1.099 for 1.0995002
     findings = [Finding(kind="over_latency", subject=f"turn {t}",
-                        message=f"turn {t} took {v:.3f}s, budget {budget}s")
-                for t, v in over.items()]
+                        message=f"turn {t} took {per_turn[t]:.3f}s, budget {budget}s")
+                for t in over]
     return CheckResult(name="latency_budget", value=value, passed=not over,
                        details={"budget_s": budget,
                                 "turn_latency_s": {str(t): round(v, 6)
                                                    for t, v in sorted(per_turn.items())},
-                                "over_budget_turns": sorted(over)},
+                                "over_budget_turns": over},
                        findings=findings)
 
 
