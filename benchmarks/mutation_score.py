@@ -71,10 +71,19 @@ PACKAGES: dict[str, list[str]] = {
 # What the tests read besides the package and tests/ (example scenarios, rubrics, data).
 ALSO_COPY = ["rubrics", "scenarios", "examples", "schemas", "README.md", "setup.py"]
 
-_IGNORED = shutil.ignore_patterns(
+_IGNORED_ANYWHERE = shutil.ignore_patterns(
     ".git", "mutants", "__pycache__", "*.egg-info", ".pytest_cache", ".ruff_cache",
-    ".mypy_cache", ".venv", "runs", ".harness", "build", "dist",
+    ".mypy_cache", ".venv", ".harness", "build", "dist",
 )
+# Run outputs at the top of the tree only: harness/runs is a package to mutate.
+_IGNORED_AT_TOP = {"runs"}
+
+
+def _ignored(folder: str, names: list[str]) -> set[str]:
+    ignored = set(_IGNORED_ANYWHERE(folder, names))
+    if Path(folder).resolve() == ROOT:
+        ignored |= _IGNORED_AT_TOP & set(names)
+    return ignored
 _RESULT_LINE = re.compile(r"^\s+(\S+): (.+)$")
 # mutmut names a mutant <module>.x_<function>__mutmut_<n> or <module>.xǁ<class>ǁ<method>...
 _MODULE_OF_MUTANT = re.compile(r"^(.*?)\.x[_ǁ]")
@@ -122,7 +131,7 @@ def _toml_list(items: list[str]) -> str:
 def prepare_copy(package: str, scratch: Path) -> Path:
     """Copy the working tree to ``scratch/<package>`` and configure mutmut there."""
     copy = scratch / package
-    shutil.copytree(ROOT, copy, ignore=_IGNORED)
+    shutil.copytree(ROOT, copy, ignore=_ignored)
     tests = _tests_for(package, copy)
     with (copy / "pyproject.toml").open("a", encoding="utf-8") as f:
         f.write(
