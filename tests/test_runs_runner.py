@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -289,7 +290,10 @@ async def test_retry_errors_reruns_the_errored_samples_and_only_them(tmp_path: P
     # so whether it was re-run shows in its status.
     suite = tmp_path / "suite"
     suite.mkdir()
-    (suite / "mending_agent_for_retry.py").write_text(
+    # A module name of this test's own: a second run of the test in one process (mutmut runs
+    # the tests several times in one) must not import the first run's module, already mended.
+    module = f"mending_agent_{uuid.uuid4().hex}"
+    (suite / f"{module}.py").write_text(
         "from pathlib import Path\n"
         "async def answer(messages, toolbox):\n"
         "    if not Path(__file__).with_name('mended').exists():\n"
@@ -301,11 +305,11 @@ async def test_retry_errors_reruns_the_errored_samples_and_only_them(tmp_path: P
     (suite / "s.yaml").write_text(
         "- id: mends\n"
         "  user: {goal: g, script: [hello]}\n"
-        "  agent: {callable: mending_agent_for_retry:answer}\n"
+        f"  agent: {{callable: {module}:answer}}\n"
         "  expectations: {no_tool_calls: true}\n"
         "- id: steady\n"
         "  user: {goal: g, script: [hello]}\n"
-        "  agent: {callable: mending_agent_for_retry:steady}\n"
+        f"  agent: {{callable: {module}:steady}}\n"
         "  expectations: {no_tool_calls: true}\n"
     )
     run_dir = tmp_path / "run"
