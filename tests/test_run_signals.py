@@ -44,6 +44,10 @@ def _slow_suite(tmp_path: Path, module: str) -> Path:
     return suite
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _stored_samples(run_dir: Path) -> int:
     try:
         with sqlite3.connect(f"file:{run_dir / 'run.sqlite'}?mode=ro", uri=True) as db:
@@ -64,7 +68,11 @@ def test_a_signal_stops_the_run_with_a_summary_a_hint_and_a_resumable_store(
         [sys.executable, "-m", "harness", "run", str(suite), "--epochs", str(EPOCHS),
          "--concurrency", "2", "--cache-mode", "off", "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "SLOW_AGENT_S": "0.5", "COLUMNS": "250"})
+        env={**os.environ, "SLOW_AGENT_S": "0.5", "COLUMNS": "250"},
+        # A job started in the background by a non-interactive shell (as a CI script may
+        # start the tests) inherits an ignored SIGINT, which Python then keeps ignoring: the
+        # run starts with the default disposition, as from a terminal.
+        preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 120
         while _stored_samples(out) == 0:  # samples are finishing: the run is under way
