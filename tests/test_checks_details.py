@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_checks_rules import _call, _tx
 
 from harness.checks.args import CheckConfigError
 from harness.checks.run import run_checks
@@ -20,17 +21,7 @@ from harness.checks.spec import (
     ParameterValidator,
 )
 from harness.models.types import Message
-from harness.transcript import ErrorInfo, StepRecord, ToolCallRecord, Transcript
-
-
-def _call(name: str, turn: int = 0, latency: float = 0.0, raw: str | None = None,
-          **args: Any) -> ToolCallRecord:
-    return ToolCallRecord(call_id=name, name=name, arguments=args, raw_arguments=raw, turn=turn,
-                          latency_s=latency)
-
-
-def _tx(calls: list[ToolCallRecord], **extra: Any) -> Transcript:
-    return Transcript(scenario_id="s", tool_calls=calls, stop_reason="imported", **extra)
+from harness.transcript import ErrorInfo, StepRecord, Transcript
 
 
 def _results(transcript: Transcript, expectations: Expectations) -> dict[str, dict[str, Any]]:
