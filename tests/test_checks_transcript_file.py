@@ -8,23 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_score_transcripts_cli import _line
 
 from harness.checks.transcript_file import load_transcript_file, score_records
 from harness.errors import InputError
 
 FIELDS = ("id, messages, expected_tool_calls, expectations, reference_answer, final_state, "
           "tools, system_prompt, metadata")
-
-
-def _line(**overrides: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "x",
-        "messages": [{"role": "user", "content": "hi"},
-                     {"role": "assistant", "content": "hello"}],
-        "expected_tool_calls": [],
-    }
-    base.update(overrides)
-    return {k: v for k, v in base.items() if v is not None}
 
 
 def _write(tmp_path: Path, *lines: dict[str, Any]) -> Path:

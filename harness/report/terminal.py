@@ -35,9 +35,12 @@ def fmt_num(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def fmt_ci(low: float | None, high: float | None) -> str:
-    """An interval ``[low, high]``, or a dash when it could not be computed."""
-    return "—" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+def fmt_ci(low: float | None, high: float | None, digits: int = 3) -> str:
+    """An interval ``[low, high]`` to ``digits`` places, or a dash when it could not be
+    computed."""
+    if low is None or high is None:
+        return "—"
+    return f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def fmt_p(p: float | None) -> str:

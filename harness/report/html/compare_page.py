@@ -102,7 +102,6 @@ def difference_forest(comparison: Mapping[str, Any], rows: Sequence[DifferenceRo
             label=r.scenario_id, value=r.difference, low=r.ci_low, high=r.ci_high,
             tooltip=(f"{r.scenario_id}: {r.baseline_mean:.3f} -> {r.candidate_mean:.3f}, "
                      f"difference {r.difference:+.3f}{interval} ({r.label})"),
-            anchor=f"diff-{r.index}",
             tone={"regression": "worse", "improvement": "better"}.get(r.change, "")))
     bounds = [v for e in estimates for v in (e.value, e.low, e.high)]
     return forest(estimates, symmetric_domain(bounds, 1.0), reference=0.0,

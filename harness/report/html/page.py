@@ -30,6 +30,7 @@ from markupsafe import Markup
 
 from harness import __version__
 from harness.files import write_text_atomic
+from harness.report.terminal import fmt_ci, fmt_num, fmt_p
 
 # Above this many bytes of JSON, embedded data is gzipped (a 1,000-episode run's transcripts
 # are ~20 MB of JSON and ~2 MB gzipped); below it, it stays readable in the page source.
@@ -51,28 +52,9 @@ def _assets() -> tuple[str, str, str]:
     return _asset("report.css"), script, f"'sha256-{digest}'"
 
 
-def fmt_num(value: float | None, digits: int = 3) -> str:
-    """A figure to ``digits`` places, or a dash when it could not be computed."""
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def fmt_ci(low: float | None, high: float | None, digits: int = 3) -> str:
-    """An interval ``[low, high]``, or a dash when it could not be computed."""
-    if low is None or high is None:
-        return "—"
-    return f"[{low:.{digits}f}, {high:.{digits}f}]"
-
-
 def fmt_pct(value: float | None, digits: int = 0) -> str:
     """A share as a percentage, or a dash."""
     return "—" if value is None else f"{100 * value:.{digits}f}%"
-
-
-def fmt_p(p: float | None) -> str:
-    """A p-value to 3 places, ``<0.001`` below that."""
-    if p is None:
-        return "—"
-    return "<0.001" if p < 0.0005 else f"{p:.3f}"
 
 
 def fmt_seconds(value: float | None) -> str:

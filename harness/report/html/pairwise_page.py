@@ -118,7 +118,7 @@ def win_rate_forest(report: Mapping[str, Any], scenarios: Sequence[Mapping[str, 
         label="all scenarios", value=rate["value"], low=rate["ci_low"], high=rate["ci_high"],
         tooltip=f"B's win rate {rate['value']:.3f} over {rate['n']} decided pairs in "
         f"{rate['n_clusters']} scenarios", tone="total")]
-    for i, s in enumerate(scenarios):
+    for s in scenarios:
         if s["b_win_rate"] is None:
             continue
         low, high = s.get("b_win_rate_ci_low"), s.get("b_win_rate_ci_high")
@@ -126,7 +126,7 @@ def win_rate_forest(report: Mapping[str, Any], scenarios: Sequence[Mapping[str, 
             label=s["scenario_id"], value=s["b_win_rate"], low=low, high=high,
             tooltip=(f"{s['scenario_id']}: B won {s['wins_b']}, A won {s['wins_a']}, "
                      f"{s['ties']} ties of {s['decided']} decided pairs"),
-            anchor=f"scenario-{i}", tone=_tone(low, high)))
+            tone=_tone(low, high)))
     return forest(estimates, (0.0, 1.0), reference=0.5, reference_label="no preference",
                   tick_count=4)
 

@@ -56,7 +56,6 @@ class ForestRow:
     high: float | None
     marked: bool
     tooltip: str
-    anchor: str | None
     tone: str = ""
 
 
@@ -78,8 +77,8 @@ class Forest:
 @dataclass(frozen=True)
 class Estimate:
     """One row of a forest plot: a label, the estimate and its interval (any may be missing),
-    whether it is marked (e.g. flaky), a hover text, an in-page anchor to link to, and a
-    tone (a CSS class of the row: ``worse``, ``better``, ``total``)."""
+    whether it is marked (e.g. flaky), a hover text, and a tone (a CSS class of the row:
+    ``worse``, ``better``, ``total``)."""
 
     label: str
     value: float | None
@@ -87,7 +86,6 @@ class Estimate:
     high: float | None
     marked: bool = False
     tooltip: str = ""
-    anchor: str | None = None
     tone: str = ""
 
 
@@ -107,7 +105,7 @@ def forest(estimates: Sequence[Estimate], domain: tuple[float, float], *,
             x=None if e.value is None else scale(e.value),
             low=None if e.low is None else scale(e.low),
             high=None if e.high is None else scale(e.high),
-            marked=e.marked, tooltip=e.tooltip, anchor=e.anchor, tone=e.tone,
+            marked=e.marked, tooltip=e.tooltip, tone=e.tone,
         ))
     axis_y = MARGIN / 2 + len(estimates) * ROW_HEIGHT + 4
     return Forest(
@@ -222,15 +220,6 @@ def shares_bar(parts: Sequence[tuple[str, float]], width: float = 520) -> list[S
                                 css_class=f"s{i + 1}"))
         x += w
     return segments
-
-
-def k_values_to_label(ks: Sequence[int]) -> list[int]:
-    """The k values an axis labels: 1, 2, 4, 8, ... and the largest."""
-    if not ks:
-        return []
-    largest = max(ks)
-    wanted = {1 << i for i in range(largest.bit_length())} | {largest}
-    return [k for k in sorted(ks) if k in wanted]
 
 
 @dataclass(frozen=True)

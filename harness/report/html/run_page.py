@@ -9,11 +9,12 @@ here from the samples' timings.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from harness.report.html.page import embedded_data, render_page, write_page
 from harness.report.html.plots import (
@@ -23,10 +24,10 @@ from harness.report.html.plots import (
     Segment,
     Series,
     forest,
-    k_values_to_label,
     line_chart,
     shares_bar,
 )
+from harness.report.terminal import handful_of_k
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.runs.summary import read_summary
@@ -47,18 +48,12 @@ class Spread:
 
 
 def spread(values: Sequence[float]) -> Spread:
-    """The :class:`Spread` of ``values`` (percentiles by linear interpolation, numpy's
-    default); all ``None`` for no values."""
+    """The :class:`Spread` of ``values`` (numpy's percentiles, linear interpolation); all
+    ``None`` for no values."""
     if not values:
         return Spread(0, None, None, None)
-    ordered = sorted(values)
-
-    def quantile(q: float) -> float:
-        pos = q * (len(ordered) - 1)
-        lo, hi = math.floor(pos), math.ceil(pos)
-        return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-    return Spread(len(ordered), quantile(0.5), quantile(0.95), ordered[-1])
+    median, p95 = np.percentile(values, [50, 95])
+    return Spread(len(values), float(median), float(p95), max(values))
 
 
 @dataclass
@@ -177,7 +172,6 @@ class SampleRow:
     index: int
     scenario_id: str
     epoch: int
-    status: str
     outcome: str
     score: float | None
     stop_reason: str
@@ -201,7 +195,7 @@ def _samples(store: RunStore) -> tuple[list[SampleRow], list[dict[str, Any]], _L
         error = None if record.error is None else f"{record.error.kind}: {record.error.message}"
         rows.append(SampleRow(
             index=len(rows), scenario_id=record.scenario_id, epoch=record.epoch,
-            status=record.status, outcome=_outcome(record), score=record.score,
+            outcome=_outcome(record), score=record.score,
             stop_reason=record.transcript.stop_reason, kinds=failure_kinds(record),
             tags=list(record.tags), error=error,
         ))
@@ -218,7 +212,6 @@ def _scenario_forest(score: SuiteSummary) -> Forest:
         marked=s.flaky,
         tooltip=(f"{s.scenario_id}: mean {s.mean:.3f}, pass rate {s.pass_rate:.2f} over "
                  f"{s.n_epochs} epochs" + (" (flaky)" if s.flaky else "")),
-        anchor=f"scenario-{s.scenario_id}",
     ) for s in scenarios[:MAX_FOREST_ROWS]]
     return forest(estimates, score.score_range, reference=score.mean,
                   reference_label="suite mean")
@@ -235,7 +228,7 @@ def _k_chart(score: SuiteSummary) -> LineChart:
     ]
     ks = sorted(score.pass_at_k_detail)
     return line_chart(series, x_domain=(1, max([*ks, 2])), x_label="k (epochs drawn)",
-                      y_label="probability", x_ticks=k_values_to_label(ks))
+                      y_label="probability", x_ticks=handful_of_k(ks))
 
 
 def _variance_bars(score: SuiteSummary) -> list[Segment]:
