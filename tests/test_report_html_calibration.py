@@ -469,6 +469,8 @@ def test_a_scatter_point_leads_to_its_item_with_the_reasoning_open(
     assert target and target.startswith("#j0-item-")
     link.click()
     page.wait_for_function(f"location.hash === '{target}'")
+    # the page's hashchange handler opens the reasoning after the hash has changed
+    page.locator(f"{target} + tr.more details[open]").wait_for(timeout=5000)
     assert page.locator(f"{target} + tr.more details").get_attribute("open") is not None
     opened.assert_quiet()
 
