@@ -79,7 +79,6 @@ class _Acc:
     key: str
     tool: str | None = None
     expected_tool: str | None = None
-    subject: str | None = None
     samples: set[tuple[str, int]] = field(default_factory=set)
     occurrences: int = 0
     parameters: dict[str, int] = field(default_factory=dict)
@@ -172,8 +171,7 @@ def analyse_failures(
     def add(sample: tuple[str, int], f: Finding) -> None:
         key = _group_key(f)
         acc = groups.setdefault((f.kind, key), _Acc(kind=f.kind, key=key, tool=f.tool,
-                                                    expected_tool=f.expected_tool,
-                                                    subject=f.subject))
+                                                    expected_tool=f.expected_tool))
         acc.samples.add(sample)
         acc.occurrences += 1
         for p in f.parameters:

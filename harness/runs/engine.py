@@ -14,7 +14,7 @@ import gc
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -117,7 +117,6 @@ class RunState:
     finished: int = 0
     errored: int = 0
     stop: RunStop | None = None
-    fatal_errors: list[str] = field(default_factory=list)
 
     @property
     def stopped(self) -> bool:
