@@ -186,13 +186,8 @@ def _form_of(path: Path, line: int, data: dict[str, Any]) -> str | None:
     return "transcript" if ours else "vertex" if theirs else None
 
 
-def parse_line(path: Path, line: int, text: str) -> TranscriptRecord:
-    """Parse one non-blank line of our transcript form. Raises :class:`InputError` naming
-    ``path:line`` and the field."""
-    return _transcript_record(path, line, _json_object(path, line, text))
-
-
 def _transcript_record(path: Path, line: int, data: dict[str, Any]) -> TranscriptRecord:
+    """One line of our form. Raises :class:`InputError` naming ``path:line`` and the field."""
     try:
         parsed = TranscriptLine.model_validate(data)
     except ValidationError as err:
