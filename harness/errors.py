@@ -7,7 +7,17 @@ line and exits non-zero; it never shows a traceback for these.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+
+
+def field_path(loc: Sequence[int | str]) -> str:
+    """A field's path as an error names it, from a pydantic error location:
+    ``("messages", 2, "role")`` -> ``messages[2].role``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
 
 
 class HarnessError(Exception):

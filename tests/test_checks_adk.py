@@ -166,71 +166,21 @@ def test_rouge1_matches_rouge_score_with_adk_settings() -> None:
         assert rouge1(candidate, reference) == pytest.approx(tuple(expected))
 
 
-def _f1_by_hand(candidate_tokens: list[str], reference_tokens: list[str]) -> float:
-    """ROUGE-1 F from token lists, without rouge_score: clipped unigram overlap."""
-    ref_counts: dict[str, int] = {}
-    for token in reference_tokens:
-        ref_counts[token] = ref_counts.get(token, 0) + 1
-    overlap = 0
-    for token in candidate_tokens:
-        if ref_counts.get(token, 0) > 0:
-            ref_counts[token] -= 1
-            overlap += 1
-    return 2 * overlap / (len(candidate_tokens) + len(reference_tokens))
-
-
-def test_rouge1_latin_text_is_rouge_score_with_the_stemmer() -> None:
+def test_rouge1_ascii_text_is_rouge_score_with_the_stemmer() -> None:
+    # ADK sends ASCII words through rouge_score's own tokenizer; accented and other-script
+    # words are kept whole (tests/test_response_match_adk.py).
     stemmed = rouge_scorer.RougeScorer(["rouge1"], use_stemmer=True)
     for candidate, reference in [("The dogs were running home", "A dog runs home"),
-                                 ("Olá, como você está?", "Olá, como vai você?")]:
+                                 ("Ola, como voce esta?", "Ola, como vai voce?")]:
         assert rouge1(candidate, reference) == pytest.approx(
             tuple(stemmed.score(reference, candidate)["rouge1"]))
     assert rouge1("running dogs", "the dog runs")[2] == pytest.approx(0.8)  # stemmed
 
 
-@pytest.mark.parametrize(
-    ("candidate", "reference", "fmeasure"),
-    [
-        # identical Cyrillic: rouge_score's own tokenizer finds no token here and gives 0.0
-        ("Привет мир", "Привет мир", 1.0),
-        # Cyrillic, partial: tokens Привет/мир/как/дела vs Привет/друг/как share 2
-        ("Привет, мир! Как дела?", "Привет, друг. Как?",
-         _f1_by_hand(["Привет", "мир", "Как", "дела"], ["Привет", "друг", "Как"])),
-        # case is kept, as in ADK: no shared token
-        ("Привет мир", "привет Мир", 0.0),
-        # CJK without spaces: one token per run, so identical text scores 1 ...
-        ("東京の天気は晴れです", "東京の天気は晴れです", 1.0),
-        # ... and spaced Japanese shares 4 of 6 words (今日 は が です)
-        ("今日 は 天気 が いい です", "今日 は 仕事 が 忙しい です",
-         _f1_by_hand(["今日", "は", "天気", "が", "いい", "です"],
-                     ["今日", "は", "仕事", "が", "忙しい", "です"])),
-        # mostly CJK: no stemming, so "running" and "runs" stay different (1 of 2 shared)
-        ("東京の天気は晴れです running", "東京の天気は晴れです runs", 0.5),
-        ("苹果 橙子 香蕉", "汽车 飞机 火车", 0.0),
-    ],
-)
-def test_rouge1_non_latin_text_uses_unicode_words_without_stemming(
-        candidate: str, reference: str, fmeasure: float) -> None:
-    assert rouge1(candidate, reference)[2] == pytest.approx(fmeasure)
-
-
-def test_rouge1_non_latin_partial_overlap_value() -> None:
-    # Hand-computed: 2 shared tokens, 4 candidate and 3 reference tokens.
-    precision, recall, f = rouge1("Привет, мир! Как дела?", "Привет, друг. Как?")
-    assert (precision, recall, f) == pytest.approx((2 / 4, 2 / 3, 4 / 7))
-
-
-def test_rouge1_one_latin_side_is_enough_to_switch_tokenizers() -> None:
-    # Stemming needs both texts to be mostly Latin; a Cyrillic reference turns it off, and
-    # the Latin word "Paris" is then an unstemmed, case-kept token on both sides.
-    assert rouge1("Paris", "Париж Paris")[2] == pytest.approx(2 / 3)
-    assert rouge1("paris", "Париж Paris")[2] == 0.0
-
-
 def test_response_match_check_scores_cyrillic_answers() -> None:
     exp = Expectations(reference_answer="В Париже солнечно, 18°C.")
-    result = run_checks(_tx([], final="В Париже солнечно, 18°C."), exp)
-    assert result.get("response_match_score").value == 1.0
+    result = run_checks(_tx([], final="в париже СОЛНЕЧНО, 18°C."), exp)
+    assert result.get("response_match_score").value == 1.0  # ADK lower-cases Cyrillic
     assert result.get("response_match_score").passed
 
 

@@ -1,17 +1,28 @@
 """Checks on the agent's final answer: ADK's ``response_match_score`` and required phrases.
 
-``response_match_score`` is ROUGE-1 F-measure of the final answer against the reference
-answer, computed with Google's ``rouge_score`` package as current ADK does, scored as
-``scorer.score(reference, candidate)``:
+``response_match_score`` is the ROUGE-1 F-measure of the final answer against the reference
+answer, as **google-adk 2.13.0** computes it (``final_response_match_v1``): Google's
+``rouge_score`` package scores ``scorer.score(reference, candidate)`` with a tokenizer for
+any script. :class:`AdkTokenizer` is our own code giving the same tokens as ADK's:
 
-- when both texts are mostly Latin script (more than half of their letters), rouge_score's
-  own tokenizer with the Porter stemmer: lower-case, runs of characters other than ``a-z0-9``
-  split tokens, words over three letters stemmed;
-- otherwise a Unicode word tokenizer and no stemming (the Porter stemmer is English-only, and
-  rouge_score's tokenizer drops every letter outside ``a-z``, so Cyrillic, Greek, Arabic or
-  CJK text would have no tokens and always score 0). A token is a run of Unicode word
-  characters (``\\w+``), case kept: as in ADK, "Привет" and "привет" are different tokens,
-  and text without spaces (Chinese, Japanese) is one token per run.
+1. the text is NFKC-normalised (fullwidth ``Ｐａｒｉｓ`` becomes ``Paris``, halfwidth
+   katakana becomes fullwidth) and lower-cased (Cyrillic and Greek included);
+2. each character of the CJK ideographs (U+4E00–9FFF), hiragana, katakana and Hangul
+   syllables is a token of its own;
+3. Thai, Lao, Khmer and Myanmar, written without spaces, are cut into grapheme clusters: each
+   base character starts a cluster and the combining marks after it (vowel signs, tone marks)
+   stay in it;
+4. every other run of letters, digits and combining marks (``str.isalnum`` or a Unicode
+   ``M*`` category) is one word, kept whole: ``café``, ``straße``, ``привет``, ``नमस्ते``;
+   anything else (spaces, punctuation, symbols, emoji, ``_``) separates words;
+5. a word made only of ASCII goes through rouge_score's own tokenizer with the Porter
+   stemmer (words over three letters stemmed: ``running`` -> ``run``); other words are not
+   stemmed.
+
+So English scores exactly as rouge_score's default tokenizer with ``use_stemmer=True``, and
+no script scores 0 just because rouge_score's ``a-z0-9`` tokenizer drops its letters. Text
+without spaces is compared per character or cluster, not per word (no dictionary
+segmentation), as in ADK.
 
 ADK averages this over invocations, each with its own reference; a scenario here has one
 reference answer, compared with the agent's last message that has text.
@@ -25,44 +36,83 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
+# Code point ranges (inclusive) as in google-adk 2.13.0.
+_ONE_TOKEN_PER_CHARACTER = (
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0x3040, 0x309F),  # hiragana
+    (0x30A0, 0x30FF),  # katakana
+    (0xAC00, 0xD7AF),  # Hangul syllables
+)
+_GRAPHEME_CLUSTERS = (
+    (0x0E00, 0x0E7F),  # Thai
+    (0x0E80, 0x0EFF),  # Lao
+    (0x1780, 0x17FF),  # Khmer
+    (0x1000, 0x109F),  # Myanmar
+)
 
-def _is_latin_script(text: str) -> bool:
-    """True when more than half of the letters are Latin (or there are no letters)."""
-    letters = latin = 0
-    for char in text:
-        if unicodedata.category(char).startswith("L"):
-            letters += 1
-            latin += "LATIN" in unicodedata.name(char, "")
-    return letters == 0 or latin / letters > 0.5
+
+def _in(ranges: tuple[tuple[int, int], ...], char: str) -> bool:
+    code = ord(char)
+    return any(low <= code <= high for low, high in ranges)
 
 
-class UnicodeWordTokenizer:
-    """rouge_score tokenizer for text that is not mostly Latin: runs of Unicode word
-    characters, case and form kept (no stemming)."""
+class AdkTokenizer:
+    """google-adk 2.13.0's ROUGE tokenizer for any script (see the module docstring): a
+    ``rouge_score`` tokenizer, ``tokenize(text) -> tokens``."""
 
-    _WORD = re.compile(r"\w+")
+    def __init__(self) -> None:
+        # Imported lazily: rouge_score pulls in nltk, which is slow to import.
+        from rouge_score import tokenizers
+
+        self._ascii = tokenizers.DefaultTokenizer(use_stemmer=True)
+
+    @staticmethod
+    def words(text: str) -> list[str]:
+        """Steps 1-4: the words (and single characters, and clusters) before stemming."""
+        words: list[str] = []
+        current: list[str] = []
+
+        def close_word() -> None:
+            if current:
+                words.append("".join(current))
+                current.clear()
+
+        for char in unicodedata.normalize("NFKC", text).lower():
+            mark = unicodedata.category(char).startswith("M")
+            if _in(_ONE_TOKEN_PER_CHARACTER, char):
+                close_word()
+                words.append(char)
+            elif _in(_GRAPHEME_CLUSTERS, char):
+                if not mark:  # a base character opens a new cluster; marks join it
+                    close_word()
+                current.append(char)
+            elif mark or char.isalnum():
+                current.append(char)
+            else:
+                close_word()
+        close_word()
+        return words
 
     def tokenize(self, text: str) -> list[str]:
-        return self._WORD.findall(text)
+        """The tokens of ``text``: its words, ASCII ones through rouge_score's tokenizer."""
+        tokens: list[str] = []
+        for word in self.words(text):
+            tokens.extend(self._ascii.tokenize(word) if word.isascii() else [word])
+        return tokens
 
 
 @functools.cache
-def _scorer(latin: bool) -> Any:
-    # Imported lazily: rouge_score pulls in nltk, which is slow to import.
+def _scorer() -> Any:
     from rouge_score import rouge_scorer
 
-    if latin:
-        return rouge_scorer.RougeScorer(["rouge1"], use_stemmer=True)
-    return rouge_scorer.RougeScorer(["rouge1"], use_stemmer=False,
-                                    tokenizer=UnicodeWordTokenizer())
+    return rouge_scorer.RougeScorer(["rouge1"], tokenizer=AdkTokenizer())
 
 
 def rouge1(candidate: str, reference: str) -> tuple[float, float, float]:
-    """ROUGE-1 (precision, recall, F-measure) of ``candidate`` against ``reference``, with
-    ADK's settings: stemmed rouge_score tokens when both texts are mostly Latin script,
-    unstemmed Unicode words otherwise (see the module docstring)."""
-    latin = _is_latin_script(candidate) and _is_latin_script(reference)
-    score = _scorer(latin).score(reference, candidate)["rouge1"]
+    """ROUGE-1 (precision, recall, F-measure) of ``candidate`` against ``reference``, equal to
+    google-adk 2.13.0's ``response_match_score`` (see the module docstring). Empty text has
+    no tokens and scores 0."""
+    score = _scorer().score(reference, candidate)["rouge1"]
     return float(score.precision), float(score.recall), float(score.fmeasure)
 
 

@@ -1,6 +1,12 @@
-"""Existing transcripts as JSONL (contract 4), read and scored with the checks.
+"""Existing transcripts, read and scored with the checks: our transcript JSONL (contract 4)
+or a Vertex AI agent-evaluation dataset (JSONL or CSV, :mod:`.vertex_dataset`).
 
-One JSON object per line::
+The form is decided per file: a ``.csv`` file is a Vertex AI dataset; in JSONL the first
+non-blank line decides (``messages`` is ours, ``predicted_trajectory`` or
+``reference_trajectory`` is Vertex AI's), and a later line, or a line, with keys of both forms
+is an error naming the line and the field.
+
+Our form, one JSON object per line::
 
     {"id": "T001",
      "messages": [ ...OpenAI chat-format messages, tool calls and tool results included... ],
@@ -29,19 +35,22 @@ input_schema}``), mixed freely. The system prompt is given once: as a ``system``
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.checks.args import CheckConfigError
 from harness.checks.result import CheckReport
 from harness.checks.run import PreparedExpectations, prepare_expectations, run_checks
 from harness.checks.spec import Expectations, ExpectedToolCall
-from harness.errors import InputError
+from harness.checks.vertex_dataset import VERTEX_COLUMNS, csv_rows, parse_vertex_row
+from harness.errors import InputError, field_path
 from harness.files import read_text
+from harness.stats.sampling import wilson_interval
 from harness.transcript import (
     ToolDefinitionError,
     Transcript,
@@ -70,20 +79,25 @@ class TranscriptLine(BaseModel):
 
 @dataclass
 class TranscriptRecord:
-    """A parsed line: the transcript, its prepared expectations, and where it came from."""
+    """A parsed line: the transcript, its prepared expectations, and where it came from.
+    ``latency_s`` and ``failed`` come from a Vertex AI row's ``latency_in_seconds`` and
+    ``failure`` (``None`` when not given)."""
 
     id: str
     line: int
     transcript: Transcript
     expectations: PreparedExpectations
     metadata: dict[str, Any] = field(default_factory=dict)
+    latency_s: float | None = None
+    failed: bool | None = None
 
 
-def _field_path(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+# Keys that belong to one form only (``id`` is in both).
+_OUR_KEYS = frozenset(TranscriptLine.model_fields) - {"id"}
+_VERTEX_KEYS = frozenset(VERTEX_COLUMNS) - {"id"}
+_FORM_NAMES = {"transcript": "our transcript form ({id, messages, expected_tool_calls})",
+               "vertex": "a Vertex AI dataset row ({predicted_trajectory, "
+                         "reference_trajectory, ...})"}
 
 
 def _validation_to_input_error(path: Path, line: int, err: ValidationError) -> InputError:
@@ -100,7 +114,7 @@ def _validation_to_input_error(path: Path, line: int, err: ValidationError) -> I
     more = len(err.errors()) - 1
     if more:
         expected += f" (and {more} more problem{'s' if more > 1 else ''} on this line)"
-    return InputError(path, _field_path(first["loc"]) or None, expected, location=line)
+    return InputError(path, field_path(first["loc"]) or None, expected, location=line)
 
 
 def _check_messages(path: Path, line: int, messages: list[dict[str, Any]]) -> None:
@@ -150,15 +164,30 @@ def _expectations_for(path: Path, line: int, parsed: TranscriptLine) -> Expectat
     return exp.model_copy(update=update)
 
 
-def parse_line(path: Path, line: int, text: str) -> TranscriptRecord:
-    """Parse one non-blank line. Raises :class:`InputError` naming ``path:line`` and the
-    field."""
+def _json_object(path: Path, line: int, text: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except ValueError as err:
         raise InputError(path, None, f"not valid JSON ({err})", location=line) from None
     if not isinstance(data, dict):
         raise InputError(path, None, "a JSON object per line", location=line)
+    return data
+
+
+def _form_of(path: Path, line: int, data: dict[str, Any]) -> str | None:
+    """``"transcript"``, ``"vertex"`` or ``None`` (keys of neither form); raises
+    :class:`InputError` when the object has keys of both."""
+    ours = [k for k in data if k in _OUR_KEYS]
+    theirs = [k for k in data if k in _VERTEX_KEYS]
+    if ours and theirs:
+        raise InputError(path, theirs[0], f"one form per row: {ours[0]!r} is "
+                         f"{_FORM_NAMES['transcript']}, {theirs[0]!r} is "
+                         f"{_FORM_NAMES['vertex']}", location=line)
+    return "transcript" if ours else "vertex" if theirs else None
+
+
+def _transcript_record(path: Path, line: int, data: dict[str, Any]) -> TranscriptRecord:
+    """One line of our form. Raises :class:`InputError` naming ``path:line`` and the field."""
     try:
         parsed = TranscriptLine.model_validate(data)
     except ValidationError as err:
@@ -196,25 +225,81 @@ def parse_line(path: Path, line: int, text: str) -> TranscriptRecord:
                             expectations=prepared, metadata=parsed.metadata)
 
 
-def load_transcript_file(path: str | Path) -> list[TranscriptRecord]:
-    """Read a contract-4 JSONL file. Raises :class:`InputError` for a missing or unreadable
-    file, an empty file, a bad line or a duplicate id (naming the line and field)."""
-    path = Path(path)
-    text = read_text(path, "a JSONL file of transcripts")
-    records: list[TranscriptRecord] = []
-    first_line_of: dict[str, int] = {}
+def _vertex_record(path: Path, line: int, index: int, data: dict[str, Any]
+                   ) -> TranscriptRecord:
+    row = parse_vertex_row(path, line, data)
+    record_id = row.id or f"row-{index}"
+    return TranscriptRecord(id=record_id, line=line, transcript=row.transcript(record_id),
+                            expectations=prepare_expectations(row.expectations()),
+                            latency_s=row.latency_in_seconds, failed=row.failure)
+
+
+def _jsonl_records(path: Path, text: str) -> Iterator[TranscriptRecord]:
+    form: str | None = None
+    first_line = 0
+    index = 0
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
-        record = parse_line(path, number, raw)
+        data = _json_object(path, number, raw)
+        line_form = _form_of(path, number, data)
+        if form is None:
+            form, first_line = line_form or "transcript", number
+        elif line_form is not None and line_form != form:
+            key = next(k for k in data if k in (_OUR_KEYS if line_form == "transcript"
+                                                 else _VERTEX_KEYS))
+            raise InputError(path, key, f"one form per file: line {first_line} is "
+                             f"{_FORM_NAMES[form]}, this line is {_FORM_NAMES[line_form]}",
+                             location=number)
+        if form == "vertex":
+            yield _vertex_record(path, number, index, data)
+        else:
+            yield _transcript_record(path, number, data)
+        index += 1
+
+
+def load_transcript_file(path: str | Path) -> list[TranscriptRecord]:
+    """Read a file of transcripts: our JSONL (contract 4), or a Vertex AI dataset in JSONL or
+    CSV (a ``.csv`` name). Raises :class:`InputError` for a missing or unreadable file, an
+    empty file, a bad line or row, forms mixed in a row or a file, or a duplicate id (naming
+    the line and field)."""
+    path = Path(path)
+    is_csv = path.suffix.lower() == ".csv"
+    text = read_text(path, "a CSV file of Vertex AI dataset rows" if is_csv
+                     else "a JSONL file of transcripts")
+    if is_csv:
+        rows: Iterable[TranscriptRecord] = (
+            _vertex_record(path, line, index, data)
+            for index, (line, data) in enumerate(csv_rows(path, text)))
+    else:
+        rows = _jsonl_records(path, text)
+    records: list[TranscriptRecord] = []
+    first_line_of: dict[str, int] = {}
+    for record in rows:
         if record.id in first_line_of:
             raise InputError(path, "id", f"a unique id ({record.id!r} is also on line "
-                             f"{first_line_of[record.id]})", location=number)
-        first_line_of[record.id] = number
+                             f"{first_line_of[record.id]})", location=record.line)
+        first_line_of[record.id] = record.line
         records.append(record)
     if not records:
         raise InputError(path, None, "at least one transcript (the file has no lines)")
     return records
+
+
+def with_single_tool_use(records: Sequence[TranscriptRecord], tools: Sequence[str]
+                         ) -> list[TranscriptRecord]:
+    """The records with ``tools`` added to every record's ``single_tool_use`` checks (Vertex
+    AI's ``trajectory_single_tool_use``, one check per tool)."""
+    if not tools:
+        return list(records)
+    out = []
+    for record in records:
+        exp = record.expectations.expectations
+        merged = list(dict.fromkeys([*exp.single_tool_use, *tools]))
+        prepared = replace(record.expectations,
+                           expectations=exp.model_copy(update={"single_tool_use": merged}))
+        out.append(replace(record, expectations=prepared))
+    return out
 
 
 def summarise_metrics(rows: Sequence[Mapping[str, float | None]]) -> dict[str, dict[str, Any]]:
@@ -229,6 +314,23 @@ def summarise_metrics(rows: Sequence[Mapping[str, float | None]]) -> dict[str, d
     return summary
 
 
+def summarise_latency(seconds: Sequence[float]) -> dict[str, float | int]:
+    """``mean``, ``std`` (sample standard deviation, 0 for one value), ``median``, ``p90``
+    (linear interpolation), ``max`` and ``n`` of the latencies (at least one)."""
+    values = np.asarray(seconds, dtype=float)
+    return {"mean": float(values.mean()),
+            "std": float(values.std(ddof=1)) if values.size > 1 else 0.0,
+            "median": float(np.median(values)), "p90": float(np.percentile(values, 90)),
+            "max": float(values.max()), "n": int(values.size)}
+
+
+def summarise_failures(failed: int, n: int) -> dict[str, float | int]:
+    """The failure rate ``failed / n`` with its 95% Wilson interval (``ci_low``,
+    ``ci_high``), ``failed`` and ``n`` (``n`` at least 1)."""
+    low, high = wilson_interval(failed, n)
+    return {"rate": failed / n, "ci_low": low, "ci_high": high, "failed": failed, "n": n}
+
+
 def score_records(
     records: Sequence[TranscriptRecord],
     extra_metrics: Mapping[str, Mapping[str, float | None]] | None = None,
@@ -240,6 +342,11 @@ def score_records(
     "warnings": [...]}``: each transcript object has ``id``, ``line``, every metric under its
     name at the top level, ``passed``, ``warnings`` and ``checks`` (the full results with
     details); the summary has ``n_transcripts`` and, per metric, ``mean`` and ``n``.
+
+    Records from a Vertex AI dataset may add, per row, ``latency_in_seconds`` and ``failure``
+    (0/1) and, in the summary, ``latency_in_seconds`` (:func:`summarise_latency`) and
+    ``failure`` (:func:`summarise_failures`), over the rows that give them. An errored
+    record (a failed row) has no metric, ``passed`` null and its ``error``.
     """
     rows: list[dict[str, Any]] = []
     metric_rows: list[dict[str, float | None]] = []
@@ -252,12 +359,22 @@ def score_records(
         row: dict[str, Any] = {"id": record.id, "line": record.line, **metrics,
                                "passed": report.passed, "warnings": report.warnings,
                                "checks": [r.model_dump(mode="json") for r in report.results]}
+        if report.error is not None:
+            row["error"] = report.error
+        if record.latency_s is not None:
+            row["latency_in_seconds"] = record.latency_s
+        if record.failed is not None:
+            row["failure"] = int(record.failed)
         if record.metadata:
             row["metadata"] = record.metadata
         rows.append(row)
         all_warnings.extend(f"line {record.line} (id {record.id}): {w}" for w in report.warnings)
-    return {
-        "transcripts": rows,
-        "summary": {"n_transcripts": len(rows), "metrics": summarise_metrics(metric_rows)},
-        "warnings": all_warnings,
-    }
+    summary: dict[str, Any] = {"n_transcripts": len(rows),
+                               "metrics": summarise_metrics(metric_rows)}
+    latencies = [r.latency_s for r in records if r.latency_s is not None]
+    if latencies:
+        summary["latency_in_seconds"] = summarise_latency(latencies)
+    failures = [r.failed for r in records if r.failed is not None]
+    if failures:
+        summary["failure"] = summarise_failures(sum(failures), len(failures))
+    return {"transcripts": rows, "summary": summary, "warnings": all_warnings}

@@ -1,4 +1,5 @@
-"""``harness score-transcripts FILE [--json]``: score existing conversations (contract 4).
+"""``harness score-transcripts FILE [--json]``: score existing conversations (contract 4),
+from our transcript JSONL or a Vertex AI agent-evaluation dataset (JSONL or CSV).
 
 Checks run on every transcript, with no model call. With ``--judge MODEL --rubric ID`` the
 rubric judges run too (:func:`harness.judging.batch.judge_records`): each rubric's score is a
@@ -64,6 +65,8 @@ def _print_tables(output: dict[str, Any], console: Console) -> None:
     for row in output["transcripts"]:
         failed = [_short(c["name"]) for c in row["checks"]
                   if c["passed"] is False and c["name"] not in _CORE]
+        if "error" in row:
+            failed = [f"not scored: {row['error']}"]
         table.add_row(terminal_text(row["id"]), *(_fmt(row.get(n)) for n in core),
                       terminal_text(", ".join(failed)) or "—")
     console.print(table)
@@ -76,13 +79,28 @@ def _print_tables(output: dict[str, Any], console: Console) -> None:
     for name, stats in output["summary"]["metrics"].items():
         summary.add_row(terminal_text(name), _fmt(stats["mean"]), str(stats["n"]))
     console.print(summary)
+    latency = output["summary"].get("latency_in_seconds")
+    if latency:
+        console.print(f"latency_in_seconds: mean {latency['mean']:.2f}, median "
+                      f"{latency['median']:.2f}, p90 {latency['p90']:.2f}, max "
+                      f"{latency['max']:.2f} (n {latency['n']})")
+    failure = output["summary"].get("failure")
+    if failure:
+        console.print(f"failure rate: {failure['rate']:.2f} [{failure['ci_low']:.2f}, "
+                      f"{failure['ci_high']:.2f}] 95% Wilson ({failure['failed']} of "
+                      f"{failure['n']} rows failed, reported apart and not scored)")
 
 
 @app.command("score-transcripts")
 def score_transcripts(
     file: Annotated[Path, typer.Argument(help="JSONL: one {id, messages, expected_tool_calls} "
-                                         "object per line (OpenAI chat format).")],
+                                         "object per line (OpenAI chat format); or a Vertex AI "
+                                         "dataset, JSONL or .csv, with predicted_trajectory "
+                                         "and reference_trajectory.")],
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    single_tool_use: Annotated[list[str] | None, typer.Option(
+        "--single-tool-use", metavar="TOOL", help="Also check, on every transcript, that TOOL "
+        "was called (trajectory_single_tool_use:TOOL; repeatable).")] = None,
     judge: Annotated[list[str] | None, typer.Option(
         "--judge", metavar="MODEL", help="Judge model (provider:model; repeat for a panel; "
         "mock:judge runs offline). Needs --rubric.")] = None,
@@ -103,16 +121,24 @@ def score_transcripts(
 ) -> None:
     """Score existing transcripts with the deterministic checks (no model calls): trajectory
     metrics under their Vertex AI names, ADK's scores, and the scenario checks given per line.
+    A Vertex AI dataset (JSONL, or a .csv file) is read too: its latency and failure columns
+    are summarised, and a failed row is reported apart, unscored.
     Malformed tool-call arguments are scored as non-matching, with a warning. With --judge and
     --rubric, rubric judges score them too; a missing or refused key or an unknown model
     stops the command (exit 2)."""
-    from harness.checks.transcript_file import load_transcript_file, score_records
+    from harness.checks.transcript_file import (
+        load_transcript_file,
+        score_records,
+        with_single_tool_use,
+    )
 
-    records = load_transcript_file(file)
+    records = with_single_tool_use(load_transcript_file(file), single_tool_use or [])
     # Judges are model calls: their libraries' log lines go to a file of this command's own.
+    # A failed row (an errored transcript) is reported apart, never judged.
     with logs_to(command_log_file("score-transcripts"), verbose=verbose):
-        judged = _judge(records, judge or [], rubric or [], rubrics_dir or [], samples,
-                        temperature, aggregate, judge_base_url)
+        judged = _judge([r for r in records if not r.transcript.errored], judge or [],
+                        rubric or [], rubrics_dir or [], samples, temperature, aggregate,
+                        judge_base_url)
     output = score_records(records, extra_metrics=judged.metrics if judged else None)
     if judged is not None:
         judged.attach(output)

@@ -25,7 +25,8 @@ from tenacity import (
     RetryCallState,
     retry_if_exception_type,
     stop_after_attempt,
-    wait_exponential_jitter,
+    wait_exponential,
+    wait_random,
 )
 
 from harness.errors import ModelConfigError, ModelUnavailableError
@@ -149,11 +150,13 @@ class RetryPolicy:
 
     def __init__(self, config: RetryConfig) -> None:
         self.config = config
-        self._backoff = wait_exponential_jitter(
-            multiplier=config.backoff_initial_s,
-            max=config.backoff_max_s,
-            jitter=config.backoff_jitter_s,
-        )
+        # Built from parts whose arguments are the same in every tenacity 9 release:
+        # wait_exponential_jitter's first argument is `initial` before 9.2 and `multiplier`
+        # after, and google-genai (needed by google-adk, the adk test extra) caps tenacity
+        # below 9.2. The doubling is capped at backoff_max_s, then the jitter is added.
+        self._backoff = wait_exponential(
+            multiplier=config.backoff_initial_s, max=config.backoff_max_s,
+        ) + wait_random(0, config.backoff_jitter_s)
 
     def _wait(self, state: RetryCallState) -> float:
         failure = state.outcome.exception() if state.outcome else None
