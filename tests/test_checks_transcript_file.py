@@ -103,3 +103,34 @@ def test_a_scored_row_has_its_line_checks_and_metadata(tmp_path: Path) -> None:
     assert "metadata" not in second
     assert out["warnings"] == [f"line 2 (id b): {w}" for w in second["warnings"]]
     assert len(second["warnings"]) == 1
+
+
+def test_summary_intervals_match_statsmodels_and_scipy() -> None:
+    """Each metric's interval treats transcripts as independent units: Wilson for 0/1
+    metrics (statsmodels), t on n-1 df cut at [0, 1] for the rest (scipy), the no-spread
+    interval when all values agree, none from one value."""
+    import numpy as np
+    import scipy.stats as sps
+    from statsmodels.stats.proportion import proportion_confint
+
+    from harness.checks.transcript_file import summarise_metrics
+
+    rows = [{"binary": b, "graded": g, "same": 1.0, "one": o}
+            for b, g, o in zip([1, 0, 1, 1, 0, 1], [0.2, 0.9, 0.55, 0.7, 0.35, 0.8],
+                               [0.5, None, None, None, None, None], strict=True)]
+    summary = summarise_metrics(rows)
+    low, high = proportion_confint(4, 6, alpha=0.05, method="wilson")
+    assert summary["binary"]["method"] == "wilson"
+    assert summary["binary"]["ci_low"] == pytest.approx(low)
+    assert summary["binary"]["ci_high"] == pytest.approx(high)
+    graded = np.array([0.2, 0.9, 0.55, 0.7, 0.35, 0.8])
+    t_low, t_high = sps.t.interval(0.95, 5, loc=graded.mean(), scale=sps.sem(graded))
+    assert summary["graded"]["method"] == "t"
+    assert summary["graded"]["ci_low"] == pytest.approx(max(t_low, 0.0))
+    assert summary["graded"]["ci_high"] == pytest.approx(min(t_high, 1.0))
+    # six transcripts all at 1: the exact one-sided bound (0.025 ** (1/6)), not a zero width
+    assert summary["same"]["method"] == "top"
+    assert summary["same"]["ci_low"] == pytest.approx(0.025 ** (1 / 6))
+    assert summary["same"]["ci_high"] == 1.0
+    assert summary["one"] == {"mean": 0.5, "n": 1, "ci_low": None, "ci_high": None,
+                              "method": None}

@@ -90,7 +90,8 @@ async def test_batch_metrics_records_and_summary(records) -> None:
     # merged into the checks' output: metrics in each row and in the summary (a judge error
     # is left out of the mean, not counted as 0), full records per row
     output = run.attach(score_records(records, extra_metrics=run.metrics))
-    assert output["summary"]["metrics"]["rubric:groundedness"] == {"mean": 1.0, "n": 1}
+    assert output["summary"]["metrics"]["rubric:groundedness"] == {
+        "mean": 1.0, "n": 1, "ci_low": None, "ci_high": None, "method": None}
     assert output["transcripts"][0]["rubric:task_completion"] == 1.0
     row = output["transcripts"][1]
     assert [j["status"] for j in row["judgments"]] == ["scored", "judge_error"]

@@ -63,11 +63,16 @@ def test_example_file_json_matches_hand_computed_numbers() -> None:
     summary = out["summary"]
     assert summary["n_transcripts"] == 6
     means = summary["metrics"]
-    assert means["trajectory_exact_match"] == {"mean": 0.5, "n": 6}
+    # 3 of 6 exact: Wilson 95% [0.1876, 0.8124] (statsmodels proportion_confint, method
+    # "wilson"); parameter accuracy is 0.5 from two graded values, a t interval
+    assert means["trajectory_exact_match"] == {"mean": 0.5, "n": 6, "method": "wilson",
+                                               "ci_low": pytest.approx(0.18761, abs=1e-5),
+                                               "ci_high": pytest.approx(0.81239, abs=1e-5)}
     assert means["trajectory_precision"]["mean"] == pytest.approx((1 + 1 + 0 + 1 + 2 / 3 + 0.5) / 6)
     assert means["trajectory_f1"]["mean"] == pytest.approx((3 + 0.8 + 2 / 3) / 6)
-    assert means["parameter_accuracy"] == {"mean": 0.5, "n": 2}
-    assert means["response_match_score"] == {"mean": pytest.approx(0.6), "n": 1}
+    assert {k: means["parameter_accuracy"][k] for k in ("mean", "n")} == {"mean": 0.5, "n": 2}
+    assert means["response_match_score"] == {"mean": pytest.approx(0.6), "n": 1,
+                                             "ci_low": None, "ci_high": None, "method": None}
     # the malformed call is a warning in the JSON (per transcript and overall) and on stderr
     assert len(rows["T005-malformed-arguments"]["warnings"]) == 1
     assert out["warnings"][0].startswith("line 6 (id T005-malformed-arguments): tool call 0")
@@ -294,7 +299,8 @@ def test_simulator_fidelity_on_imported_lines_is_unscored_with_the_reason(
         fidelity = next(j for j in row["judgments"] if j["rubric_id"] == "simulator_fidelity")
         assert fidelity["status"] == "not_scored"
         assert fidelity["unscored_reason"].startswith("not applicable: simulator fidelity")
-    assert out["summary"]["metrics"]["rubric:simulator_fidelity"] == {"mean": None, "n": 0}
+    assert out["summary"]["metrics"]["rubric:simulator_fidelity"] == {
+        "mean": None, "n": 0, "ci_low": None, "ci_high": None, "method": None}
     assert out["summary"]["judges"]["judgments"]["not_scored"] == 2
     # one warning for the rubric, naming both transcripts, also on stderr
     warned = [w for w in out["warnings"] if "simulator_fidelity" in w]

@@ -50,6 +50,7 @@ from harness.checks.spec import Expectations, ExpectedToolCall
 from harness.checks.vertex_dataset import VERTEX_COLUMNS, csv_rows, parse_vertex_row
 from harness.errors import InputError, field_path
 from harness.files import read_text
+from harness.stats.bounded import mean_intervals
 from harness.stats.sampling import wilson_interval
 from harness.transcript import (
     ToolDefinitionError,
@@ -302,15 +303,36 @@ def with_single_tool_use(records: Sequence[TranscriptRecord], tools: Sequence[st
     return out
 
 
-def summarise_metrics(rows: Sequence[Mapping[str, float | None]]) -> dict[str, dict[str, Any]]:
-    """Per metric, the mean over the rows that have a value, and that count ``n``
-    (unscored values are left out, not counted as 0). Metrics keep first-seen order."""
+def summarise_metrics(
+    rows: Sequence[Mapping[str, float | None]], confidence: float = 0.95
+) -> dict[str, dict[str, Any]]:
+    """Per metric (first-seen order): the mean over the rows that have a value (unscored
+    values are left out, not counted as 0), that count ``n``, and an interval for the mean
+    with each transcript one independent unit: ``ci_low``/``ci_high`` and its ``method``.
+
+    Metrics whose values are all 0 or 1 get the Wilson interval of the proportion; others
+    the t interval on ``n - 1`` df cut at [0, 1] (every metric here lies in [0, 1]); when
+    every value is the same, the exact no-spread interval of run summaries. With fewer than
+    2 values there is no interval (``None``)."""
     names = list(dict.fromkeys(name for row in rows for name in row))
     summary: dict[str, dict[str, Any]] = {}
     for name in names:
-        values = [v for row in rows if (v := row.get(name)) is not None]
-        summary[name] = {"mean": sum(values) / len(values) if values else None,
-                         "n": len(values)}
+        values = np.asarray([v for row in rows if (v := row.get(name)) is not None],
+                            dtype=float)
+        n = int(values.size)
+        entry: dict[str, Any] = {"mean": float(values.mean()) if n else None, "n": n,
+                                 "ci_low": None, "ci_high": None, "method": None}
+        spread = bool(n and values.max() > values.min())
+        if n >= 2 and spread and bool(np.isin(values, (0.0, 1.0)).all()):
+            low, high = wilson_interval(int(values.sum()), n, confidence)
+            entry.update(ci_low=low, ci_high=high, method="wilson")
+        elif n >= 2:
+            bounds = mean_intervals(np.array([values.mean()]),
+                                    np.array([values.std(ddof=1) / np.sqrt(n)]),
+                                    np.array([spread]), np.array([n]), confidence=confidence)
+            entry.update(ci_low=float(bounds.low[0]), ci_high=float(bounds.high[0]),
+                         method=str(bounds.rule[0]))
+        summary[name] = entry
     return summary
 
 

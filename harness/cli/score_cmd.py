@@ -28,8 +28,8 @@ from harness.report.safe import terminal_console, terminal_text
 # other checks that failed; the summary table lists every metric. The JSON keeps everything.
 _CORE = {
     "trajectory_exact_match": "exact",
-    "trajectory_in_order_match": "in order",
-    "trajectory_any_order_match": "any order",
+    "trajectory_in_order_match": "in\norder",
+    "trajectory_any_order_match": "any\norder",
     "trajectory_precision": "P",
     "trajectory_recall": "R",
     "trajectory_f1": "F1",
@@ -58,7 +58,7 @@ def _fmt(value: Any) -> str:
 def _print_tables(output: dict[str, Any], console: Console) -> None:
     core = [n for n in _CORE if n in output["summary"]["metrics"]]
     table = Table(title="Transcripts", title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("id", overflow="fold", min_width=12)
+    table.add_column("id", overflow="fold", min_width=14)
     for name in core:
         table.add_column(_CORE[name], justify="right")
     table.add_column("other failed checks", overflow="fold", ratio=1)
@@ -75,9 +75,12 @@ def _print_tables(output: dict[str, Any], console: Console) -> None:
                     title_justify="left", box=box.SIMPLE_HEAD)
     summary.add_column("metric", overflow="fold")
     summary.add_column("mean", justify="right")
+    summary.add_column("95% CI", justify="right")
     summary.add_column("n", justify="right")
     for name, stats in output["summary"]["metrics"].items():
-        summary.add_row(terminal_text(name), _fmt(stats["mean"]), str(stats["n"]))
+        interval = ("—" if stats["ci_low"] is None
+                    else f"[{stats['ci_low']:.2f}, {stats['ci_high']:.2f}] {stats['method']}")
+        summary.add_row(terminal_text(name), _fmt(stats["mean"]), interval, str(stats["n"]))
     console.print(summary)
     latency = output["summary"].get("latency_in_seconds")
     if latency:
