@@ -15,5 +15,9 @@ CacheMode = Literal["read-write", "refresh", "off", "replay"]
 GateBasis = Literal["mean", "lower-bound"]
 """Whether the CI gate compares the figure itself or the lower end of its interval."""
 
+PersonaPresetName = Literal["NOVICE", "EXPERT"]
+"""A pre-built simulated-user persona (``user.persona_preset``; see
+:mod:`harness.simulation.personas`)."""
+
 PairedTest = Literal["t", "permutation"]
 """The test behind a paired comparison's verdict."""

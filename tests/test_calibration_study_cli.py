@@ -100,7 +100,8 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
      "to analyse judgments that already exist (not both)"),
     ((), "DATASET / --judgments: give a labelled DATASET"),
     ((str(POINTWISE), "--offline", "--rubric", "no_such_rubric"),
-     "unknown rubric 'no_such_rubric'; known rubrics: final_response_quality"),
+     "unknown rubric 'no_such_rubric'; known rubrics: final_response_match, "
+     "final_response_quality"),
     ((str(POINTWISE), "--offline"), "--rubric: running judges on a DATASET needs --rubric"),
     ((str(POINTWISE), "--rubric", "final_response_quality"), "--judge: running judges"),
     ((str(POINTWISE), "--offline", "--judge", "openai:gpt-4.1", "--rubric",

@@ -198,13 +198,19 @@ async def test_all_na_judgment_is_not_scored() -> None:
     assert outcome.score is None and outcome.passed is None and outcome.unscored_reason
 
 
-# A simulated user's profile, so simulator fidelity applies to the (imported) weather episode.
-PROFILE = JudgeContext(goal="Know the weather in Paris", persona="A terse traveller")
+# A simulated user's profile, so simulator fidelity applies to the (imported) weather episode,
+# and a reference answer, so final_response_match does.
+PROFILE = JudgeContext(goal="Know the weather in Paris", persona="A terse traveller",
+                       reference_answer="21.5°C and sunny.")
 
 
 async def test_every_builtin_rubric_accepts_a_well_formed_reply() -> None:
     for rubric in load_rubrics().values():
         reply = {c.id: criterion_reply(rubric.scale_of(c).highest) for c in rubric.criteria}
+        if rubric.target == "sentence_grounding":
+            reply = {"sentences": [{"answer": 1, "sentence": "It is 21.5°C and sunny in Paris.",
+                                    "reasoning": "The tool says so.",
+                                    "evidence": ['"temp_c": 21.5'], "label": "supported"}]}
         outcome = await judge_once(ScriptedJudge(queue=[reply]), rubric, weather_transcript(),
                                    PROFILE)
         assert isinstance(outcome, Judgment) and outcome.score == 1.0 and outcome.passed

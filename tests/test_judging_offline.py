@@ -26,10 +26,19 @@ def mock(name: str = "judge") -> BehaviourModel:
 
 @pytest.mark.parametrize("rubric_id", sorted(RUBRICS))
 async def test_every_builtin_rubric_gets_a_valid_offline_judgment(rubric_id: str) -> None:
-    # a profile, so that simulator fidelity applies to this imported episode
-    profile = JudgeContext(goal="Know the weather in Paris", persona="A terse traveller")
+    # a profile, so that simulator fidelity applies to this imported episode, and a reference
+    # answer for final_response_match
+    profile = JudgeContext(goal="Know the weather in Paris", persona="A terse traveller",
+                           reference_answer="It is 21.5°C and sunny.")
     outcome = await judge_once(mock(), RUBRICS[rubric_id], weather_transcript(), profile)
     assert isinstance(outcome, Judgment) and outcome.offline
+    if RUBRICS[rubric_id].target == "sentence_grounding":
+        # one labelled sentence, quoting the tool result it rests on
+        [sentence] = outcome.sentences
+        assert (sentence.label, sentence.in_answer) == ("supported", True)
+        assert sentence.evidence and not sentence.unverified_evidence
+        assert outcome.score == 1.0
+        return
     assert {v.criterion_id for v in outcome.verdicts} == {
         c.id for c in RUBRICS[rubric_id].criteria}
     assert all("Offline mock judge" in v.reasoning for v in outcome.verdicts)

@@ -22,7 +22,8 @@ from harness.judging.rubric import (
 )
 
 BUILTIN_IDS = {"final_response_quality", "tool_use_quality", "task_completion",
-               "groundedness", "safety", "simulator_fidelity"}
+               "groundedness", "safety", "simulator_fidelity", "final_response_match",
+               "hallucinations", "hallucinations_intermediate"}
 
 GOOD = {
     "id": "helpfulness",

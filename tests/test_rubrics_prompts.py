@@ -86,6 +86,25 @@ NEEDS = {
                         "Done: order 1234 is cancelled", "How the conversation ended: goal_met"],
     "safety": [*COMMON, TOOL_RESULT, "Done: order 1234 is cancelled",
                "How the conversation ended: goal_met"],
+    "final_response_match": [
+        *COMMON, TOOL_RESULT,
+        "<reference_answer>\nOrder 1234 has been cancelled.\n</reference_answer>",
+        "<final_response>\nDone: order 1234 is cancelled, refund of 87.25.\n</final_response>",
+    ],
+    # the sources (system prompt, conversation, tool results) and only the final answer
+    "hallucinations": [
+        *COMMON, "You are Acme support. Confirm before cancelling.", TOOL_RESULT,
+        '<agent_answer number="1" final="true">\nDone: order 1234 is cancelled, refund of '
+        '87.25.\n</agent_answer>',
+    ],
+    # ... and every earlier agent text, numbered, the final one last
+    "hallucinations_intermediate": [
+        *COMMON, "You are Acme support. Confirm before cancelling.", TOOL_RESULT,
+        '<agent_answer number="1">\nLet me look it up.\n</agent_answer>',
+        '<agent_answer number="2">\nOrder 1234 is pending. Shall I cancel it?\n</agent_answer>',
+        '<agent_answer number="3" final="true">\nDone: order 1234 is cancelled, refund of '
+        '87.25.\n</agent_answer>',
+    ],
     "simulator_fidelity": [
         *COMMON, "A busy shop owner who writes short messages.", "- email: kim@example.com",
         "- the order total", "- confirm when asked", "Cancel order 1234.",

@@ -217,9 +217,13 @@ def run(
         help="judge model; repeat for a panel")] = None,
     no_judge: Annotated[bool, typer.Option(
         "--no-judge", help="skip rubric judging on purpose")] = False,
-    judge_samples: Annotated[int, typer.Option(help="judge samples per transcript")] = 1,
+    judge_samples: Annotated[int | None, typer.Option(
+        help="judge samples per transcript, for every rubric (default: each rubric's own "
+        "`samples`, else 1)")] = None,
     judge_temperature: Annotated[float | None, typer.Option()] = None,
-    judge_aggregation: Annotated[AggregationMethod, typer.Option()] = "mean",
+    judge_aggregation: Annotated[AggregationMethod | None, typer.Option(
+        help="mean or majority, for every rubric (default: each rubric's own "
+        "`aggregation`, else mean)")] = None,
     rubrics: Annotated[list[Path] | None, typer.Option(
         help="extra rubric files or folders")] = None,
     offline: Annotated[bool, typer.Option(

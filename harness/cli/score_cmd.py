@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from harness.choices import AggregationMethod
 from harness.cli.app import Verbose, app, logs_to
 from harness.errors import InputError
 from harness.logs import command_log_file
@@ -112,12 +113,14 @@ def score_transcripts(
     rubrics_dir: Annotated[list[Path] | None, typer.Option(
         "--rubrics-dir", help="More rubric files or directories, beside the built-in ones.")
     ] = None,
-    samples: Annotated[int, typer.Option(help="Judge samples per transcript and judge.",
-                                         min=1, max=100)] = 1,
+    samples: Annotated[int | None, typer.Option(
+        help="Judge samples per transcript and judge, for every rubric (default: each "
+        "rubric's own `samples`, else 1).", min=1, max=100)] = None,
     temperature: Annotated[float | None, typer.Option(
         help="Judge temperature (default: the provider's).", min=0, max=2)] = None,
-    aggregate: Annotated[str, typer.Option(help="Combine samples by mean or majority.")
-                         ] = "mean",
+    aggregate: Annotated[str | None, typer.Option(
+        help="Combine samples by mean or majority, for every rubric (default: each rubric's "
+        "own `aggregation`, else mean).")] = None,
     judge_base_url: Annotated[str | None, typer.Option(
         help="Base URL for the judges (an OpenAI-compatible server or a gateway).")] = None,
     verbose: Verbose = False,
@@ -159,21 +162,21 @@ def score_transcripts(
 
 
 def _judge(records: list[Any], judges: list[str], rubric_ids: list[str],
-           rubric_dirs: list[Path], samples: int, temperature: float | None, aggregate: str,
-           base_url: str | None) -> Any:
+           rubric_dirs: list[Path], samples: int | None, temperature: float | None,
+           aggregate: str | None, base_url: str | None) -> Any:
     """Run the judges when asked (``None`` otherwise); bad options are input errors."""
     if not judges and not rubric_ids:
         return None
     if not judges or not rubric_ids:
         given, missing = ("--judge", "--rubric") if judges else ("--rubric", "--judge")
         raise InputError("command line", missing, f"{given} needs at least one {missing}")
-    if aggregate not in ("mean", "majority"):
+    if aggregate not in (None, "mean", "majority"):
         raise InputError("command line", "--aggregate",
                          f"mean or majority (got {aggregate!r})")
     from harness.judging.batch import judge_records
     from harness.judging.judge import JudgeSettings
 
-    settings = JudgeSettings(samples=samples, temperature=temperature,
-                             method=aggregate)
     return judge_records(records, judges=judges, rubric_ids=rubric_ids,
-                         rubric_dirs=rubric_dirs, settings=settings, base_url=base_url)
+                         rubric_dirs=rubric_dirs, settings=JudgeSettings(temperature=temperature),
+                         samples=samples, method=cast(AggregationMethod | None, aggregate),
+                         base_url=base_url)

@@ -23,8 +23,13 @@ from typing import Any
 
 from harness.checks.transcript_file import TranscriptRecord
 from harness.errors import raise_if_fatal
-from harness.judging.aggregate import AggregatedJudgment
-from harness.judging.judge import JudgeSettings, judge_transcript, metric_name
+from harness.judging.aggregate import AggregatedJudgment, AggregationMethod
+from harness.judging.judge import (
+    JudgeSettings,
+    judge_transcript,
+    metric_name,
+    settings_for_rubric,
+)
 from harness.judging.prompts import JudgeContext, template_hash
 from harness.judging.rubric import Rubric, get_rubric, load_rubrics
 from harness.models.base import ChatModel
@@ -44,21 +49,38 @@ class JudgeItem:
     context: JudgeContext = field(default_factory=JudgeContext)
 
 
+JudgeSettingsArg = JudgeSettings | Mapping[str, JudgeSettings] | None
+"""Judge settings for a batch: one for every rubric, or per rubric id; a rubric missing from
+the mapping, or ``None``, uses its own defaults."""
+
+
+def settings_by_rubric(rubrics: Sequence[Rubric], settings: JudgeSettingsArg
+                       ) -> dict[str, JudgeSettings]:
+    """The settings each rubric (by id) is judged with (see :data:`JudgeSettingsArg`)."""
+    if isinstance(settings, JudgeSettings):
+        return {r.id: settings for r in rubrics}
+    given = settings or {}
+    return {r.id: given.get(r.id) or settings_for_rubric(r) for r in rubrics}
+
+
 async def judge_items(
     items: Sequence[JudgeItem],
     rubrics: Sequence[Rubric],
     judges: Sequence[ChatModel],
-    settings: JudgeSettings | None = None,
+    settings: JudgeSettingsArg = None,
 ) -> dict[str, list[AggregatedJudgment]]:
     """Judge every item under every rubric with the judge panel; results by item id, one
-    aggregate per rubric in ``rubrics`` order. Judge errors are inside the aggregates, except
-    one that every call would meet alike (a missing or refused key, an unknown model, a
-    replay-cache miss): that one is raised (ModelConfigError, CacheMissError) at once, the
-    other judgings cancelled, rather than recorded on every item."""
+    aggregate per rubric in ``rubrics`` order, judged with ``settings``
+    (:data:`JudgeSettingsArg`). Judge errors are inside the aggregates, except one that
+    every call would meet alike (a missing or refused key, an unknown model, a replay-cache
+    miss): that one is raised (ModelConfigError, CacheMissError) at once, the other
+    judgings cancelled, rather than recorded on every item."""
+
+    per_rubric = settings_by_rubric(rubrics, settings)
 
     async def one(item: JudgeItem, rubric: Rubric) -> AggregatedJudgment:
         judgment = await judge_transcript(judges, rubric, item.transcript, item.context,
-                                          settings=settings)
+                                          settings=per_rubric[rubric.id])
         fatal = judgment.fatal_error()
         if fatal is not None:
             raise_if_fatal(fatal.error_type, fatal.message)
@@ -102,9 +124,11 @@ def summarise_run(
     results: Mapping[str, Sequence[AggregatedJudgment]],
     rubrics: Sequence[Rubric],
     judge_names: Sequence[str],
-    settings: JudgeSettings,
+    settings: JudgeSettingsArg = None,
 ) -> JudgeRun:
-    """Metrics, records, warnings and a summary from :func:`judge_items` results (pure)."""
+    """Metrics, records, warnings and a summary from :func:`judge_items` results (pure);
+    ``settings`` as given to :func:`judge_items`."""
+    per_rubric = settings_by_rubric(rubrics, settings)
     metrics: dict[str, dict[str, float | None]] = {}
     judgments: dict[str, list[dict[str, Any]]] = {}
     warnings: list[str] = []
@@ -137,10 +161,12 @@ def summarise_run(
     summary: dict[str, Any] = {
         "models": list(judge_names),
         "rubrics": {r.id: {"version": r.version, "target": r.target, "threshold": r.threshold,
-                           "prompt_hash": template_hash(r.target)} for r in rubrics},
-        "samples": settings.samples,
-        "temperature": settings.temperature,
-        "aggregation": settings.method,
+                           "prompt_hash": template_hash(r.target),
+                           "samples": per_rubric[r.id].samples,
+                           "aggregation": per_rubric[r.id].method} for r in rubrics},
+        "samples": _common({s.samples for s in per_rubric.values()}),
+        "temperature": _common({s.temperature for s in per_rubric.values()}),
+        "aggregation": _common({s.method for s in per_rubric.values()}),
         "judgments": counts,
         "failed_votes": failed_votes,
         "offline": offline,
@@ -152,6 +178,11 @@ def summarise_run(
             f"{', '.join(n for n in judge_names if n not in real)}) and partly from real ones "
             f"({', '.join(real)}): the offline votes say nothing about a real judge")
     return JudgeRun(metrics=metrics, judgments=judgments, warnings=warnings, summary=summary)
+
+
+def _common(values: set[Any]) -> Any:
+    """The one value every rubric shares, or ``None`` when they differ (see each rubric)."""
+    return values.pop() if len(values) == 1 else None
 
 
 def answer_transcript(answer: str, *, question: str | None = None,
@@ -193,16 +224,21 @@ def judge_records(
     rubric_ids: Sequence[str],
     rubric_dirs: Sequence[str | Path] = (),
     settings: JudgeSettings | None = None,
+    samples: int | None = None,
+    method: AggregationMethod | None = None,
     base_url: str | None = None,
 ) -> JudgeRun:
     """Judge contract-4 records with the named judge models (``provider:model``) under the
-    named rubrics. Rubric ids and model names are checked before any model call
+    named rubrics. Each rubric is judged with ``samples`` and ``method`` when given, else
+    with its own ``samples`` and ``aggregation`` (then 1 sample, mean); temperature and the
+    rest come from ``settings``. Rubric ids and model names are checked before any model call
     (:class:`~harness.errors.InputError` / :class:`~harness.errors.ModelConfigError`).
     ``base_url`` points non-mock judges at an OpenAI-compatible or gateway server."""
     from harness.models.hub import ModelHub  # the model layer, only when judging
 
-    settings = settings or JudgeSettings()
     rubrics = resolve_rubrics(rubric_ids, rubric_dirs)
+    per_rubric = {r.id: settings_for_rubric(r, settings, samples=samples, method=method)
+                  for r in rubrics}
     items = [JudgeItem(r.id, r.transcript, context_for_record(r)) for r in records]
 
     async def run() -> dict[str, list[AggregatedJudgment]]:
@@ -215,7 +251,7 @@ def judge_records(
                 if not model.spec.is_offline:
                     hub.endpoint(model.spec.provider, model.spec.base_url).require_key(
                         str(model.spec))
-            return await judge_items(items, rubrics, models, settings)
+            return await judge_items(items, rubrics, models, per_rubric)
 
     results = asyncio.run(run())
-    return summarise_run(results, rubrics, list(dict.fromkeys(judges)), settings)
+    return summarise_run(results, rubrics, list(dict.fromkeys(judges)), per_rubric)

@@ -36,9 +36,19 @@ class JudgeContext(BaseModel):
     plan: list[str] = Field(default_factory=list)
 
 
+def reference_answer_of(scenario: Scenario) -> str | None:
+    """The reference answer judges compare the final answer with (``final_response_match``):
+    the scenario's ``expectations.reference_answer``. One place, so that per-turn reference
+    answers can point it at the last turn's."""
+    return scenario.expectations.reference_answer
+
+
 def context_for_scenario(scenario: Scenario) -> JudgeContext:
-    """The judge context of a scenario: its user's goal, persona, known and unknown facts and
-    plan (or script), and its expectations' reference answer and reference tool calls."""
+    """The judge context of a scenario: its user's goal, persona (a preset's text included),
+    known and unknown facts and plan (or script), and its expectations' reference answer
+    (:func:`reference_answer_of`) and reference tool calls."""
+    from harness.simulation.personas import persona_text  # data only; keeps imports light
+
     user = scenario.user
     plan = [user.plan] if user.plan else []
     if user.script:
@@ -46,9 +56,9 @@ def context_for_scenario(scenario: Scenario) -> JudgeContext:
     return JudgeContext(
         scenario_id=scenario.id,
         goal=user.goal,
-        reference_answer=scenario.expectations.reference_answer,
+        reference_answer=reference_answer_of(scenario),
         expected_tool_calls=scenario.expectations.tool_calls,
-        persona=user.persona or None,
+        persona=persona_text(user.persona_preset, user.persona) or None,
         user_facts=dict(user.known_facts),
         user_unknowns=list(user.unknown_facts),
         plan=plan,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +22,15 @@ from harness.judging.aggregate import (
     AggregationMethod,
     aggregate_panel,
     aggregate_samples,
+)
+from harness.judging.grounding import (
+    NO_ANSWER,
+    NO_APPLICABLE,
+    GroundingReply,
+    SentenceVerdict,
+    answers_to_check,
+    sentence_verdicts,
+    supported_share,
 )
 from harness.judging.offline import judge_hints
 from harness.judging.prompts import (
@@ -64,24 +73,47 @@ class JudgeSettings(BaseModel):
         return GenerationParams(temperature=self.temperature, max_tokens=self.max_tokens)
 
 
+def settings_for_rubric(
+    rubric: Rubric, settings: JudgeSettings | None = None, *,
+    samples: int | None = None, method: AggregationMethod | None = None,
+) -> JudgeSettings:
+    """The settings ``rubric`` is judged with. What the command line gave (``samples``,
+    ``method``; ``None`` = not given) wins, then the rubric's own ``samples`` and
+    ``aggregation``, then ``settings`` (default: 1 sample, mean). Temperature, token limit and
+    re-asks always come from ``settings``."""
+    base = settings or JudgeSettings()
+    return base.model_copy(update={
+        "samples": samples or rubric.samples or base.samples,
+        "method": method or rubric.aggregation or base.method,
+    })
+
+
+_Answer = tuple[StructuredResponse[Any], list[CriterionVerdict], list[SentenceVerdict]]
+
+
 async def _ask(
     model: ChatModel, rubric: Rubric, transcript: Transcript, context: JudgeContext | None,
     *, turn: int | None, sample_index: int, params: GenerationParams, max_reasks: int,
-) -> tuple[StructuredResponse[Any], list[CriterionVerdict]]:
+) -> _Answer:
     prompt = build_judge_prompt(rubric, transcript, context, turn=turn)
+    grounding = rubric.target == "sentence_grounding"
     response = await model.structured(
         prompt.messages,
-        response_model_for(rubric),
+        GroundingReply if grounding else response_model_for(rubric),
         role="judge",
         params=params,
         sample_index=sample_index,
         max_reasks=max_reasks,
-        hints=judge_hints(rubric, transcript, prompt.material, turn=turn),
+        hints=judge_hints(rubric, transcript, prompt.material, turn=turn, context=context),
     )
+    if grounding:
+        answers = answers_to_check(transcript, include_intermediate=rubric.include_intermediate)
+        reply = cast(GroundingReply, response.value)  # asked for with that model
+        return response, [], sentence_verdicts(reply, answers, prompt.material)
     raw = raw_verdicts(rubric, response.value)
     verdicts = [verdict_from_raw(rubric, crit, raw[crit.id], prompt.material, turn=turn)
                 for crit in rubric.criteria]
-    return response, verdicts
+    return response, verdicts, []
 
 
 NO_USER_PROFILE = (
@@ -91,16 +123,28 @@ NO_USER_PROFILE = (
 )
 
 
+def no_reference_answer(rubric_id: str) -> str:
+    """The unscored reason of a rubric that needs a reference answer the scenario lacks."""
+    return (f"not applicable: rubric {rubric_id} compares the final answer with a reference "
+            "answer, and none was given (expectations.reference_answer)")
+
+
 def _not_applicable(rubric: Rubric, transcript: Transcript,
                     context: JudgeContext | None) -> str | None:
     """Why ``rubric`` cannot be judged on ``transcript`` at all (no model call), or None.
 
-    An imported conversation has no simulator profile unless the caller supplies one; a judge
-    asked about fidelity to nothing would still return a number, which would mean nothing.
+    A judge asked to compare with a reference that is not there, to ground an answer that was
+    never written, or about fidelity to no profile (an imported conversation, unless the
+    caller supplies one) would still return a number, which would mean nothing.
     """
+    ctx = context or JudgeContext()
+    if rubric.requires_reference_answer and not (ctx.reference_answer or "").strip():
+        return no_reference_answer(rubric.id)
+    if rubric.target == "sentence_grounding" and not answers_to_check(
+            transcript, include_intermediate=rubric.include_intermediate):
+        return NO_ANSWER
     if rubric.target != "simulator_fidelity" or transcript.stop_reason != "imported":
         return None
-    ctx = context or JudgeContext()
     if ctx.persona or ctx.user_facts or ctx.user_unknowns or ctx.plan:
         return None
     return NO_USER_PROFILE
@@ -122,8 +166,10 @@ async def judge_once(
     the judge model, rubric id/version and prompt hash) or a :class:`JudgeError` when a call
     failed after retries or stayed invalid after ``max_reasks`` re-asks. A rubric that cannot
     apply (``agent_turn`` with no agent turn; ``simulator_fidelity`` on an imported transcript
-    whose context has no user profile) gives an unscored Judgment with the reason and makes
-    no model call. Errors that are not model errors (e.g. a spent budget) propagate.
+    whose context has no user profile; a rubric that requires a reference answer, without
+    one; ``sentence_grounding`` with no agent text) gives an unscored Judgment with the
+    reason and makes no model call. A grounding judgment with no applicable sentence is
+    unscored too, with its reason. Errors that are not model errors (e.g. a spent budget) propagate.
     """
     params = params or GenerationParams()
     base: dict[str, Any] = dict(
@@ -147,7 +193,9 @@ async def judge_once(
                params=params, max_reasks=max_reasks) for turn in turns),
         return_exceptions=True,
     )
-    usage, attempts, verdicts = UsageTotals(), 0, []
+    usage, attempts = UsageTotals(), 0
+    verdicts: list[CriterionVerdict] = []
+    sentences: list[SentenceVerdict] = []
     failure: tuple[int | None, ModelError] | None = None
     for turn, result in zip(turns, results, strict=True):
         if isinstance(result, ModelError):
@@ -155,25 +203,33 @@ async def judge_once(
             continue
         if isinstance(result, BaseException):
             raise result
-        response, turn_verdicts = result
+        response, turn_verdicts, turn_sentences = result
         usage.add(response)
         attempts += response.attempts
         verdicts.extend(turn_verdicts)
+        sentences.extend(turn_sentences)
     if failure is not None:
         turn, err = failure
         where = f" (judging agent turn {turn})" if turn is not None else ""
         return JudgeError(**base, usage=usage, attempts=attempts,
                           error_type=type(err).__name__, message=f"{err}{where}")
-    criterion_scores = {
-        crit.id: mean_or_none([v.normalised for v in verdicts if v.criterion_id == crit.id])
-        for crit in rubric.criteria
-    }
+    if rubric.target == "sentence_grounding":
+        # its one criterion holds the supported share (the rubric checks there is one)
+        criterion_scores = {rubric.criteria[0].id: supported_share(sentences)}
+    else:
+        criterion_scores = {
+            crit.id: mean_or_none([v.normalised for v in verdicts if v.criterion_id == crit.id])
+            for crit in rubric.criteria
+        }
     result_score = score_rubric(rubric, criterion_scores)
+    unscored = result_score.unscored_reason
+    if unscored is not None and rubric.target == "sentence_grounding":
+        unscored = NO_APPLICABLE
     return Judgment(
-        **base, usage=usage, attempts=attempts, verdicts=verdicts,
+        **base, usage=usage, attempts=attempts, verdicts=verdicts, sentences=sentences,
         criterion_scores=criterion_scores, score=result_score.score,
         passed=result_score.passed, failed_criteria=result_score.failed_criteria,
-        unscored_reason=result_score.unscored_reason,
+        unscored_reason=unscored,
     )
 
 
@@ -190,9 +246,11 @@ async def judge_transcript(
 
     One model gives its ``samples`` aggregate; several give a ``panel`` aggregate over each
     judge's aggregate. Failed samples are counted apart; when all failed the result has
-    ``status == "judge_error"``. Raises ``ValueError`` when no model is given.
+    ``status == "judge_error"``. ``settings`` are used as given; without them, the rubric's
+    own ``samples`` and ``aggregation`` apply (:func:`settings_for_rubric`). Raises
+    ``ValueError`` when no model is given.
     """
-    settings = settings or JudgeSettings()
+    settings = settings or settings_for_rubric(rubric)
     judges = [models] if isinstance(models, ChatModel) else list(models)
     if not judges:
         raise ValueError("at least one judge model is needed")

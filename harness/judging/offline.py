@@ -12,6 +12,14 @@ Variants (the mock registry hands ``mock:judge-<variant>`` to the same factory):
 pairwise comparisons always prefers the response shown first: a position-biased judge for
 demonstrating the order-swap check).
 
+For a rubric that requires a reference answer (``final_response_match``) its score follows
+the share of the reference's words found in the final answer. For ``sentence_grounding``
+(``hallucinations``) it splits each answer into sentences and labels them from the sources
+(system prompt, user messages, tool results): a sentence whose numbers all appear in the
+sources, or (without numbers) at least half of whose words do, is supported, with the
+source passage quoted; one with a number the sources lack, or only some of its words, is
+unsupported; a question, or a sentence sharing no word with the sources, is not applicable.
+
 Every number it produces comes from an offline model; the records say so (``offline``).
 """
 
@@ -20,10 +28,13 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.errors import ModelConfigError
+from harness.judging.context import JudgeContext
+from harness.judging.grounding import answers_to_check
 from harness.judging.rubric import Rubric
 from harness.models.base import MockBehaviour
 from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
@@ -61,18 +72,78 @@ def transcript_features(transcript: Transcript, *, turn: int | None = None) -> d
     }
 
 
+_WORD = re.compile(r"[^\W_]+")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _words(text: str, min_len: int) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if len(w) >= min_len and not w.isdigit()]
+
+
+def reference_overlap(final: str, reference: str) -> float:
+    """The share of the reference answer's words (3 letters or more) found in ``final``."""
+    wanted = set(_words(reference, 3))
+    return len(wanted & set(_words(final, 3))) / len(wanted) if wanted else 0.0
+
+
 def judge_hints(
-    rubric: Rubric, transcript: Transcript, material: str, *, turn: int | None = None
+    rubric: Rubric, transcript: Transcript, material: str, *, turn: int | None = None,
+    context: JudgeContext | None = None,
 ) -> dict[str, Any]:
     """The hints a rubric judge call carries for ``mock:judge`` (real providers ignore them;
     they are not part of the cache key)."""
-    return {"judge": {
+    features = transcript_features(transcript, turn=turn)
+    reference = context.reference_answer if context is not None else None
+    if rubric.requires_reference_answer and reference:
+        features["reference_overlap"] = reference_overlap(transcript.final_response, reference)
+    info: dict[str, Any] = {
         "kind": "rubric",
         "rubric": rubric.model_dump(mode="json"),
         "turn": turn,
-        "features": transcript_features(transcript, turn=turn),
+        "features": features,
         "material_chars": len(material),
-    }}
+    }
+    if rubric.target == "sentence_grounding":
+        sources = [m.content for m in transcript.messages if m.role in ("system", "user", "tool")]
+        info["grounding"] = {
+            "answers": [{"index": a.index, "text": a.text} for a in answers_to_check(
+                transcript, include_intermediate=rubric.include_intermediate)],
+            "sources": [transcript.system_prompt or "", *sources],
+        }
+    return {"judge": info}
+
+
+def label_sentence(sentence: str, sources: Sequence[str]) -> tuple[str, list[str], str]:
+    """The offline judge's label for one sentence: ``(label, evidence quotes, reasoning)``
+    (see the module docstring)."""
+    if sentence.rstrip().endswith("?"):
+        return "not_applicable", [], "a question, not a claim"
+    numbers = _NUMBER.findall(sentence)
+    words = _words(sentence, 4)
+    source_numbers = {n for src in sources for n in _NUMBER.findall(src)}
+    source_words = {w for src in sources for w in _words(src, 4)}
+    if numbers:
+        missing = [n for n in numbers if n not in source_numbers]
+        if missing:
+            return "unsupported", [], f"no source gives {', '.join(missing)}"
+        return "supported", _quote(numbers[0], sources), "every number is in a source"
+    found = [w for w in words if w in source_words]
+    if not found:
+        return "not_applicable", [], "shares no word with the sources: no claim to check"
+    if len(found) * 2 < len(words):
+        return "unsupported", [], f"only {len(found)} of its {len(words)} words are in a source"
+    return "supported", _quote(found[0], sources), "most of its words are in a source"
+
+
+def _quote(token: str, sources: Sequence[str]) -> list[str]:
+    """An exact passage of the first source holding ``token`` (case-insensitively): the whole
+    source when short, else the token with some context."""
+    for src in sources:
+        at = src.lower().find(token.lower())
+        if at >= 0:
+            return [src.strip() if len(src) <= 160 else src[max(0, at - 40):at + 40].strip()]
+    return []
 
 
 def pairwise_hints(first: str, second: str, *, allow_tie: bool) -> dict[str, Any]:
@@ -159,6 +230,8 @@ class MockJudge(MockBehaviour):
         noisy = params.temperature is None or params.temperature > 0
         if info["kind"] == "pairwise":
             data = self._pairwise(info, rng, noisy)
+        elif "grounding" in info:
+            data = self._grounding(info["grounding"])
         else:
             data = self._rubric(info, rng, noisy)
         return response_model.model_validate(data)
@@ -170,7 +243,7 @@ class MockJudge(MockBehaviour):
     def _rubric(self, info: Mapping[str, Any], rng: random.Random, noisy: bool) -> dict[str, Any]:
         rubric = Rubric.model_validate(info["rubric"])
         features = info["features"]
-        base = _quality(features, rubric.target) + self.shift
+        base = features.get("reference_overlap", _quality(features, rubric.target)) + self.shift
         reasons = self._reasons(features)
         answer: dict[str, Any] = {}
         for crit in rubric.criteria:
@@ -192,8 +265,24 @@ class MockJudge(MockBehaviour):
         return answer
 
     @staticmethod
+    def _grounding(info: Mapping[str, Any]) -> dict[str, Any]:
+        sentences = []
+        for answer in info["answers"]:
+            for sentence in _SENTENCE_END.split(answer["text"].strip()):
+                if not sentence.strip():
+                    continue
+                label, evidence, why = label_sentence(sentence, info["sources"])
+                sentences.append({"answer": answer["index"], "sentence": sentence,
+                                  "reasoning": f"Offline mock judge (not a model): {why}.",
+                                  "evidence": evidence, "label": label})
+        return {"sentences": sentences}
+
+    @staticmethod
     def _reasons(features: Mapping[str, Any]) -> str:
         parts = []
+        if "reference_overlap" in features:
+            parts.append(f"{features['reference_overlap']:.0%} of the reference answer's "
+                         "words are in the final answer")
         if features["errored"]:
             parts.append("the episode failed")
         parts.append("no final answer" if features["final_response_empty"]

@@ -6,7 +6,8 @@ A rubric is one YAML file (``rubrics/*.yaml`` ships the built-in ones)::
     version: 1
     description: How good the agent's final answer is for the user.
     target: final_response      # final_response | tool_use | conversation | agent_turn
-                                # | simulator_fidelity: what the judge is shown and judges
+                                # | simulator_fidelity | sentence_grounding: what the judge
+                                # is shown and judges
     threshold: 0.75             # pass when the rubric score >= this, on the NORMALISED
                                 # [0, 1] score (0 = every criterion at its lowest level,
                                 # 1 = every criterion at its highest)
@@ -26,12 +27,23 @@ A rubric is one YAML file (``rubrics/*.yaml`` ships the built-in ones)::
         weight: 2               # relative weight in the rubric score (default 1)
         allow_na: false         # may the judge answer "N/A" (not applicable)?
         threshold: 4            # optional: this criterion passes at >= 4, in SCALE units
+    samples: 5                  # optional: judge samples per transcript when the command
+                                # line does not say (--judge-samples / --samples wins)
+    aggregation: majority       # optional: mean | majority, likewise (--judge-aggregation /
+                                # --aggregate wins); without either: 1 sample, mean
+    requires_reference_answer: false  # true: not scored (no call) without a reference answer
 
 Scores: a criterion's score is normalised to [0, 1] as (score - lowest) / (highest - lowest);
 the rubric score is the weight-averaged normalised score over the criteria that applied
 (N/A excluded; all N/A means the rubric is explicitly *not scored*). A criterion passes when
 its normalised score reaches its own threshold (converted from scale units) or, without one,
 the rubric's threshold.
+
+A ``sentence_grounding`` rubric (the built-in ``hallucinations``) has a judge label every
+sentence of the agent's final answer (and, with ``include_intermediate: true``, of its
+intermediate answers) as supported, unsupported, contradictory, disputed or not applicable;
+its one criterion, on the ``binary`` scale, holds the share of applicable sentences that are
+supported (see :mod:`harness.judging.grounding`).
 
 Loading raises :class:`~harness.errors.InputError` naming the file and the field: no criteria,
 a duplicate criterion id, an unknown scale, a threshold outside its scale, a misspelt key.
@@ -57,6 +69,7 @@ from pydantic import (
     model_validator,
 )
 
+from harness.choices import AggregationMethod
 from harness.errors import InputError, InputErrors
 from harness.files import read_text
 from harness.resources import data_dir
@@ -67,6 +80,7 @@ RubricTarget = Literal[
     "conversation",  # the whole conversation
     "agent_turn",  # each agent turn on its own (one judge call per turn, averaged)
     "simulator_fidelity",  # the simulated user, against its persona and facts
+    "sentence_grounding",  # each sentence of the agent's answer(s), against the sources
 ]
 RUBRIC_TARGETS: tuple[str, ...] = RubricTarget.__args__  # type: ignore[attr-defined]
 
@@ -184,6 +198,21 @@ class Rubric(_Strict):
     )
     scales: dict[str, Scale] = Field(default_factory=dict)
     criteria: tuple[Criterion, ...] = Field(min_length=1)
+    samples: int | None = Field(
+        default=None, ge=1, le=100,
+        description="judge samples per transcript unless the command line gives a number",
+    )
+    aggregation: AggregationMethod | None = Field(
+        default=None, description="how samples combine unless the command line says",
+    )
+    requires_reference_answer: bool = Field(
+        default=False,
+        description="not scored (and no judge call) when the scenario has no reference answer",
+    )
+    include_intermediate: bool = Field(
+        default=False,
+        description="sentence_grounding only: also label the agent's intermediate answers",
+    )
     _source: str | None = PrivateAttr(default=None)
 
     @property
@@ -210,6 +239,21 @@ class Rubric(_Strict):
             if name in BUILTIN_SCALES:
                 raise RubricProblem(f"scales.{name}", "redefines a built-in scale; rename it")
         return scales
+
+    @model_validator(mode="after")
+    def _grounding_shape(self) -> Rubric:
+        if self.include_intermediate and self.target != "sentence_grounding":
+            raise RubricProblem("include_intermediate",
+                                "applies only to target sentence_grounding")
+        if self.target == "sentence_grounding" and (
+            len(self.criteria) != 1 or self.criteria[0].scale != "binary"
+        ):
+            raise RubricProblem(
+                "criteria",
+                "a sentence_grounding rubric has exactly one criterion, on scale binary: it "
+                "holds the share of applicable sentences that are supported (0 to 1)",
+            )
+        return self
 
     @model_validator(mode="after")
     def _criteria_consistent(self) -> Rubric:

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
+from harness.judging.grounding import SentenceVerdict
 from harness.judging.rubric import Criterion, Rubric, RubricTarget
 from harness.transcript import UsageTotals
 
@@ -146,10 +147,13 @@ class Judgment(_JudgeRecord):
     for ``agent_turn`` rubrics; ``None`` when not applicable). ``score`` is the rubric score:
     their weighted mean over applicable criteria, ``None`` with ``unscored_reason`` when none
     applied. ``passed`` compares it with the rubric threshold (normalised units).
+    ``sentences`` holds the labelled sentences of a ``sentence_grounding`` rubric (whose
+    ``verdicts`` are empty: its one criterion's score is the supported share).
     """
 
     kind: Literal["judgment"] = "judgment"
     verdicts: list[CriterionVerdict]
+    sentences: list[SentenceVerdict] = Field(default_factory=list)
     criterion_scores: dict[str, float | None]
     score: float | None
     passed: bool | None

@@ -45,9 +45,12 @@ class RunConfig(BaseModel):
     agent_base_url: str | None = None
     simulator: str | None = Field(default=None, description="overrides each user's model")
     judges: list[str] = Field(default_factory=list, description="several = a panel")
-    judge_samples: int = Field(default=1, ge=1, le=100)
+    judge_samples: int | None = Field(
+        default=None, ge=1, le=100,
+        description="judge samples per transcript; None: each rubric's own (else 1)")
     judge_temperature: float | None = Field(default=None, ge=0, le=2)
-    judge_aggregation: AggregationMethod = "mean"
+    judge_aggregation: AggregationMethod | None = Field(
+        default=None, description="None: each rubric's own aggregation (else mean)")
     no_judge: bool = Field(default=False, description="skip rubric judging on purpose")
     offline: bool = False
     epochs: int = Field(default=5, ge=1, le=10_000)

@@ -28,7 +28,7 @@ from harness.errors import (
     ModelConfigError,
 )
 from harness.judging.context import JudgeContext, context_for_scenario
-from harness.judging.judge import JudgeSettings, judge_transcript
+from harness.judging.judge import JudgeSettings, judge_transcript, settings_for_rubric
 from harness.judging.rubric import Rubric, load_rubrics
 from harness.models.base import ChatModel, ModelSpec
 from harness.models.config import BudgetConfig, CacheConfig, ModelsConfig
@@ -141,11 +141,13 @@ class Runner:
         self.hub = hub
         self.on_sample = on_sample
         self.state = RunState()
-        self.judge_settings = JudgeSettings(
-            samples=config.judge_samples,
-            temperature=config.judge_temperature,
-            method=config.judge_aggregation,
-        )
+        # Per rubric: --judge-samples / --judge-aggregation when given, else the rubric's own.
+        base = JudgeSettings(temperature=config.judge_temperature)
+        self.judge_settings = {
+            rid: settings_for_rubric(rubric, base, samples=config.judge_samples,
+                                     method=config.judge_aggregation)
+            for rid, rubric in suite.rubrics.items()
+        }
         self._judges: list[ChatModel] = [hub.get(name) for name in config.judges]
 
     def ledger_total(self) -> UsageStats:
@@ -242,7 +244,7 @@ class Runner:
                 judgments = list(await asyncio.gather(*(
                     judge_transcript(self._judges, self.suite.rubrics[rid], transcript,
                                      self.suite.contexts[scenario_id],
-                                     settings=self.judge_settings)
+                                     settings=self.judge_settings[rid])
                     for rid in scenario.rubrics
                 )))
                 judge_fatal = next((e for j in judgments if (e := j.fatal_error()) is not None),

@@ -189,7 +189,7 @@ def _judge_scores(
     not (a note for the summary)."""
     if config.no_judge:
         return None, "judge noise: not measured, judging was skipped (--no-judge)"
-    if config.judge_samples < 2:
+    if config.judge_samples is not None and config.judge_samples < 2:
         return None, ("judge noise: not separated from agent noise (each transcript was judged "
                       "once; run with --judge-samples 2 or more to separate it); the "
                       "within-scenario variance includes any judge noise")
@@ -200,7 +200,8 @@ def _judge_scores(
         why = (f"{n_failures} errored samples count as failures (--errors-as-failures) and "
                "have no judge samples" if n_failures else
                f"{n_figures - n_judged} of {n_figures} scored samples have fewer than 2 judge "
-               "samples (a scenario without rubrics, or judge samples that failed)")
+               "samples (a scenario without rubrics, a rubric judged once: give "
+               "--judge-samples 2 or more, or judge samples that failed)")
         return None, f"judge noise: not separated from agent noise: {why}"
     return {sid: c.judge_scores[sid] for sid in scores}, None
 

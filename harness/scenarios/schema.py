@@ -15,6 +15,7 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from harness.checks.spec import Expectations
+from harness.choices import PersonaPresetName
 from harness.errors import ModelConfigError
 from harness.models.base import ModelSpec
 from harness.models.types import GenerationParams, ToolSpec
@@ -229,6 +230,11 @@ class UserSpec(_Strict):
     opening message and plan) or their turns are fully scripted."""
 
     persona: str = Field(default="", description="who they are and how they talk")
+    persona_preset: PersonaPresetName | None = Field(
+        default=None,
+        description="a pre-built persona, NOVICE or EXPERT, whose description and behaviours "
+        "come before `persona`",
+    )
     goal: str = Field(min_length=1, description="what they want from the conversation")
     known_facts: dict[str, Any] = Field(
         default_factory=dict, description="facts they know and reveal only when asked"
@@ -270,7 +276,8 @@ class UserSpec(_Strict):
     @model_validator(mode="after")
     def _script_or_simulated(self) -> UserSpec:
         if self.script is not None:
-            clash = [k for k in ("opening_message", "plan", "model") if getattr(self, k)]
+            clash = [k for k in ("opening_message", "plan", "model", "persona_preset")
+                     if getattr(self, k)]
             if clash:
                 raise ValueError(
                     f"a scripted user has no {' / '.join(clash)} (the script's first turn is "

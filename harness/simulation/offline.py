@@ -12,7 +12,9 @@ any real model; transcripts from them are marked offline.
   reference answer, so offline runs show real variance between epochs.
 - ``mock:simulator`` sends the opening message (else the goal), then the "quoted sentence" of
   each plan line that has one, answers the agent's questions about known facts, and ends with
-  ``goal_met`` when it has nothing left to say.
+  ``goal_met`` when it has nothing left to say. With ``persona_preset: NOVICE`` it first asks
+  one clarifying question after the agent's first answer (:data:`NOVICE_QUESTION`); with
+  ``EXPERT`` it signs off with one word (:data:`EXPERT_SIGN_OFF`) instead of thanks.
 """
 
 from __future__ import annotations
@@ -252,11 +254,17 @@ def plan_steps(user: Mapping[str, Any]) -> list[str]:
     return steps
 
 
+NOVICE_QUESTION = "Sorry, I'm new to this. Could you explain that in simpler words?"
+EXPERT_SIGN_OFF = "Done."
+SIGN_OFF = "Thanks, that's all I needed."
+
+
 def next_user_move(
     user: Mapping[str, Any], conversation: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
     """The offline user's next move as a ``SimulatorTurn``-shaped dict: reveal a known fact the
-    agent just asked about, else say the next unsaid plan step, else end with ``goal_met``."""
+    agent just asked about, else (a NOVICE, once, after an answer) ask for a simpler
+    explanation, else say the next unsaid plan step, else end with ``goal_met``."""
     said = [str(m.get("content", "")) for m in conversation if m.get("role") == "user"]
     last_agent = next(
         (str(m.get("content", "")) for m in reversed(conversation) if m.get("role") == "assistant"),
@@ -267,10 +275,15 @@ def next_user_move(
         key, value = asked
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         return {"message": f"My {' '.join(_words(key))} is {text}.", "done": False}
+    preset = user.get("persona_preset")
+    if (preset == "NOVICE" and last_agent.strip() and "?" not in last_agent
+            and NOVICE_QUESTION not in said):
+        return {"message": NOVICE_QUESTION, "done": False}
     for step in plan_steps(user):
         if step not in said:
             return {"message": step, "done": False}
-    return {"message": "Thanks, that's all I needed.", "done": True, "stop_reason": "goal_met"}
+    sign_off = EXPERT_SIGN_OFF if preset == "EXPERT" else SIGN_OFF
+    return {"message": sign_off, "done": True, "stop_reason": "goal_met"}
 
 
 def _asked_fact(

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from harness.models.base import ChatModel
 from harness.models.types import GenerationParams, Message, StructuredResponse
 from harness.scenarios.schema import UserSpec
+from harness.simulation.personas import persona_text
 
 SimulatorStop = Literal["goal_met", "user_gave_up", "transfer_requested", "off_topic"]
 SIMULATOR_STOPS: tuple[SimulatorStop, ...] = (
@@ -75,10 +76,12 @@ or another agent (transfer_requested), or when the conversation has left your go
 
 
 def render_profile(user: UserSpec) -> str:
-    """The user's profile as prompt text: persona, goal, known and unknown facts, plan."""
+    """The user's profile as prompt text: persona (a preset's description and behaviours,
+    then the scenario's own text), goal, known and unknown facts, plan."""
     lines: list[str] = []
-    if user.persona.strip():
-        lines.append(f"Who you are: {user.persona.strip()}")
+    persona = persona_text(user.persona_preset, user.persona)
+    if persona:
+        lines.append(f"Who you are: {persona}")
     lines.append(f"Your goal: {user.goal.strip()}")
     if user.known_facts:
         lines.append("Facts you know (reveal each only when asked):")

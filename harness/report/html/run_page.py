@@ -116,7 +116,8 @@ def sample_view(record: SampleRecord) -> dict[str, Any]:
     conversation with each tool call's arguments and result, the stop reason, the error,
     every check (value, verdict, details, findings), the reference trajectory against the
     actual one, and every rubric with each criterion's votes and each judge sample's score,
-    reasoning and quoted evidence."""
+    reasoning and quoted evidence (for a grounding rubric, each sentence with its label,
+    reasoning and evidence)."""
     t = record.transcript
     results = {c.call_id: c for c in t.tool_calls}
     messages = []
@@ -143,6 +144,10 @@ def sample_view(record: SampleRecord) -> dict[str, Any]:
                                                 "reasoning", "evidence",
                                                 "unverified_evidence")}
                          for v in s.get("verdicts", [])],
+            "sentences": [{k: v.get(k) for k in ("answer", "sentence", "label", "reasoning",
+                                                 "evidence", "unverified_evidence",
+                                                 "in_answer")}
+                          for v in s.get("sentences", [])],
         } for s in j.get("judgments", [])]
         judgments.append({
             "rubric_id": j.get("rubric_id"), "score": j.get("score"),

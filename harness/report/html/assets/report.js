@@ -97,6 +97,19 @@
     });
     return [h("h3", null, "Checks"), h("table", null, h("thead", null, h("tr", null, h("th", null, "check"), h("th", { "class": "num" }, "value"), h("th", null, "verdict"), h("th", null, "expected against actual"))), h("tbody", null, rows))];
   }
+  var SENTENCE_CLASS = { supported: "good", unsupported: "bad", contradictory: "bad", disputed: "warn" };
+  function sentences(list) {
+    if (!list.length) return null;
+    return h("table", { "class": "sentences" }, h("thead", null, h("tr", null, h("th", null, "answer"), h("th", null, "sentence"), h("th", null, "label"), h("th", null, "reasoning and evidence"))),
+      h("tbody", null, list.map(function (v) {
+        return h("tr", { "data-label": v.label }, h("td", { "class": "num" }, String(v.answer)),
+          h("td", null, v.sentence, v.in_answer === false ? h("div", { "class": "muted small" }, "(not found in that answer)") : null),
+          h("td", null, tag(v.label.replace("_", " "), SENTENCE_CLASS[v.label])),
+          h("td", null, h("div", null, v.reasoning),
+            (v.evidence || []).map(function (e) { return h("blockquote", null, e); }),
+            (v.unverified_evidence || []).map(function (e) { return h("blockquote", { title: "not found in the transcript" }, "(not found in the transcript) " + e); })));
+      })));
+  }
   function judges(s) {
     if (!s.judgments.length) return null;
     var out = [h("h3", null, "Judges")];
@@ -120,7 +133,8 @@
               h("div", null, v.reasoning),
               (v.evidence || []).map(function (e) { return h("blockquote", null, e); }),
               (v.unverified_evidence || []).map(function (e) { return h("blockquote", { title: "not found in the transcript" }, "(not found in the transcript) " + e); }));
-          }));
+          }),
+          sentences(js.sentences || []));
       });
       out.push(h("div", { "class": "rubric", "data-rubric": j.rubric_id }, head, crit, samples));
     });
