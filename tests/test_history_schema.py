@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +188,18 @@ def test_a_history_error_alone_is_a_history_error() -> None:
         parse_history([{"role": "tool", "tool_call_id": "x", "content": ""}])
     assert caught.value.path == (0, "tool_call_id")
     assert str(caught.value).startswith("history[0].tool_call_id: ")
+
+
+def test_the_readme_examples_of_each_form_read_into_the_same_messages() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Starting mid-conversation"):readme.index("## Checks")]
+    blocks = re.findall(r"```yaml\n(history:.*?)```", section, flags=re.S)
+    assert len(blocks) == 3
+    read = []
+    for block in blocks:
+        history = yaml.safe_load(block)["history"]
+        scenario = parse_scenario(with_history(history), check_imports=False)
+        read.append(scenario.user.history_messages())
+    assert [detect_format(yaml.safe_load(b)["history"]) for b in blocks] == [
+        "transcript", "openai", "anthropic"]
+    assert read[0] == read[1] == read[2] and len(read[0]) == 4
