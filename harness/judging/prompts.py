@@ -402,9 +402,9 @@ def build_judge_prompt(
     others (``ValueError``). What is shown per target: the goal and the reference answer
     (when given) for all but tool use; the given history (``user.history``), when there is
     one, apart and labelled as not the agent's work; the transcript with tool calls and tool
-    results; for
-    tool use the agent's system prompt, its tool definitions and any reference calls; for
-    simulator fidelity the persona, facts, unknowns, plan and how the conversation ended.
+    results; for tool use the agent's system prompt, its tool definitions and any reference
+    calls; for simulator fidelity the persona, facts, unknowns, plan and how the conversation
+    ended.
     """
     ctx = context or JudgeContext()
     if (rubric.target == "agent_turn") != (turn is not None):

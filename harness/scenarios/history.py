@@ -231,11 +231,9 @@ def _locate(raw: Any, loc: tuple[Any, ...]) -> tuple[HistoryPath, int]:
     return tuple(path), found
 
 
-def _read(i: int, raw: Any, form: HistoryFormat) -> list[_Placed]:
+def _read(i: int, raw: dict[str, Any], form: HistoryFormat) -> list[_Placed]:
     """One raw message as normalised messages (an Anthropic user turn may hold several tool
     results and text)."""
-    if not isinstance(raw, dict):
-        raise HistoryError((i,), f"expected a message (a mapping), got {type(raw).__name__}")
     role = raw.get("role")
     if role in ("system", "developer"):
         raise HistoryError((i, "role"), "a system message does not belong in the history; "
@@ -256,6 +254,8 @@ def _read(i: int, raw: Any, form: HistoryFormat) -> list[_Placed]:
     assert isinstance(shape, _AnthropicMessage)
     blocks = shape.content if isinstance(shape.content, list) else []
     messages = from_anthropic_messages([shape.model_dump(exclude_none=True)])
+    if not messages:
+        raise HistoryError((i, "content"), "an empty message")
     if role == "assistant":
         calls = tuple((i, "content", j, "id") for j, b in enumerate(blocks)
                       if isinstance(b, _AnthropicToolUse))
@@ -320,7 +320,7 @@ def parse_history(raw: Any) -> list[Message]:
     messages, in order, Anthropic tool results as ``tool`` messages named by their call.
 
     Raises :class:`HistoryError` (path below ``history``, what was expected) for an empty or
-    non-list history, a form that is ambiguous or mixed, an unknown role or key, a system
+    non-list history, forms mixed in one list, an unknown role or key, a system
     message (it belongs in ``agent.system_prompt``), an empty message, a tool call id used
     twice, a result without its call, and a call without its result.
     """
