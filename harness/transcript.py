@@ -110,7 +110,14 @@ class ErrorInfo(BaseModel):
 
 
 class Transcript(BaseModel):
-    """Everything that happened in one episode."""
+    """Everything that happened in one episode.
+
+    ``history`` is the conversation the scenario gave before the first live turn
+    (``user.history``): the agent saw it, but it is not the agent's work, so
+    ``messages``, ``tool_calls``, the turn numbers, ``final_response``, the checks and the
+    usage hold the live conversation only. Transcripts written before it existed read with an
+    empty history.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -118,6 +125,7 @@ class Transcript(BaseModel):
     epoch: int = 0
     system_prompt: str | None = None
     tools: list[ToolSpec] = Field(default_factory=list)
+    history: list[Message] = Field(default_factory=list)
     messages: list[Message] = Field(default_factory=list)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     steps: list[StepRecord] = Field(default_factory=list)

@@ -325,6 +325,8 @@ def _problem_from_pydantic(error: Any) -> Problem:
         return Problem(loc, text)
     if kind == "missing":
         return Problem(loc, "required field is missing")
+    if kind == "value_error_at":  # a field's validator naming a place inside the field
+        return Problem((*loc, *error["ctx"]["at"]), str(error["ctx"]["expected"]))
     message = str(error["msg"])
     if kind == "value_error":
         return Problem(loc, message.removeprefix("Value error, "))

@@ -13,13 +13,15 @@ from typing import Any, Literal
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from harness.checks.spec import Expectations
 from harness.choices import PersonaPresetName
 from harness.errors import ModelConfigError
 from harness.models.base import ModelSpec
-from harness.models.types import GenerationParams, ToolSpec
+from harness.models.types import GenerationParams, Message, ToolSpec
 from harness.scenarios.expressions import matcher_problems, parse_template
+from harness.scenarios.history import HistoryError, parse_history, split_opening
 from harness.scenarios.imports import check_path_syntax
 
 SequenceEnd = Literal["repeat_last", "cycle", "error"]
@@ -256,6 +258,13 @@ class UserSpec(_Strict):
     sees_tool_calls: bool = Field(
         default=False, description="show the simulator the agent's tool calls and results"
     )
+    history: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="the conversation before the first live turn (messages, tool calls and "
+        "results in our transcript form, or an OpenAI or Anthropic message list): given to "
+        "the agent and the simulator, shown to judges as history, never scored. A final user "
+        "message opens the live conversation",
+    )
     model: str | None = Field(default=None, description="default simulator model (provider:model)")
     params: GenerationParams | None = None
 
@@ -263,6 +272,19 @@ class UserSpec(_Strict):
     @classmethod
     def _model_name(cls, value: str | None) -> str | None:
         return _check_model_name(value)
+
+    @field_validator("history")
+    @classmethod
+    def _history_reads(cls, value: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        if value is not None:
+            try:
+                parse_history(value)
+            except HistoryError as err:
+                # The loader appends `at` to this field's path, to name the message's field.
+                raise PydanticCustomError(
+                    "value_error_at", "{expected}", {"expected": err.expected, "at": err.path}
+                ) from None
+        return value
 
     @field_validator("script")
     @classmethod
@@ -283,11 +305,28 @@ class UserSpec(_Strict):
                     f"a scripted user has no {' / '.join(clash)} (the script's first turn is "
                     "the opening message)"
                 )
+        if self.history_opening() is not None:
+            clash = [k for k in ("opening_message", "script") if getattr(self, k) is not None]
+            if clash:
+                raise ValueError(
+                    f"the history ends with a user message, which opens the live conversation; "
+                    f"drop {' / '.join(clash)} or end the history with the agent's message"
+                )
         return self
 
     @property
     def scripted(self) -> bool:
         return self.script is not None
+
+    def history_messages(self) -> list[Message]:
+        """The given history as our messages, without a final user message (see
+        :meth:`history_opening`); empty without a history."""
+        return split_opening(parse_history(self.history))[0] if self.history else []
+
+    def history_opening(self) -> str | None:
+        """The text of the history's final user message, which is the first live user turn
+        (the agent answers it as turn 0); None when the history ends otherwise."""
+        return split_opening(parse_history(self.history))[1] if self.history else None
 
 
 class AgentSpec(_Strict):

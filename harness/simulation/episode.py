@@ -5,12 +5,17 @@ that always says why it stopped.
 Turn order, for user turn ``t`` (0-based):
 
 1. The user's message: the script's turn ``t`` (when the script runs out: ``script_finished``);
-   the opening message at ``t = 0``; otherwise the simulator's move. A simulator that ends the
+   the opening message (or the final user message of ``user.history``) at ``t = 0``;
+   otherwise the simulator's move. A simulator that ends the
    conversation gives the stop reason (goal met, gave up, transfer, off topic). At
    ``t = max_user_turns`` the simulator is still asked, so a conversation whose goal was met on
    the last turn ends as ``goal_met``; if it wants to go on, the stop is ``turn_limit``.
 2. The agent's turn (tool loop or Python callable). An agent error, too many steps or too many
    tool calls end the episode there.
+
+A scenario's ``user.history`` comes before turn 0: the agent and the simulator receive it as
+the conversation so far, the transcript keeps it apart as ``history``, and its tool calls are
+not run again (the mocked tools start from the scenario's ``state``).
 
 Model failures never raise: they end the episode as ``agent_error``/``simulator_error`` with
 the error recorded, and everything that happened before is kept. So does a wall-clock limit
@@ -97,6 +102,8 @@ class _Conversation:
             scenario, agent, simulator, toolbox,
         )
         self.accounts = _Accounts()
+        self.history = scenario.user.history_messages()
+        self.opening = scenario.user.opening_message or scenario.user.history_opening()
         self.messages: list[Message] = []
         self.turn = 0
         self.waiting_on: Role = "simulator"
@@ -111,12 +118,14 @@ class _Conversation:
                 if turn >= len(user.script):
                     return "script_finished", None, None
                 user_text = user.script[turn]
-            elif turn == 0 and user.opening_message is not None:
-                user_text = user.opening_message
+            elif turn == 0 and self.opening is not None:
+                user_text = self.opening
             else:
                 assert self.simulator is not None
                 try:
-                    response = await self.simulator.next_turn(self.messages, turn=turn)
+                    response = await self.simulator.next_turn(
+                        [*self.history, *self.messages], turn=turn
+                    )
                 except ModelError as err:
                     return "simulator_error", None, ErrorInfo(
                         kind=type(err).__name__, message=str(err), role="simulator"
@@ -134,7 +143,9 @@ class _Conversation:
 
             # 2. the agent's turn
             self.waiting_on = "agent"
-            outcome = await self.agent.respond(list(self.messages), self.toolbox, turn=turn)
+            outcome = await self.agent.respond(
+                [*self.history, *self.messages], self.toolbox, turn=turn
+            )
             self.messages.extend(outcome.messages)
             for step, chat_response in outcome.responses:
                 self.accounts.add("agent", turn, step, chat_response)
@@ -215,6 +226,7 @@ async def run_episode(
         epoch=epoch,
         system_prompt=scenario.agent.system_prompt or None,
         tools=toolbox.specs,
+        history=conversation.history,
         messages=conversation.messages,
         tool_calls=list(toolbox.records),
         steps=conversation.accounts.steps,

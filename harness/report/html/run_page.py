@@ -9,6 +9,7 @@ here from the samples' timings.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.models.types import Message
 from harness.report.html.page import embedded_data, render_page, write_page
 from harness.report.html.plots import (
     Estimate,
@@ -111,30 +113,42 @@ def _reference_trajectory(checks: list[dict[str, Any]]) -> dict[str, Any] | None
     return None
 
 
+def _call_outcome(result: Any, error: str | None, is_error: bool,
+                  latency_s: float | None) -> dict[str, Any]:
+    return {"result": result, "error": error, "is_error": is_error, "latency_s": latency_s}
+
+
+def _result_value(content: str) -> Any:
+    try:
+        return json.loads(content)
+    except ValueError:
+        return content
+
+
+def _message_views(messages: list[Message], outcomes: dict[str, dict[str, Any]]
+                   ) -> list[dict[str, Any]]:
+    """Messages as the drill-down draws them: each tool call with its outcome (from
+    ``outcomes`` by call id), tool results shown with their call rather than apart."""
+    missing = _call_outcome(None, None, False, None)
+    return [{"role": m.role, "content": m.content,
+             "tool_calls": [{"name": c.name, "arguments": c.arguments, "raw": c.raw_arguments,
+                             **outcomes.get(c.id, missing)} for c in m.tool_calls]}
+            for m in messages if m.role != "tool"]
+
+
 def sample_view(record: SampleRecord) -> dict[str, Any]:
     """What the drill-down shows of one sample (the page's script renders it): the
     conversation with each tool call's arguments and result, the stop reason, the error,
     every check (value, verdict, details, findings), the reference trajectory against the
     actual one, and every rubric with each criterion's votes and each judge sample's score,
     reasoning and quoted evidence (for a grounding rubric, each sentence with its label,
-    reasoning and evidence)."""
+    reasoning and evidence). A given history (``user.history``) comes apart from the
+    conversation, under ``history``."""
     t = record.transcript
-    results = {c.call_id: c for c in t.tool_calls}
-    messages = []
-    for m in t.messages:
-        if m.role == "tool":
-            continue  # shown with the call it answers
-        calls = []
-        for tc in m.tool_calls:
-            done = results.get(tc.id)
-            calls.append({
-                "name": tc.name, "arguments": tc.arguments, "raw": tc.raw_arguments,
-                "result": None if done is None else done.result,
-                "error": None if done is None else done.error,
-                "is_error": bool(done and done.is_error),
-                "latency_s": None if done is None else done.latency_s,
-            })
-        messages.append({"role": m.role, "content": m.content, "tool_calls": calls})
+    live = {c.call_id: _call_outcome(c.result, c.error, c.is_error, c.latency_s)
+            for c in t.tool_calls}
+    given = {m.tool_call_id: _call_outcome(_result_value(m.content), None, m.is_error, None)
+             for m in t.history if m.role == "tool" and m.tool_call_id}
     judgments = []
     for j in record.judgments:
         samples = [{
@@ -163,7 +177,8 @@ def sample_view(record: SampleRecord) -> dict[str, Any]:
         "score": record.score, "passed": record.passed, "tags": record.tags,
         "stop_reason": t.stop_reason, "stop_detail": t.stop_detail,
         "error": None if record.error is None else record.error.model_dump(mode="json"),
-        "system_prompt": t.system_prompt, "messages": messages,
+        "system_prompt": t.system_prompt, "history": _message_views(t.history, given),
+        "messages": _message_views(t.messages, live),
         "actual_trajectory": [{"name": c.name, "arguments": c.arguments, "turn": c.turn}
                               for c in t.tool_calls],
         "trajectory": _reference_trajectory(record.checks),

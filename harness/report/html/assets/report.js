@@ -44,23 +44,31 @@
   }
 
   // ---- one sample, drawn ----
+  function messageBox(m, given) {
+    var who = m.role === "user" ? (given ? "user" : "simulated user") : (m.role === "assistant" ? "agent" : m.role);
+    var box = h("div", { "class": "msgbox " + m.role }, h("div", { "class": "who" }, who));
+    if (m.content) box.appendChild(h("pre", null, m.content));
+    m.tool_calls.forEach(function (c) {
+      var failed = c.is_error || c.error;
+      box.appendChild(h("div", { "class": "call" + (failed ? " failed" : ""), "data-tool": c.name },
+        h("div", null, h("strong", null, "tool call " + c.name), c.latency_s !== null ? h("span", { "class": "muted small" }, "  " + (c.latency_s * 1000).toFixed(1) + " ms") : null),
+        h("pre", { "class": "args" }, c.raw !== null && c.raw !== undefined ? c.raw : pretty(c.arguments)),
+        h("div", { "class": "muted small" }, failed ? "error" : (given ? "result (given)" : "result (mocked)")),
+        h("pre", { "class": "result" }, c.error ? c.error : pretty(c.result))));
+    });
+    return box;
+  }
   function conversation(s) {
     var out = [];
     if (s.system_prompt) out.push(h("details", null, h("summary", null, "system prompt"), h("pre", null, s.system_prompt)));
-    s.messages.forEach(function (m) {
-      var who = m.role === "user" ? "simulated user" : (m.role === "assistant" ? "agent" : m.role);
-      var box = h("div", { "class": "msgbox " + m.role }, h("div", { "class": "who" }, who));
-      if (m.content) box.appendChild(h("pre", null, m.content));
-      m.tool_calls.forEach(function (c) {
-        var failed = c.is_error || c.error;
-        box.appendChild(h("div", { "class": "call" + (failed ? " failed" : ""), "data-tool": c.name },
-          h("div", null, h("strong", null, "tool call " + c.name), c.latency_s !== null ? h("span", { "class": "muted small" }, "  " + (c.latency_s * 1000).toFixed(1) + " ms") : null),
-          h("pre", { "class": "args" }, c.raw !== null && c.raw !== undefined ? c.raw : pretty(c.arguments)),
-          h("div", { "class": "muted small" }, failed ? "error" : "result (mocked)"),
-          h("pre", { "class": "result" }, c.error ? c.error : pretty(c.result))));
-      });
-      out.push(box);
-    });
+    // A scenario's given history: context the agent received, not its work, never scored.
+    if (s.history && s.history.length) {
+      out.push(h("section", { "class": "given-history" },
+        h("div", { "class": "history-label" }, "given history"),
+        h("p", { "class": "muted small" }, "Came with the scenario before the live conversation: the agent saw it, but it is not the agent's work and is not scored."),
+        s.history.map(function (m) { return messageBox(m, true); })));
+    }
+    s.messages.forEach(function (m) { out.push(messageBox(m, false)); });
     if (!s.messages.length) out.push(h("p", { "class": "muted" }, "No message was recorded."));
     return out;
   }
