@@ -81,3 +81,16 @@ def test_without_a_history_there_is_no_history_block() -> None:
     text = build_judge_prompt(RUBRICS["final_response_quality"], transcript([])
                               ).messages[1].content
     assert "<history>" not in text and LABEL not in text
+
+
+def test_pairwise_candidates_show_the_history_first_and_labelled() -> None:
+    from harness.judging.prompts import render_for_pairwise
+
+    text = render_for_pairwise(transcript(HISTORY))
+    given, live = text.split("Live conversation (the agent's own work):\n")
+    assert given.startswith("Earlier conversation (given, not the agent's work):\n[H1] ")
+    assert "HISTORY-ANSWER" in given and "HISTORY-ANSWER" not in live
+    assert live.startswith("[1] ")
+    # without a history the candidate is the live lines alone, as before
+    plain = render_for_pairwise(transcript([]))
+    assert plain == live.rstrip("\n") and "Earlier conversation" not in plain

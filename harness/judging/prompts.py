@@ -492,10 +492,14 @@ def build_pairwise_prompt(
 
 def render_for_pairwise(transcript: Transcript) -> str:
     """A transcript as the text of one pairwise candidate (numbered lines, tool calls and
-    results included), without the outer tags."""
-    return "\n".join(
-        f"[{e.index}] {e.speaker}: {e.text}" for e in transcript_entries(transcript)
-    )
+    results included), without the outer tags. A given history comes first, its lines
+    numbered ``H1``... and labelled as not the agent's work, as in pointwise prompts."""
+    live = [f"[{e.index}] {e.speaker}: {e.text}" for e in transcript_entries(transcript)]
+    given = [f"[H{e.index}] {e.speaker}: {e.text}" for e in history_entries(transcript)]
+    if not given:
+        return "\n".join(live)
+    return "\n".join(["Earlier conversation (given, not the agent's work):", *given,
+                      "Live conversation (the agent's own work):", *live])
 
 
 __all__: Sequence[str] = (
