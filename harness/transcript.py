@@ -11,7 +11,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.models.formats import from_anthropic_messages, from_openai_messages
-from harness.models.types import ChatResponse, Message, Role, StructuredResponse, ToolSpec
+from harness.models.types import (
+    ChatResponse,
+    Message,
+    OutsideText,
+    Role,
+    StructuredResponse,
+    ToolSpec,
+)
 
 StopReason = Literal[
     "goal_met",  # the simulated user says their goal was reached
@@ -63,7 +70,7 @@ class UsageTotals(BaseModel):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-class ToolCallRecord(BaseModel):
+class ToolCallRecord(OutsideText):
     """One tool call the agent made and what the mock answered, in call order.
 
     ``error`` names why a call failed (``unknown_tool``, ``invalid_arguments``, ``injected``,
@@ -101,7 +108,7 @@ class StepRecord(BaseModel):
     cached: bool = False
 
 
-class ErrorInfo(BaseModel):
+class ErrorInfo(OutsideText):
     model_config = ConfigDict(extra="forbid")
 
     kind: str

@@ -26,6 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.models.types import OutsideText
 from harness.transcript import Transcript
 
 SentenceLabel = Literal["supported", "unsupported", "contradictory", "disputed",
@@ -59,7 +60,7 @@ def answers_to_check(transcript: Transcript, *, include_intermediate: bool) -> l
             for i, (text, turn) in enumerate(chosen)]
 
 
-class LabelledSentence(BaseModel):
+class LabelledSentence(OutsideText):
     """The judge's label for one sentence (reasoning before the label, as for criteria)."""
 
     model_config = ConfigDict(extra="forbid")

@@ -18,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
 from harness.judging.grounding import SentenceVerdict
 from harness.judging.rubric import Criterion, Rubric, RubricTarget
+from harness.models.types import OutsideText
 from harness.transcript import UsageTotals
 
 NA = "N/A"
@@ -102,7 +103,7 @@ def raw_verdicts(rubric: Rubric, reply: BaseModel) -> dict[str, dict[str, Any]]:
 # --- stored records -----------------------------------------------------------------------
 
 
-class CriterionVerdict(BaseModel):
+class CriterionVerdict(OutsideText):
     """A judge's answer on one criterion (for ``agent_turn`` rubrics: on one agent turn).
 
     ``score`` is on the criterion's scale, ``None`` when the judge said N/A; ``normalised``
@@ -125,7 +126,7 @@ class CriterionVerdict(BaseModel):
         return self.score is None
 
 
-class _JudgeRecord(BaseModel):
+class _JudgeRecord(OutsideText):
     model_config = ConfigDict(extra="forbid")
 
     rubric_id: str

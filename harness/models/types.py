@@ -5,9 +5,10 @@ Every provider converts to and from these; nothing outside ``harness.models`` se
 
 from __future__ import annotations
 
+import re
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Role = Literal["agent", "simulator", "judge"]
 """Who a model call was made for; usage and cost are attributed to it."""
@@ -18,7 +19,36 @@ ToolChoice = Literal["auto", "none", "required"] | str
 """``auto``/``none``/``required``, or the name of one tool the model must call."""
 
 
-class _Frozen(BaseModel):
+# A Python str holds a character beyond U+FFFF as one code point, so every surrogate code
+# point in one is a lone half: text that cannot be encoded as UTF-8 (JSON's "\ud800" escape,
+# a Python agent or tool returning it). Left in, it breaks every write of the sample later.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """``value`` with every lone UTF-16 surrogate in its strings (dict keys and values, list
+    and tuple items, nested) replaced by U+FFFD, the replacement character; other values are
+    returned as they are (the same object when nothing changes)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(without_lone_surrogates(v) for v in value)
+    return value
+
+
+class OutsideText(BaseModel):
+    """A model whose fields may hold text from outside (a model, a tool, a Python agent): lone
+    surrogates become U+FFFD on the way in, so the text can always be written as UTF-8."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scrub(cls, data: Any) -> Any:
+        return without_lone_surrogates(data)
+
+
+class _Frozen(OutsideText):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
