@@ -272,8 +272,9 @@ def test_user_and_limits_consistency(tmp_path: Path) -> None:
     assert "expectations.tool_calls[0].turn: turn 2 cannot happen" in one_error(tmp_path, late)
 
 
-def test_agent_needs_exactly_one_of_model_or_callable(tmp_path: Path) -> None:
-    assert "give exactly one of 'model'" in one_error(tmp_path, variant(agent={}))
+def test_agent_takes_a_model_or_a_callable_not_both(tmp_path: Path) -> None:
+    both = variant(agent={"model": "mock:agent", "callable": "pkg.mod:fn"})
+    assert "not both" in one_error(tmp_path, both)
     assert "unknown provider 'gpt'" in one_error(tmp_path, variant(agent={"model": "gpt:4"}))
 
 

@@ -38,15 +38,18 @@ class JudgeContext(BaseModel):
 
 def context_for_scenario(scenario: Scenario) -> JudgeContext:
     """The judge context of a scenario: its user's goal, persona, known and unknown facts and
-    plan (or script), and its expectations' reference answer and reference tool calls."""
+    plan (or script), and its expectations' reference answer (with per-turn answers, the last
+    turn's: judges read the final answer) and reference tool calls."""
     user = scenario.user
+    exp = scenario.expectations
+    per_turn = sorted(exp.reference_answers or [], key=lambda a: a.turn)
     plan = [user.plan] if user.plan else []
     if user.script:
         plan += [f"say: {turn}" for turn in user.script]
     return JudgeContext(
         scenario_id=scenario.id,
         goal=user.goal,
-        reference_answer=scenario.expectations.reference_answer,
+        reference_answer=exp.reference_answer if not per_turn else per_turn[-1].answer,
         expected_tool_calls=scenario.expectations.tool_calls,
         persona=user.persona or None,
         user_facts=dict(user.known_facts),

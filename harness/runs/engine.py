@@ -217,6 +217,24 @@ class Runner:
                     task.cancel()
         return self.state
 
+    def _rubric_for(
+        self, scenario: Scenario, rubric_id: str
+    ) -> tuple[Rubric, JudgeSettings]:
+        """The rubric a scenario names (its own inline one first) with the scenario's
+        ``rubric_options`` applied: the threshold on the rubric, samples and aggregation on
+        the run's judge settings."""
+        rubric = scenario.inline_rubric(rubric_id) or self.suite.rubrics[rubric_id]
+        options = scenario.rubric_options.get(rubric_id)
+        if options is None:
+            return rubric, self.judge_settings
+        if options.threshold is not None:
+            rubric = rubric.model_copy(update={"threshold": options.threshold})
+        settings = self.judge_settings.model_copy(update={
+            key: value for key, value in (("samples", options.samples),
+                                          ("method", options.aggregation)) if value is not None
+        })
+        return rubric, settings
+
     def _stop(self, reason: Literal["budget", "model_configuration"], message: str) -> None:
         if self.state.stop is None:
             self.state.stop = RunStop(reason=reason, message=message)
@@ -241,10 +259,10 @@ class Runner:
             judgments = []
             if not transcript.errored and scenario.rubrics and self._judges:
                 judgments = list(await asyncio.gather(*(
-                    judge_transcript(self._judges, self.suite.rubrics[rid], transcript,
-                                     self.suite.contexts[scenario_id],
-                                     settings=self.judge_settings)
-                    for rid in scenario.rubrics
+                    judge_transcript(self._judges, rubric, transcript,
+                                     self.suite.contexts[scenario_id], settings=settings)
+                    for rubric, settings in (self._rubric_for(scenario, rid)
+                                             for rid in scenario.rubrics)
                 )))
                 judge_fatal = next((e for j in judgments if (e := j.fatal_error()) is not None),
                                    None)
