@@ -301,8 +301,6 @@ def case_to_scenario(eval_set: EvalSet, case: EvalCase, config: EvalConfig) -> d
         meta["criteria_extra"] = extras
     if config.user_simulator_config is not None:
         meta["user_simulator_config"] = config.user_simulator_config
-    if config.is_default:
-        meta["default_criteria"] = True
     scenario["metadata"] = {"adk": meta}
     return scenario
 
@@ -364,6 +362,9 @@ def _invocation_meta(inv: Invocation) -> dict[str, Any]:
     final answer's text."""
     data = inv.model_dump(mode="json", exclude_none=True, exclude_defaults=True,
                           exclude={"user_content", "final_response", "intermediate_data"})
+    ids = [u.id for u in inv.tool_uses()]
+    if any(ids):
+        data["tool_use_ids"] = ids
     texts = inv.intermediate_texts()
     if texts:
         data["intermediate_responses"] = [list(t) for t in texts]
@@ -430,8 +431,16 @@ def not_carried(scenario: dict[str, Any]) -> list[str]:
     """The ADK fields of a converted scenario kept only under ``metadata.adk`` (no other home
     here): written back on export, not used by a run."""
     meta = scenario.get("metadata", {}).get("adk", {})
-    names = [k for k in meta if k not in ("eval_set_id", "eval_id", "persona_preset",
-                                          "default_criteria")]
+    names = []
+    for key, value in meta.items():
+        if key in ("eval_set_id", "eval_id", "persona_preset"):
+            continue
+        inner: set[str] = set()
+        if key == "invocations":
+            inner = {k for item in value for k in item}
+        elif key in ("session_input", "case_extra", "criteria_extra"):
+            inner = set(value)
+        names.append(f"{key} ({', '.join(sorted(inner))})" if inner else key)
     return sorted(names)
 
 

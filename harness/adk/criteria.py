@@ -113,10 +113,6 @@ class EvalConfig(BaseModel):
     user_simulator_config: dict[str, Any] | None = None
     source: str | None = Field(default=None, exclude=True)
 
-    @property
-    def is_default(self) -> bool:
-        return self.source is None
-
 
 def default_config() -> EvalConfig:
     """ADK's criteria when there is no ``test_config.json``."""

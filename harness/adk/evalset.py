@@ -20,7 +20,9 @@ are kept as read and reported as not carried.
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -331,21 +333,36 @@ def field_path(loc: tuple[int | str, ...]) -> str:
 
 
 def validation_error(path: Path, err: ValidationError) -> InputError:
-    """The first problem of a validation error as one line naming the file and the field."""
-    first = err.errors()[0]
-    loc = tuple(p for p in first["loc"] if p not in _UNION_TAGS)
+    """The first problem of a validation error as one line naming the file and the field. A
+    misspelt key shows as an unknown key plus a missing one: the unknown one is reported,
+    with the missing key it probably meant."""
+    problems = err.errors()
+    problems.sort(key=lambda e: e["type"] != "extra_forbidden")
+    first = problems[0]
+    loc = _user_loc(first["loc"])
     kind = first["type"]
     if kind == "extra_forbidden":
-        expected = f"unknown key {loc[-1]!r} (misspelt? keys are ADK's, in snake_case or " \
-                   "camelCase)"
+        missing = [str(_user_loc(e["loc"])[-1]) for e in problems if e["type"] == "missing"
+                   and _user_loc(e["loc"])[:-1] == loc[:-1]]
+        close = difflib.get_close_matches(_snake_case(str(loc[-1])), missing, n=1)
+        expected = f"unknown key {loc[-1]!r}" + (
+            f"; did you mean {close[0]!r}?" if close
+            else " (misspelt? keys are ADK's, in snake_case or camelCase)")
     elif kind == "missing":
         expected = "required field is missing"
     else:
         expected = str(first["msg"]).removeprefix("Value error, ")
-    more = len(err.errors()) - 1
-    if more:
-        expected += f" (and {more} more problem(s))"
+    if len(problems) > 1:
+        expected += f" (and {len(problems) - 1} more problem(s))"
     return InputError(path, field_path(loc) or None, expected)
+
+
+def _user_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    return tuple(p for p in loc if p not in _UNION_TAGS)
+
+
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 # pydantic names the union member a nested error came from; the user wrote no such key
