@@ -212,3 +212,28 @@ def test_malformed_files_are_one_line_and_exit_2(
     first = result.stderr.splitlines()[0]
     assert expected in first, first
     assert "Traceback" not in result.stderr
+
+
+def test_every_criterion_survives_export(tmp_path: Path) -> None:
+    config = {
+        "criteria": {
+            "tool_trajectory_avg_score": {"threshold": 0.5, "match_type": "ANY_ORDER",
+                                          "ignore_args": True},
+            "response_match_score": 0.6,
+            "rubric_based_tool_use_quality_v1": {
+                "threshold": 0.5,
+                "judge_model_options": {"judge_model": "gemini-x", "num_samples": 2},
+                "rubrics": [{"rubric_id": "calls_get_first",
+                             "rubric_content": {"text_property": "The agent reads first."}}]},
+            "safety_v1": 0.9,
+        },
+        "user_simulator_config": {"type": "llm_backed", "model": "gemini-x"},
+    }
+    source = _home_copy(tmp_path, config=config)
+    (scenario,) = load_scenarios([source])
+    assert scenario.expectations.arg_matching.mode == "ignore"
+    assert scenario.rubric_options["adk_tool_use_quality"].samples == 2
+    out = tmp_path / "out" / "home.evalset.json"
+    result = run_cli("export", "adk", source, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((out.parent / "test_config.json").read_text()) == config
