@@ -267,3 +267,25 @@ def test_rubric_ids_a_criterion_needs_must_exist(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"h.evalset.json: eval_cases\[0\] \(as scenario "
                        r"rubrics\[0\]\): unknown rubric 'final_response_match'"):
         load_scenarios([path], known_rubrics={"safety"})
+
+
+def test_a_recorded_turn_without_text_is_named() -> None:
+    eval_set = parse_eval_set({"eval_set_id": "s", "eval_cases": [_case(conversation=[
+        {"user_content": {"parts": [{"text": "hi"}]}},
+        {"user_content": {"parts": [{"inline_data": {"mime_type": "image/png"}}]}}])]},
+        Path("p.evalset.json"))
+    with pytest.raises(InputError, match=r"^p.evalset.json: eval_cases\[0\].conversation\[1\]"
+                       r".user_content: the user's turn has no text$"):
+        eval_set_to_scenarios(eval_set, default_config(), "p.evalset.json")
+
+
+@pytest.mark.parametrize(("persona", "expected"), [
+    ("BEGINNER", "eval_cases[0].conversation_scenario.user_persona: unknown pre-built persona "
+                 "'BEGINNER'; expected one of NOVICE, EXPERT, EVALUATOR"),
+    ({"id": "P", "behaviors": []},
+     "eval_cases[0].conversation_scenario.user_persona.description: required field is missing"),
+])
+def test_a_bad_persona_is_named(persona: Any, expected: str) -> None:
+    message = _error({"eval_set_id": "s", "eval_cases": [{"eval_id": "c", "conversation_scenario": {
+        "starting_prompt": "a", "conversation_plan": "b", "user_persona": persona}}]})
+    assert message.startswith(f"x.evalset.json: {expected}"), message

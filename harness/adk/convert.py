@@ -46,7 +46,6 @@ INLINE_RUBRIC_IDS = {
     "rubric_based_final_response_quality_v1": ("adk_final_response_quality", "final_response"),
     "rubric_based_tool_use_quality_v1": ("adk_tool_use_quality", "tool_use"),
 }
-PERSONA_PRESETS = ("NOVICE", "EXPERT")
 
 _ID_BAD = re.compile(r"[^A-Za-z0-9_.:-]")
 _CRITERION_BAD = re.compile(r"[^a-z0-9_]")
@@ -289,11 +288,10 @@ def case_to_scenario(eval_set: EvalSet, case: EvalCase, config: EvalConfig) -> d
                                                 exclude_none=True)
         meta["session_input"] = session
         scenario["state"] = case.session_input.state
-    for key, value in (("rubrics", case.rubrics), ("final_session_state",
-                                                   case.final_session_state)):
-        if value:
-            meta[key] = value if key != "rubrics" else [
-                r.model_dump(mode="json", exclude_none=True) for r in value]  # type: ignore[union-attr]
+    if case.rubrics:
+        meta["rubrics"] = [r.model_dump(mode="json", exclude_none=True) for r in case.rubrics]
+    if case.final_session_state:
+        meta["final_session_state"] = case.final_session_state
     if case.model_extra:
         meta["case_extra"] = dict(case.model_extra)
     extras = criteria_extras(config)
@@ -309,10 +307,6 @@ def _static(scenario: dict[str, Any], meta: dict[str, Any], case: EvalCase,
             config: EvalConfig) -> None:
     invocations = case.conversation or []
     script = [inv.user_content.text for inv in invocations]
-    empty = [i for i, text in enumerate(script) if not text.strip()]
-    if empty:
-        raise InputError(case.eval_id, f"conversation[{empty[0]}].user_content",
-                         "the user's turn has no text")
     calls, answers, inv_meta = [], [], []
     most_calls = 0
     for turn, inv in enumerate(invocations):
@@ -401,14 +395,19 @@ def _simulated(scenario: dict[str, Any], meta: dict[str, Any], case: EvalCase,
 
 
 def persona_text(preset: str) -> str:
-    """Our wording of ADK's pre-built personas (until ``user.persona_preset`` exists)."""
-    texts = {
-        "NOVICE": "A novice: new to the subject, needs terms explained, asks follow-up "
-                  "questions and confirms before acting.",
-        "EXPERT": "An expert: knows the subject, writes short precise messages and expects "
-                  "direct answers without explanations.",
-    }
-    return texts.get(preset, f"persona {preset}")
+    """Our own wording of ADK's pre-built personas (kept as ``user.persona`` text until a
+    ``user.persona_preset`` field exists; the id is kept for export)."""
+    return {
+        "NOVICE": "A novice: does not fully understand the problem and relies on the agent to "
+                  "guide them; patient with questions and answers all of them, but cannot spot "
+                  "or fix the agent's mistakes; writes conversationally.",
+        "EXPERT": "An expert: knows exactly what they want and gives the details up front; "
+                  "answers only what is relevant, corrects the agent when it is wrong, has "
+                  "little patience for chit-chat; writes professionally.",
+        "EVALUATOR": "An evaluator: checks whether the agent can reach the goals of the plan; "
+                     "gives details up front, answers only what is relevant, does not correct "
+                     "the agent; writes conversationally.",
+    }[preset]
 
 
 def _set_rubrics(scenario: dict[str, Any], rubrics: list[str], options: dict[str, Any],
@@ -422,8 +421,17 @@ def _set_rubrics(scenario: dict[str, Any], rubrics: list[str], options: dict[str
         scenario["inline_rubrics"] = inline
 
 
-def eval_set_to_scenarios(eval_set: EvalSet, config: EvalConfig) -> list[dict[str, Any]]:
-    """Every case of an eval set as a scenario mapping, in file order."""
+def eval_set_to_scenarios(
+    eval_set: EvalSet, config: EvalConfig, source: str | Path = "<eval set>"
+) -> list[dict[str, Any]]:
+    """Every case of an eval set as a scenario mapping, in file order. Raises
+    :class:`InputError` naming ``source`` for a recorded user turn with no text (a scripted
+    turn must say something)."""
+    for i, case in enumerate(eval_set.eval_cases):
+        for j, invocation in enumerate(case.conversation or []):
+            if not invocation.user_content.text.strip():
+                raise InputError(source, f"eval_cases[{i}].conversation[{j}].user_content",
+                                 "the user's turn has no text")
     return [case_to_scenario(eval_set, case, config) for case in eval_set.eval_cases]
 
 

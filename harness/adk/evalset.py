@@ -42,6 +42,7 @@ from harness.files import read_text
 EVALSET_SUFFIX = ".evalset.json"
 TEST_SUFFIX = ".test.json"
 ADK_SUFFIXES = (EVALSET_SUFFIX, TEST_SUFFIX)
+PERSONA_PRESETS = ("NOVICE", "EXPERT", "EVALUATOR")  # ADK's pre-built persona ids
 
 
 def is_adk_file(path: Path) -> bool:
@@ -224,6 +225,15 @@ class ConversationScenario(_Adk):
     conversation_plan: str
     user_persona: str | UserPersona | None = None
 
+    @field_validator("user_persona")
+    @classmethod
+    def _known_preset(cls, value: str | UserPersona | None) -> str | UserPersona | None:
+        if isinstance(value, str) and value not in PERSONA_PRESETS:
+            raise ValueError(f"unknown pre-built persona {value!r}; expected one of "
+                             f"{', '.join(PERSONA_PRESETS)}, or a persona object (id, "
+                             "description, behaviors)")
+        return value
+
 
 class SessionInput(_Adk):
     """How ADK starts the agent's session; extra keys are kept, as ADK keeps them."""
@@ -337,7 +347,9 @@ def validation_error(path: Path, err: ValidationError) -> InputError:
     misspelt key shows as an unknown key plus a missing one: the unknown one is reported,
     with the missing key it probably meant."""
     problems = err.errors()
-    problems.sort(key=lambda e: e["type"] != "extra_forbidden")
+    # an unknown key first (the likely cause of a missing one); a union's "not a string"
+    # branch last (the file meant the object form)
+    problems.sort(key=lambda e: (e["type"] != "extra_forbidden", "str" in e["loc"]))
     first = problems[0]
     loc = _user_loc(first["loc"])
     kind = first["type"]
@@ -366,8 +378,7 @@ def _snake_case(name: str) -> str:
 
 
 # pydantic names the union member a nested error came from; the user wrote no such key
-_UNION_TAGS = frozenset({"str", "UserPersona", "IntermediateData", "InvocationEvents",
-                         "function-after[_pick_form(), union[IntermediateData,InvocationEvents]]"})
+_UNION_TAGS = frozenset({"str", "UserPersona", "IntermediateData", "InvocationEvents"})
 
 
 def read_json(path: Path, what: str) -> Any:

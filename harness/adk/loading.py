@@ -22,7 +22,8 @@ def adk_scenario_mappings(
     """The scenario mappings of an ADK eval set file, with ``config`` (default: the
     ``test_config.json`` beside the file, else ADK's defaults). Raises :class:`InputError`."""
     eval_set = read_eval_set(path)
-    return eval_set_to_scenarios(eval_set, config if config is not None else config_for(path))
+    return eval_set_to_scenarios(eval_set, config if config is not None else config_for(path),
+                                 path)
 
 
 def read_adk_file(
