@@ -300,7 +300,8 @@ def test_yaml_errors_duplicate_keys_and_odd_documents(tmp_path: Path) -> None:
 
 def test_every_problem_in_every_file_is_reported(tmp_path: Path) -> None:
     errors_for(tmp_path, variant(user__goal=...), "a.yaml")
-    errors_for(tmp_path, [variant(agent={}), {**variant(), "id": "ok", "extra": 1}], "b.yaml")
+    errors_for(tmp_path, [variant(agent={"model": "gpt:4"}), {**variant(), "id": "ok", "extra": 1}],
+               "b.yaml")
     (tmp_path / "c.yaml").write_text(yaml.safe_dump({**MINIMAL, "id": "fine"}))
     with pytest.raises(InputErrors) as caught:
         load_scenarios([tmp_path, tmp_path / "missing.yaml"])
