@@ -237,3 +237,15 @@ def test_every_criterion_survives_export(tmp_path: Path) -> None:
     result = run_cli("export", "adk", source, "--out", out)
     assert result.returncode == 0, result.stderr
     assert json.loads((out.parent / "test_config.json").read_text()) == config
+
+
+def test_two_eval_sets_of_one_name_are_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(FIXTURES["dice"], other / "dice.evalset.json")
+    result = run_cli("import", "adk", FIXTURES["dice"], other, "--out", tmp_path / "out")
+    assert result.returncode == 2
+    assert "another eval set would also be written to" in result.stderr
+    assert not (tmp_path / "out").exists()

@@ -24,6 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from harness.adk import EVALSET_SUFFIX, TEST_SUFFIX
 from harness.adk.criteria import (
     EvalConfig,
     HallucinationsCriterion,
@@ -454,5 +455,5 @@ def not_carried(scenario: dict[str, Any]) -> list[str]:
 
 def source_name(path: Path) -> str:
     """The file name without its ADK suffix."""
-    return path.name.removesuffix(".evalset.json").removesuffix(".test.json")
+    return path.name.removesuffix(EVALSET_SUFFIX).removesuffix(TEST_SUFFIX)
 

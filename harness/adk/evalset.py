@@ -36,18 +36,11 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from harness.adk import TEST_SUFFIX
 from harness.errors import InputError
 from harness.files import read_text
 
-EVALSET_SUFFIX = ".evalset.json"
-TEST_SUFFIX = ".test.json"
-ADK_SUFFIXES = (EVALSET_SUFFIX, TEST_SUFFIX)
 PERSONA_PRESETS = ("NOVICE", "EXPERT", "EVALUATOR")  # ADK's pre-built persona ids
-
-
-def is_adk_file(path: Path) -> bool:
-    """Whether ``path`` is named as an ADK eval set (``*.evalset.json`` or ``*.test.json``)."""
-    return path.name.endswith(ADK_SUFFIXES)
 
 
 class _Adk(BaseModel):

@@ -31,7 +31,8 @@ def import_adk(
 ) -> None:
     """Write one scenario YAML file per ADK eval set (every case a scenario; fields with no
     home here kept under metadata.adk and named in the file's header comment)."""
-    from harness.adk.evalset import ADK_SUFFIXES
+    from harness.adk import ADK_SUFFIXES
+    from harness.adk.convert import source_name
     from harness.adk.importing import import_eval_set
     from harness.errors import InputError
     from harness.files import make_directory
@@ -48,14 +49,14 @@ def import_adk(
             sources.append(path)
         else:
             raise InputError(path, None, "no such file or directory")
+    names = [source_name(p) for p in sources]
+    for path, name in zip(sources, names, strict=True):
+        if names.count(name) > 1:
+            raise InputError(path, None, f"another eval set would also be written to "
+                             f"{out / (name + '.yaml')}; import them into separate folders")
     make_directory(out, "a folder for the scenario files")
-    names = [p.name for p in sources]
     for path in sources:
-        target = import_eval_set(path, out, config)
-        if names.count(path.name) > 1:
-            raise InputError(path, None, f"another eval set of the same name would also be "
-                             f"written to {target}; import them into separate folders")
-        typer.echo(f"wrote {terminal_text(target)}")
+        typer.echo(f"wrote {terminal_text(import_eval_set(path, out, config))}")
 
 
 @export_app.command("adk")
@@ -70,7 +71,7 @@ def export_adk(
 ) -> None:
     """Write the scenarios as one ADK eval set and a test_config.json beside it. What ADK's
     format cannot hold is listed on stderr, by scenario."""
-    from harness.adk.evalset import EVALSET_SUFFIX
+    from harness.adk import EVALSET_SUFFIX
     from harness.adk.export import export_eval_set
     from harness.errors import InputError
     from harness.files import check_output_file, write_text_atomic

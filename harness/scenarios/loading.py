@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from harness.adk import ADK_SUFFIXES
 from harness.errors import InputError, InputErrors
 from harness.files import read_text
 from harness.scenarios.schema import Scenario
@@ -29,7 +30,6 @@ from harness.scenarios.selectors import Selection, merge_selections, parse_selec
 from harness.scenarios.validation import FieldPath, Problem, format_path, scenario_problems
 
 SCENARIO_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
-ADK_SUFFIXES: tuple[str, ...] = (".evalset.json", ".test.json")
 
 
 # libyaml's parser when PyYAML was built with it (its wheels are): the same documents, nodes
