@@ -15,7 +15,7 @@ CacheMode = Literal["read-write", "refresh", "off", "replay"]
 GateBasis = Literal["mean", "lower-bound"]
 """Whether the CI gate compares the figure itself or the lower end of its interval."""
 
-PersonaPresetName = Literal["NOVICE", "EXPERT"]
+PersonaPresetName = Literal["NOVICE", "EXPERT", "EVALUATOR"]
 """A pre-built simulated-user persona (``user.persona_preset``; see
 :mod:`harness.simulation.personas`)."""
 

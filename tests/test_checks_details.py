@@ -90,7 +90,8 @@ def test_trajectory_details_name_pairs_reference_and_unmatched_calls() -> None:
         # turn 0: search matched, the extra lookup allowed; turn 1: book and pay unmatched;
         # turn 2 has no reference call but is scored, because a call was made in it
         "tool_trajectory_avg_score": _scored(2 / 3, False, {"match_type": "ANY_ORDER",
-                                                            "per_turn": [1.0, 0.0, 1.0]}),
+                                                            "per_turn": [1.0, 0.0, 1.0],
+                                                            "threshold": 1.0}),
     }
     assert report.warnings == ["tool call 3 (search, turn 2) has arguments that are not a JSON "
                                "object ('{q'); scored as not matching"]
@@ -109,7 +110,8 @@ def test_a_trajectory_that_matches_passes_every_trajectory_check() -> None:
     assert results["trajectory_f1"]["details"] == counts
     assert results["trajectory_any_order_match"]["details"]["unmatched_actual"] == []
     assert results["tool_trajectory_avg_score"]["details"] == {"match_type": "EXACT",
-                                                               "per_turn": [1.0]}
+                                                               "per_turn": [1.0],
+                                                               "threshold": 1.0}
 
 
 def test_single_tool_use_counts_the_calls_of_its_tool() -> None:

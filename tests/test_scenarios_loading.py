@@ -272,8 +272,9 @@ def test_user_and_limits_consistency(tmp_path: Path) -> None:
     assert "expectations.tool_calls[0].turn: turn 2 cannot happen" in one_error(tmp_path, late)
 
 
-def test_agent_needs_exactly_one_of_model_or_callable(tmp_path: Path) -> None:
-    assert "give exactly one of 'model'" in one_error(tmp_path, variant(agent={}))
+def test_agent_takes_a_model_or_a_callable_not_both(tmp_path: Path) -> None:
+    both = variant(agent={"model": "mock:agent", "callable": "pkg.mod:fn"})
+    assert "not both" in one_error(tmp_path, both)
     assert "unknown provider 'gpt'" in one_error(tmp_path, variant(agent={"model": "gpt:4"}))
 
 
@@ -299,7 +300,8 @@ def test_yaml_errors_duplicate_keys_and_odd_documents(tmp_path: Path) -> None:
 
 def test_every_problem_in_every_file_is_reported(tmp_path: Path) -> None:
     errors_for(tmp_path, variant(user__goal=...), "a.yaml")
-    errors_for(tmp_path, [variant(agent={}), {**variant(), "id": "ok", "extra": 1}], "b.yaml")
+    errors_for(tmp_path, [variant(agent={"model": "gpt:4"}), {**variant(), "id": "ok", "extra": 1}],
+               "b.yaml")
     (tmp_path / "c.yaml").write_text(yaml.safe_dump({**MINIMAL, "id": "fine"}))
     with pytest.raises(InputErrors) as caught:
         load_scenarios([tmp_path, tmp_path / "missing.yaml"])

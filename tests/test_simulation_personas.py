@@ -45,18 +45,18 @@ def scenario(preset: str | None = None, **user: Any) -> Any:
 
 def test_the_presets_are_the_schemas_choices() -> None:
     assert set(PERSONA_PRESETS) == set(typing.get_args(PersonaPresetName)) == {
-        "NOVICE", "EXPERT"}
+        "NOVICE", "EXPERT", "EVALUATOR"}
 
 
-@pytest.mark.parametrize("preset", ["NOVICE", "EXPERT"])
+@pytest.mark.parametrize("preset", ["NOVICE", "EXPERT", "EVALUATOR"])
 def test_the_simulator_prompt_holds_the_preset_then_the_scenarios_own_text(preset: str) -> None:
     system = simulator_messages(scenario(preset).user, [])[0].content
     chosen = PERSONA_PRESETS[preset]
     at = [system.index(chosen.description),
           *(system.index(f"- {b}") for b in chosen.behaviours), system.index(OWN)]
     assert at == sorted(at)  # description, behaviours, then the scenario's persona
-    other = PERSONA_PRESETS["EXPERT" if preset == "NOVICE" else "NOVICE"]
-    assert other.description not in system
+    for other in PERSONA_PRESETS.values():
+        assert other is chosen or other.description not in system
 
 
 def test_without_a_preset_the_prompt_is_the_scenarios_text_alone() -> None:
@@ -73,14 +73,15 @@ def test_the_fidelity_judge_sees_the_same_persona() -> None:
 
 
 def test_an_unknown_preset_names_the_field_and_lists_the_presets(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"user\.persona_preset: .*'NOVICE' or 'EXPERT'"):
+    with pytest.raises(InputError,
+                       match=r"user\.persona_preset: .*'NOVICE', 'EXPERT' or 'EVALUATOR'"):
         scenario("GURU")
     path = tmp_path / "s.yaml"
     path.write_text("id: x\nuser:\n  goal: g\n  persona_preset: novice\n"
                     "agent: {model: 'mock:agent', system_prompt: s}\n", encoding="utf-8")
     done = run_cli("validate", path)
     assert done.returncode == 2
-    assert (f"{path}:4: user.persona_preset: Input should be 'NOVICE' or 'EXPERT' "
+    assert (f"{path}:4: user.persona_preset: Input should be 'NOVICE', 'EXPERT' or 'EVALUATOR' "
             "(got 'novice')") in done.stderr
 
 

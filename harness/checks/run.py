@@ -17,10 +17,17 @@ Check names (the keys of :meth:`CheckReport.metrics`), each valued in [0, 1]:
   be penalised for its length; model and tool time rather than wall-clock time, because wall
   time includes the simulated user and any queueing behind the concurrency limit. Unscored
   when the transcript has no agent timings (imported conversations);
-- with ``reference_answer``: ADK's ``response_match_score`` (ROUGE-1 F, see :mod:`.response`);
+- with ``reference_answer``: ADK's ``response_match_score`` (ROUGE-1 F, see :mod:`.response`)
+  of the final answer; with ``reference_answers`` (per turn), ADK's mean over those turns of
+  the ROUGE-1 F of each turn's last agent message with text against that turn's answer (a
+  turn with no such message scores 0, as an empty response does in ADK);
 - with ``required_phrases``: ``required_phrases``, the share found in the final answer;
 - with ``final_state``: ``final_state_match`` (1 when equal/contained; unscored when the
   transcript has no final state).
+
+``tool_trajectory_avg_score`` and ``response_match_score`` pass at or above their thresholds
+(``trajectory_threshold``, ``response_match_threshold``); a threshold of ``None`` makes the
+check informational: reported with ``passed`` ``None``, and left out of the sample's score.
 
 An errored transcript (its agent or simulator call failed) gets no scores at all: the report
 carries the error instead, so it is counted apart and never as a failed check.
@@ -134,6 +141,8 @@ def run_checks(
     if exp.reference_answer is not None:
         results.append(_response_match_check(exp.reference_answer, exp.response_match_threshold,
                                              transcript.final_response))
+    if exp.reference_answers is not None:
+        results.append(_per_turn_response_match_check(exp, transcript))
     if exp.required_phrases:
         results.append(_phrases_check(exp.required_phrases, transcript.final_response))
     if exp.final_state is not None:
@@ -202,9 +211,12 @@ def _trajectory_checks(
     per_turn = traj.adk_tool_trajectory(compat, ref_turns, act_turns, n_turns,
                                         exp.adk_trajectory_match)
     adk_score = sum(per_turn) / len(per_turn)
+    threshold = exp.trajectory_threshold
     results.append(CheckResult(
-        name="tool_trajectory_avg_score", value=adk_score, passed=adk_score >= 1.0 - _EPS,
-        details={"match_type": exp.adk_trajectory_match, "per_turn": per_turn},
+        name="tool_trajectory_avg_score", value=adk_score,
+        passed=None if threshold is None else adk_score >= threshold,
+        details={"match_type": exp.adk_trajectory_match, "per_turn": per_turn,
+                 "threshold": threshold},
     ))
     return results, warnings
 
@@ -306,16 +318,53 @@ def _latency_check(budget: float, transcript: Transcript) -> CheckResult:
                        findings=findings)
 
 
-def _response_match_check(reference: str, threshold: float, response: str) -> CheckResult:
+def _response_match_check(
+    reference: str, threshold: float | None, response: str
+) -> CheckResult:
     precision, recall, fmeasure = rouge1(response, reference)
-    ok = fmeasure >= threshold
+    ok = threshold is None or fmeasure >= threshold
     findings = [] if ok else [Finding(
         kind="response_mismatch", subject="reference_answer",
         message=f"ROUGE-1 F {fmeasure:.3f} against the reference answer, threshold {threshold}",
     )]
-    return CheckResult(name="response_match_score", value=fmeasure, passed=ok,
+    return CheckResult(name="response_match_score", value=fmeasure,
+                       passed=None if threshold is None else ok,
                        details={"rouge1_precision": precision, "rouge1_recall": recall,
                                 "threshold": threshold, "empty_response": not response.strip()},
+                       findings=findings)
+
+
+def turn_responses(transcript: Transcript) -> dict[int, str]:
+    """The last agent message with text in each user turn (0-based), by turn."""
+    out: dict[int, str] = {}
+    for message, turn in zip(transcript.messages, transcript.turn_of_messages(), strict=True):
+        if message.role == "assistant" and message.content:
+            out[turn] = message.content
+    return out
+
+
+def _per_turn_response_match_check(exp: Expectations, transcript: Transcript) -> CheckResult:
+    answers = exp.reference_answers or []
+    responses = turn_responses(transcript)
+    per_turn = []
+    for item in answers:
+        response = responses.get(item.turn, "")
+        precision, recall, fmeasure = rouge1(response, item.answer)
+        per_turn.append({"turn": item.turn, "score": fmeasure, "rouge1_precision": precision,
+                         "rouge1_recall": recall, "empty_response": not response.strip()})
+    if not per_turn:
+        return CheckResult.unscored("response_match_score", "reference_answers is empty")
+    value = sum(p["score"] for p in per_turn) / len(per_turn)
+    threshold = exp.response_match_threshold
+    ok = threshold is None or value >= threshold  # exactly as ADK compares
+    findings = [] if ok else [Finding(
+        kind="response_mismatch", subject="reference_answers",
+        message=f"mean ROUGE-1 F {value:.3f} over {len(per_turn)} turn(s) against their "
+        f"reference answers, threshold {threshold}",
+    )]
+    return CheckResult(name="response_match_score", value=value,
+                       passed=None if threshold is None else ok,
+                       details={"threshold": threshold, "per_turn": per_turn},
                        findings=findings)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ArgMode = Literal["exact", "subset", "superset", "ignore"]
 
@@ -53,6 +53,14 @@ class ExpectedToolCall(_Strict):
     match: ArgMatching | None = None
 
 
+class TurnAnswer(_Strict):
+    """A reference answer for one user turn (ADK's per-invocation ``final_response``);
+    ``turn`` is 0-based, as in :class:`ExpectedToolCall`."""
+
+    turn: int = Field(ge=0)
+    answer: str
+
+
 class ParameterValidator(_Strict):
     """Constraints on one parameter's value, for partial-credit parameter accuracy."""
 
@@ -91,7 +99,14 @@ class Expectations(_Strict):
     forbidden_tools: list[str] = Field(default_factory=list)
     no_tool_calls: bool = Field(default=False, description="the agent should call no tool")
     max_tool_calls: int | None = Field(default=None, ge=0)
-    reference_answer: str | None = None
+    reference_answer: str | None = Field(
+        default=None, description="compared with the agent's last message that has text"
+    )
+    reference_answers: list[TurnAnswer] | None = Field(
+        default=None,
+        description="per-turn reference answers, each compared with the agent's last message "
+        "with text in that turn (not with reference_answer)",
+    )
     required_phrases: list[str] = Field(default_factory=list)
     latency_budget_s: float | None = Field(default=None, gt=0)
     final_state: dict[str, Any] | None = None
@@ -99,6 +114,23 @@ class Expectations(_Strict):
     adk_trajectory_match: Literal["EXACT", "IN_ORDER", "ANY_ORDER"] = Field(
         default="EXACT", description="ADK's match type for tool_trajectory_avg_score"
     )
-    response_match_threshold: float = Field(
-        default=0.8, ge=0, le=1, description="response_match_score passes at or above this"
+    response_match_threshold: float | None = Field(
+        default=0.8, ge=0, le=1,
+        description="response_match_score passes at or above this; null: reported only "
+        "(neither in the score nor in the pass verdict)",
     )
+    trajectory_threshold: float | None = Field(
+        default=1.0, ge=0, le=1,
+        description="tool_trajectory_avg_score passes at or above this; null: reported only",
+    )
+
+    @model_validator(mode="after")
+    def _one_kind_of_reference_answer(self) -> Expectations:
+        if self.reference_answer is not None and self.reference_answers is not None:
+            raise ValueError("give reference_answer (the last message) or reference_answers "
+                             "(per turn), not both")
+        turns = [a.turn for a in self.reference_answers or []]
+        repeated = sorted({t for t in turns if turns.count(t) > 1})
+        if repeated:
+            raise ValueError(f"reference_answers: turn {repeated[0]} has more than one answer")
+        return self

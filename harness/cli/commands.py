@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.cli import (
+    adk_cmd,  # noqa: F401
     calibrate_cmd,  # noqa: F401
     demo_cmd,  # noqa: F401
     pairwise_cmd,  # noqa: F401

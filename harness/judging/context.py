@@ -38,9 +38,12 @@ class JudgeContext(BaseModel):
 
 def reference_answer_of(scenario: Scenario) -> str | None:
     """The reference answer judges compare the final answer with (``final_response_match``):
-    the scenario's ``expectations.reference_answer``. One place, so that per-turn reference
-    answers can point it at the last turn's."""
-    return scenario.expectations.reference_answer
+    with per-turn reference answers the last turn's (judges read the final answer), else the
+    scenario's ``expectations.reference_answer``."""
+    exp = scenario.expectations
+    if exp.reference_answers:
+        return max(exp.reference_answers, key=lambda a: a.turn).answer
+    return exp.reference_answer
 
 
 def context_for_scenario(scenario: Scenario) -> JudgeContext:

@@ -141,13 +141,7 @@ class Runner:
         self.hub = hub
         self.on_sample = on_sample
         self.state = RunState()
-        # Per rubric: --judge-samples / --judge-aggregation when given, else the rubric's own.
-        base = JudgeSettings(temperature=config.judge_temperature)
-        self.judge_settings = {
-            rid: settings_for_rubric(rubric, base, samples=config.judge_samples,
-                                     method=config.judge_aggregation)
-            for rid, rubric in suite.rubrics.items()
-        }
+        self._judge_base = JudgeSettings(temperature=config.judge_temperature)
         self._judges: list[ChatModel] = [hub.get(name) for name in config.judges]
 
     def ledger_total(self) -> UsageStats:
@@ -218,6 +212,24 @@ class Runner:
                     task.cancel()
         return self.state
 
+    def _rubric_for(
+        self, scenario: Scenario, rubric_id: str
+    ) -> tuple[Rubric, JudgeSettings]:
+        """The rubric a scenario names (its own inline one first), with the scenario's
+        ``rubric_options`` threshold, and the settings it is judged with: samples and
+        aggregation from the command line when given, else the scenario's options, else the
+        rubric's own (:func:`settings_for_rubric`)."""
+        rubric = scenario.inline_rubric(rubric_id) or self.suite.rubrics[rubric_id]
+        options = scenario.rubric_options.get(rubric_id)
+        if options is not None and options.threshold is not None:
+            rubric = rubric.model_copy(update={"threshold": options.threshold})
+        settings = settings_for_rubric(
+            rubric, self._judge_base,
+            samples=self.config.judge_samples or (options.samples if options else None),
+            method=self.config.judge_aggregation or (options.aggregation if options else None),
+        )
+        return rubric, settings
+
     def _stop(self, reason: Literal["budget", "model_configuration"], message: str) -> None:
         if self.state.stop is None:
             self.state.stop = RunStop(reason=reason, message=message)
@@ -242,10 +254,10 @@ class Runner:
             judgments = []
             if not transcript.errored and scenario.rubrics and self._judges:
                 judgments = list(await asyncio.gather(*(
-                    judge_transcript(self._judges, self.suite.rubrics[rid], transcript,
-                                     self.suite.contexts[scenario_id],
-                                     settings=self.judge_settings[rid])
-                    for rid in scenario.rubrics
+                    judge_transcript(self._judges, rubric, transcript,
+                                     self.suite.contexts[scenario_id], settings=settings)
+                    for rubric, settings in (self._rubric_for(scenario, rid)
+                                             for rid in scenario.rubrics)
                 )))
                 judge_fatal = next((e for j in judgments if (e := j.fatal_error()) is not None),
                                    None)

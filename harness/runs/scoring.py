@@ -6,7 +6,9 @@
   (one component, so the seven trajectory views of one tool sequence do not outweigh a
   rubric) and each judged rubric's score (one component each).
 - The sample **passes** when every gating check passed and every judged rubric passed.
-- Gating checks are every check except the descriptive trajectory views
+- Gating checks are every check with a pass verdict (``passed`` not ``None``; a check made
+  informational by a ``None`` threshold is reported only) except the descriptive trajectory
+  views
   (``trajectory_exact_match``, ``..._in_order_match``, ``..._any_order_match``,
   ``..._precision``, ``..._recall``, ``..._f1``): those are reported, and the strictness of
   the trajectory gate is the scenario's choice of ``adk_trajectory_match`` (EXACT, IN_ORDER
@@ -89,7 +91,7 @@ def build_sample(
         if result.value is None:
             continue
         metrics[result.name] = result.value
-        if is_gating(result.name):
+        if is_gating(result.name) and result.passed is not None:
             gating_values.append(result.value)
             checks_passed = checks_passed and result.passed is not False
     components: list[float] = []

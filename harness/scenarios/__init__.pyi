@@ -10,9 +10,11 @@ from .schema import (
     AgentSpec,
     Answer,
     Limits,
+    RubricOptions,
     Rule,
     Scenario,
     ToolDef,
     UserSpec,
 )
+from .selectors import Selection, parse_selection, select
 from .validation import Problem, scenario_problems

@@ -22,9 +22,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from harness.adk import ADK_SUFFIXES
 from harness.errors import InputError, InputErrors
 from harness.files import read_text
 from harness.scenarios.schema import Scenario
+from harness.scenarios.selectors import Selection, merge_selections, parse_selection, select
 from harness.scenarios.validation import FieldPath, Problem, format_path, scenario_problems
 
 SCENARIO_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
@@ -79,7 +81,8 @@ def load_scenarios(
     paths: Iterable[str | Path], *, known_rubrics: Collection[str] | None = None
 ) -> list[Scenario]:
     """Load every scenario in ``paths`` (files, or directories searched recursively for
-    ``*.yaml``/``*.yml``), in path order, then file order.
+    ``*.yaml``/``*.yml`` and ADK eval sets ``*.evalset.json``/``*.test.json``), in path order,
+    then file order. A path ``FILE:id1,id2`` selects those scenarios of the file.
 
     ``known_rubrics``, when given, is the set of rubric ids scenarios may list. Raises
     :class:`InputError` for one problem or :class:`InputErrors` listing every problem in every
@@ -99,14 +102,20 @@ def validate_paths(
     """Check every scenario file under ``paths`` and collect all problems (never raises for
     bad content). Scenario ids must be unique across all the files."""
     report = ValidationReport()
-    files, errors = discover_files(paths)
-    report.files, report.errors = files, errors
+    selections, errors = discover_files(paths)
+    report.files, report.errors = [s.path for s in selections], errors
     first_seen: dict[str, str] = {}
-    for path in files:
+    for selection in selections:
+        path = selection.path
         scenarios, problems = read_scenario_file(
             path, known_rubrics=known_rubrics, check_imports=check_imports
         )
         report.errors.extend(problems)
+        try:
+            scenarios = select(scenarios, selection.ids, lambda item: _ids_of(item[0]), path)
+        except InputError as err:
+            report.errors.append(err)
+            continue
         for scenario, where, line in scenarios:
             if scenario.id in first_seen:
                 report.errors.append(
@@ -124,31 +133,44 @@ def validate_paths(
     return report
 
 
-def discover_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[InputError]]:
-    """Expand directories (recursively, ``*.yaml``/``*.yml``, sorted) and check that every path
-    exists. A file named explicitly is read whatever its suffix."""
-    files: list[Path] = []
+def _ids_of(scenario: Scenario) -> list[str]:
+    """The ids a selector may use for a scenario: its id, and an ADK eval case's own id."""
+    adk = scenario.metadata.get("adk")
+    eval_id = adk.get("eval_id") if isinstance(adk, dict) else None
+    return [scenario.id, *([eval_id] if isinstance(eval_id, str) else [])]
+
+
+def _is_scenario_file(path: Path) -> bool:
+    return path.suffix in SCENARIO_SUFFIXES or path.name.endswith(ADK_SUFFIXES)
+
+
+def discover_files(paths: Iterable[str | Path]) -> tuple[list[Selection], list[InputError]]:
+    """Expand directories (recursively: ``*.yaml``, ``*.yml``, ``*.evalset.json``,
+    ``*.test.json``, sorted), parse ``FILE:ids`` selectors and check that every path exists.
+    A file named explicitly is read whatever its suffix."""
+    selections: list[Selection] = []
     errors: list[InputError] = []
     given = list(paths)
     if not given:
         errors.append(InputError("<arguments>", None, "no scenario paths given"))
     for raw in given:
-        path = Path(raw)
+        try:
+            selection = parse_selection(raw)
+        except InputError as err:
+            errors.append(err)
+            continue
+        path = selection.path
         if path.is_dir():
-            found = sorted(
-                p for p in path.rglob("*") if p.suffix in SCENARIO_SUFFIXES and p.is_file()
-            )
+            found = sorted(p for p in path.rglob("*") if _is_scenario_file(p) and p.is_file())
             if not found:
-                errors.append(
-                    InputError(path, None, "no scenario files (*.yaml, *.yml) in this directory")
-                )
-            files.extend(found)
+                errors.append(InputError(path, None, "no scenario files (*.yaml, *.yml, "
+                                         "*.evalset.json, *.test.json) in this directory"))
+            selections.extend(Selection(p) for p in found)
         elif path.is_file():
-            files.append(path)
+            selections.append(selection)
         else:
             errors.append(InputError(path, None, "no such file or directory"))
-    unique = list(dict.fromkeys(files))
-    return unique, errors
+    return merge_selections(selections), errors
 
 
 def read_scenario_file(
@@ -158,7 +180,12 @@ def read_scenario_file(
     check_imports: bool = True,
 ) -> tuple[list[tuple[Scenario, FieldPath, int | None]], list[InputError]]:
     """Parse and check one file. Returns ``(scenarios, errors)``; each scenario comes with its
-    field-path prefix (``()`` or ``(index,)`` in a list file) and its line."""
+    field-path prefix (``()`` or ``(index,)`` in a list file) and its line. An ADK eval set
+    (``*.evalset.json``, ``*.test.json``) is converted (:mod:`harness.adk.loading`)."""
+    if path.name.endswith(ADK_SUFFIXES):
+        from harness.adk.loading import read_adk_file
+
+        return read_adk_file(path, known_rubrics=known_rubrics, check_imports=check_imports)
     try:
         text = read_text(path, "a scenario file (YAML)")
     except InputError as err:

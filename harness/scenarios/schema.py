@@ -8,6 +8,7 @@ than one field (tool names referenced elsewhere, rubric ids, imports) live in
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from pydantic_core import PydanticCustomError
 
 from harness.checks.spec import Expectations
-from harness.choices import PersonaPresetName
+from harness.choices import AggregationMethod, PersonaPresetName
 from harness.errors import ModelConfigError
+from harness.judging.rubric import Rubric
 from harness.models.base import ModelSpec
 from harness.models.types import GenerationParams, Message, ToolSpec
 from harness.scenarios.expressions import matcher_problems, parse_template
@@ -331,10 +333,13 @@ class UserSpec(_Strict):
 
 class AgentSpec(_Strict):
     """The agent under test: a model with a system prompt and the tools it sees, or a Python
-    callable ``f(messages, toolbox)`` (sync or async) returning its reply."""
+    callable ``f(messages, toolbox)`` (sync or async) returning its reply. With neither, the
+    run must name the model (``--agent``, or ``--offline`` for ``mock:agent``), as for an
+    imported ADK eval set, which names no model."""
 
     model: str | None = Field(
-        default=None, description="provider:model, e.g. anthropic:claude-sonnet-4-5"
+        default=None,
+        description="provider:model, e.g. anthropic:claude-sonnet-4-5 (unset: the run's --agent)",
     )
     callable: str | None = Field(
         default=None,
@@ -359,9 +364,10 @@ class AgentSpec(_Strict):
 
     @model_validator(mode="after")
     def _model_or_callable(self) -> AgentSpec:
-        if (self.model is None) == (self.callable is None):
+        if self.model is not None and self.callable is not None:
             raise ValueError(
-                "give exactly one of 'model' (a model agent) or 'callable' (a Python agent)"
+                "give one of 'model' (a model agent) or 'callable' (a Python agent), not both "
+                "(with neither, the run's --agent is the model)"
             )
         if self.callable is not None and self.params is not None:
             raise ValueError("'params' applies only to a model agent")
@@ -384,6 +390,29 @@ class Limits(_Strict):
     )
 
 
+class RubricOptions(_Strict):
+    """How one rubric the scenario lists is judged for this scenario, overriding the rubric's
+    threshold and the run's judge samples and aggregation."""
+
+    threshold: float | None = Field(
+        default=None, ge=0, le=1,
+        description="pass when the rubric score >= this (normalised [0, 1] score)",
+    )
+    samples: int | None = Field(default=None, ge=1, le=100,
+                                description="judge samples per judge (default: the run's)")
+    aggregation: AggregationMethod | None = Field(
+        default=None, description="mean or majority over the samples (default: the run's)"
+    )
+
+
+def _json_mapping(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"must hold JSON values only ({err})") from None
+    return value
+
+
 class Scenario(_Strict):
     """One scenario: a simulated user, the agent under test, its mocked tools and state, limits,
     expectations for the checks, and the rubrics judges apply."""
@@ -403,8 +432,27 @@ class Scenario(_Strict):
     limits: Limits = Field(default_factory=Limits)
     expectations: Expectations = Field(default_factory=Expectations)
     rubrics: list[str] = Field(default_factory=list, description="rubric ids judges apply")
+    rubric_options: dict[str, RubricOptions] = Field(
+        default_factory=dict,
+        description="per rubric id listed in rubrics: threshold, judge samples, aggregation",
+    )
+    inline_rubrics: list[Rubric] = Field(
+        default_factory=list,
+        description="rubrics defined in this scenario (same format as a rubric file); list "
+        "their ids under rubrics",
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="free-form JSON kept with the scenario (e.g. fields of an imported ADK eval "
+        "case that have no other home); not used by the run",
+    )
 
     _source: Path | None = PrivateAttr(default=None)
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_is_json(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return _json_mapping(value)
 
     @property
     def source(self) -> Path | None:
@@ -420,6 +468,10 @@ class Scenario(_Strict):
         """Set the source file (for resolving Python paths); returns ``self``."""
         self._source = path
         return self
+
+    def inline_rubric(self, rubric_id: str) -> Rubric | None:
+        """The rubric this scenario defines under ``inline_rubrics`` with that id, or None."""
+        return next((r for r in self.inline_rubrics if r.id == rubric_id), None)
 
     def tool(self, name: str) -> ToolDef | None:
         return next((t for t in self.tools if t.name == name), None)

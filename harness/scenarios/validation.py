@@ -56,8 +56,9 @@ def scenario_problems(
     problems.extend(_limit_problems(scenario))
     if check_imports:
         problems.extend(_import_problems(scenario, base))
+    problems.extend(_rubric_use_problems(scenario, known_rubrics))
     if known_rubrics is not None:
-        known = set(known_rubrics)
+        known = set(known_rubrics) | {r.id for r in scenario.inline_rubrics}
         for i, rubric in enumerate(scenario.rubrics):
             if rubric not in known:
                 problems.append(
@@ -68,6 +69,29 @@ def scenario_problems(
                     )
                 )
     return problems
+
+
+def _rubric_use_problems(
+    scenario: Scenario, known_rubrics: Collection[str] | None
+) -> Iterator[Problem]:
+    """Options for rubrics the scenario does not list; inline rubrics that are unused, defined
+    twice, or that would hide a loaded rubric of the same id."""
+    for rubric_id in scenario.rubric_options:
+        if rubric_id not in scenario.rubrics:
+            yield Problem(("rubric_options", rubric_id),
+                          f"options for rubric {rubric_id!r}, which rubrics does not list")
+    seen: set[str] = set()
+    for i, rubric in enumerate(scenario.inline_rubrics):
+        if rubric.id in seen:
+            yield Problem(("inline_rubrics", i, "id"), f"rubric {rubric.id!r} is defined twice")
+        seen.add(rubric.id)
+        if known_rubrics is not None and rubric.id in known_rubrics:
+            yield Problem(("inline_rubrics", i, "id"),
+                          f"rubric {rubric.id!r} is already defined (a built-in or --rubrics "
+                          "file); give the inline rubric its own id")
+        if rubric.id not in scenario.rubrics:
+            yield Problem(("inline_rubrics", i, "id"),
+                          f"inline rubric {rubric.id!r} is not listed under rubrics")
 
 
 def _tool_problems(scenario: Scenario) -> Iterator[Problem]:

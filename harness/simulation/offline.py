@@ -5,8 +5,9 @@ any real model; transcripts from them are marked offline.
 
 - ``mock:agent`` follows the scenario's reference tool calls turn by turn (one call per step;
   calls without a ``turn`` belong to turn 0), then answers with the reference answer when no
-  later turn has work left, else with the last tool result. When it has nothing to call yet but
-  a later turn does, it asks for the details by that call's argument names.
+  later turn has work left, else with the last tool result. With per-turn reference answers
+  (``reference_answers``) each turn that has one answers with it. When it has nothing to call
+  yet but a later turn does, it asks for the details by that call's argument names.
 - ``mock:agent-flaky`` does the same but, seeded by (scenario, sample_index), sometimes skips a
   reference call or garbles one argument, and then answers from the tool results instead of the
   reference answer, so offline runs show real variance between epochs.
@@ -137,8 +138,12 @@ class MockAgent(MockBehaviour):
         this_turn: list[Message],
         perturbed: bool,
     ) -> str:
-        later = [c for c in reference if (c.get("turn") or 0) > turn]
         results = [m for m in this_turn if m.role == "tool"]
+        per_turn = {a.get("turn"): a.get("answer") for a in
+                    expectations.get("reference_answers") or [] if isinstance(a, dict)}
+        if per_turn.get(turn) and not perturbed:
+            return str(per_turn[turn])
+        later = [c for c in reference if (c.get("turn") or 0) > turn]
         if later and not results:
             # The reference does the work in a later turn: ask for what that call needs.
             needed = [" ".join(_words(a)) for a in (later[0].get("args") or {})]

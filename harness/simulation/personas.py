@@ -5,6 +5,9 @@ simulated user is and how they behave, put before the scenario's own ``user.pers
   and checks they understood before moving on.
 - ``EXPERT``: knows the subject; terse and precise, gives details up front, wants answers
   without explanation, and is impatient with filler.
+- ``EVALUATOR``: tests whether the agent reaches the plan's goals; gives details up front,
+  answers only what is relevant, and does not correct or coach the agent (ADK's third
+  pre-built persona).
 
 The offline simulator (``mock:simulator``) shows the difference plainly: a novice asks one
 clarifying question after the agent's first answer; an expert signs off with one word.
@@ -50,6 +53,17 @@ PERSONA_PRESETS: dict[str, PersonaPreset] = {
             "need.",
             "Point out an answer that is wrong, vague or padded, briefly.",
             "End as soon as you have what you came for, without pleasantries.",
+        ),
+    ),
+    "EVALUATOR": PersonaPreset(
+        name="EVALUATOR",
+        description="Someone testing whether the assistant can reach the goals of the plan "
+                    "on its own.",
+        behaviours=(
+            "Give the details the plan gives you up front, in plain conversational words.",
+            "Answer only what is relevant to the plan; do not volunteer more.",
+            "Do not correct, hint at or coach the assistant when it goes wrong: let it "
+            "succeed or fail by itself.",
         ),
     ),
 }

@@ -1,0 +1,6 @@
+"""Google ADK eval sets: reading their files, their test_config.json criteria, conversion to
+scenarios and export back (see README "ADK eval sets")."""
+
+EVALSET_SUFFIX = ".evalset.json"
+TEST_SUFFIX = ".test.json"
+ADK_SUFFIXES = (EVALSET_SUFFIX, TEST_SUFFIX)

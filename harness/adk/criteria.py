@@ -1,0 +1,175 @@
+"""ADK's ``test_config.json``: the criteria (metric name -> threshold or options) that decide
+whether an eval case passes, read into typed models.
+
+A criterion is a number (its threshold) or an object with ``threshold`` and the options of
+its kind. ADK decides a case passes when each criterion's overall score is >= its threshold.
+Without a config file ADK's defaults apply: ``tool_trajectory_avg_score`` 1.0 and
+``response_match_score`` 0.8. A criterion we do not know, a ``match_type`` we do not know, or
+a misspelt key is an error naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from harness.adk.evalset import AdkRubric, read_json, validation_error
+from harness.errors import InputError
+
+CONFIG_NAME = "test_config.json"
+
+MatchType = Literal["EXACT", "IN_ORDER", "ANY_ORDER"]
+
+
+class _Adk(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, validate_by_name=True, validate_by_alias=True,
+        loc_by_alias=False, extra="forbid",
+    )
+
+
+class JudgeModelOptions(_Adk):
+    """ADK's judge options. ``judge_model`` names a Gemini model: the harness judges with
+    ``--judge`` instead, and keeps the name only to write it back on export."""
+
+    judge_model: str = "gemini-2.5-flash"
+    judge_model_config: dict[str, Any] | None = None
+    num_samples: int = Field(default=5, ge=1, le=100)
+    parallelism_limit: int = Field(default=1, ge=1)
+
+
+class Criterion(_Adk):
+    """A threshold and nothing else (``response_match_score``, ``safety_v1``)."""
+
+    threshold: float = Field(ge=0, le=1)
+    include_intermediate_responses_in_final: bool = False
+
+
+class TrajectoryCriterion(Criterion):
+    """``tool_trajectory_avg_score``: match type and whether arguments are compared."""
+
+    match_type: MatchType = "EXACT"
+    ignore_args: bool = False
+
+    @field_validator("match_type", mode="before")
+    @classmethod
+    def _match_type(cls, value: Any) -> Any:
+        # ADK accepts its enum's names in any case with - or space for _, and its values.
+        names = ("EXACT", "IN_ORDER", "ANY_ORDER")
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 3:
+            return names[value]
+        if isinstance(value, str):
+            normal = value.strip().upper().replace("-", "_").replace(" ", "_")
+            if normal in names:
+                return normal
+        raise ValueError(f"unknown match_type {value!r}; expected one of {', '.join(names)}")
+
+
+class JudgeCriterion(Criterion):
+    """A judged criterion (``final_response_match_v2``)."""
+
+    judge_model_options: JudgeModelOptions = Field(default_factory=JudgeModelOptions)
+
+
+class RubricsCriterion(JudgeCriterion):
+    """A rubric-based criterion with its inline rubrics."""
+
+    rubrics: list[AdkRubric] = Field(min_length=1)
+
+
+class HallucinationsCriterion(JudgeCriterion):
+    """``hallucinations_v1``: whether intermediate answers are judged too."""
+
+    evaluate_intermediate_nl_responses: bool = False
+
+
+CRITERION_MODELS: dict[str, type[Criterion]] = {
+    "tool_trajectory_avg_score": TrajectoryCriterion,
+    "response_match_score": Criterion,
+    "final_response_match_v2": JudgeCriterion,
+    "rubric_based_final_response_quality_v1": RubricsCriterion,
+    "rubric_based_tool_use_quality_v1": RubricsCriterion,
+    "hallucinations_v1": HallucinationsCriterion,
+    "safety_v1": Criterion,
+}
+KNOWN_CRITERIA = tuple(CRITERION_MODELS)
+
+DEFAULT_CRITERIA: dict[str, Criterion] = {
+    "tool_trajectory_avg_score": TrajectoryCriterion(threshold=1.0),
+    "response_match_score": Criterion(threshold=0.8),
+}
+
+
+class EvalConfig(BaseModel):
+    """A ``test_config.json``: the criteria, and ADK's user-simulator settings (kept to be
+    written back; the harness's simulator is ``--simulator``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    criteria: dict[str, Criterion] = Field(default_factory=dict)
+    user_simulator_config: dict[str, Any] | None = None
+    source: str | None = Field(default=None, exclude=True)
+
+
+def default_config() -> EvalConfig:
+    """ADK's criteria when there is no ``test_config.json``."""
+    return EvalConfig(criteria=dict(DEFAULT_CRITERIA))
+
+
+_TOP_KEYS = {"criteria": "criteria", "user_simulator_config": "user_simulator_config",
+             "userSimulatorConfig": "user_simulator_config"}
+
+
+def parse_config(data: Any, path: Path) -> EvalConfig:
+    """Validate parsed JSON as a ``test_config.json``. Raises :class:`InputError` naming
+    ``path`` and the field (``criteria.NAME.FIELD``)."""
+    if not isinstance(data, dict):
+        raise InputError(path, None, "expected an object with 'criteria', got "
+                         f"{type(data).__name__}")
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise InputError(path, str(key), "unknown key; expected criteria or "
+                             "user_simulator_config (custom metrics are not supported)")
+    raw = data.get("criteria") or {}
+    if not isinstance(raw, dict):
+        raise InputError(path, "criteria", "expected an object: criterion name -> threshold "
+                         f"or options, got {type(raw).__name__}")
+    criteria: dict[str, Criterion] = {}
+    for name, value in raw.items():
+        model = CRITERION_MODELS.get(name)
+        if model is None:
+            raise InputError(path, f"criteria.{name}", f"unknown criterion {name!r}; known "
+                             f"criteria: {', '.join(KNOWN_CRITERIA)}")
+        given = {"threshold": value} if isinstance(value, int | float) \
+            and not isinstance(value, bool) else value
+        try:
+            criteria[name] = model.model_validate(given)
+        except ValidationError as err:
+            inner = validation_error(path, err)
+            field = f"criteria.{name}" + (f".{inner.field}" if inner.field else "")
+            raise InputError(path, field, inner.expected) from None
+    simulator = data.get("user_simulator_config", data.get("userSimulatorConfig"))
+    if simulator is not None and not isinstance(simulator, dict):
+        raise InputError(path, "user_simulator_config", "expected an object")
+    return EvalConfig(criteria=criteria, user_simulator_config=simulator, source=str(path))
+
+
+def read_config(path: Path) -> EvalConfig:
+    """Read a ``test_config.json``. Raises :class:`InputError`."""
+    return parse_config(read_json(path, "an ADK test_config.json"), path)
+
+
+def config_for(eval_set_path: Path) -> EvalConfig:
+    """The ``test_config.json`` beside an eval set file, else ADK's defaults."""
+    beside = eval_set_path.parent / CONFIG_NAME
+    return read_config(beside) if beside.is_file() else default_config()
+
+
+def criterion_json(criterion: Criterion) -> float | dict[str, Any]:
+    """A criterion as written in ``test_config.json``: a bare threshold when it has no
+    options set, else its object (snake_case keys, defaults left out)."""
+    data = criterion.model_dump(mode="json", exclude_defaults=True)
+    return criterion.threshold if set(data) <= {"threshold"} else data

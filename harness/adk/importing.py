@@ -1,0 +1,54 @@
+"""``harness import adk``: an ADK eval set written as one scenario YAML file, with a header
+comment naming what was not carried (kept under ``metadata.adk``) and the agent to give."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.adk.convert import not_carried, source_name
+from harness.adk.criteria import EvalConfig, config_for
+from harness.adk.loading import adk_scenario_mappings
+from harness.files import write_text_atomic
+
+
+class _NoAliases(yaml.SafeDumper):
+    """Writes a value shared by two fields twice rather than as an anchor and alias."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def scenario_yaml(mappings: list[dict[str, Any]], source: Path, config: EvalConfig) -> str:
+    """The text of the scenario file for one eval set's converted scenarios."""
+    criteria = f"the criteria of {config.source}" if config.source else \
+        "ADK's default criteria (no test_config.json beside it)"
+    lines = [
+        f"# Imported from the ADK eval set {source.name} with {criteria}.",
+        "# The agent under test: ADK eval sets name no model; give one with --agent MODEL",
+        "# (or --offline), or set agent.model and agent.system_prompt below.",
+        "# Not carried (no home in this format; kept under metadata.adk, written back by",
+        "# `harness export adk`, not used by a run):",
+    ]
+    for data in mappings:
+        names = not_carried(data)
+        lines.append(f"#   {data['id']}: {', '.join(names) if names else 'nothing'}")
+    body = yaml.dump(mappings, Dumper=_NoAliases, sort_keys=False, allow_unicode=True,
+                     width=100)
+    return "\n".join(lines) + "\n\n" + body
+
+
+def import_eval_set(path: Path, out_dir: Path, config_path: Path | None = None) -> Path:
+    """Convert one ADK eval set file into ``out_dir/<name>.yaml`` (``<name>``: the file name
+    without ``.evalset.json``/``.test.json``). ``config_path`` is the ``test_config.json`` to
+    use instead of the one beside the file. Returns the path written. Raises
+    :class:`~harness.errors.InputError`."""
+    from harness.adk.criteria import read_config
+
+    config = read_config(config_path) if config_path is not None else config_for(path)
+    mappings = adk_scenario_mappings(path, config)
+    target = out_dir / f"{source_name(path)}.yaml"
+    write_text_atomic(target, scenario_yaml(mappings, path, config))
+    return target

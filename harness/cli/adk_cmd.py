@@ -1,0 +1,96 @@
+"""``harness import adk FILE... --out DIR`` and ``harness export adk PATH... --out FILE``:
+ADK eval sets to scenario YAML and back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.cli.app import app
+from harness.report.safe import terminal_console, terminal_text
+
+import_app = typer.Typer(help="Convert files of other tools into scenario YAML.",
+                         no_args_is_help=True)
+export_app = typer.Typer(help="Write scenarios in the formats of other tools.",
+                         no_args_is_help=True)
+app.add_typer(import_app, name="import")
+app.add_typer(export_app, name="export")
+
+
+@import_app.command("adk")
+def import_adk(
+    files: Annotated[list[Path], typer.Argument(
+        help="ADK eval sets (*.evalset.json, *.test.json), or folders holding them")],
+    out: Annotated[Path, typer.Option("--out", help="folder to write the YAML files into")],
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="a test_config.json for every file (default: the one beside each "
+        "file, else ADK's default criteria)")] = None,
+) -> None:
+    """Write one scenario YAML file per ADK eval set (every case a scenario; fields with no
+    home here kept under metadata.adk and named in the file's header comment)."""
+    from harness.adk import ADK_SUFFIXES
+    from harness.adk.convert import source_name
+    from harness.adk.importing import import_eval_set
+    from harness.errors import InputError
+    from harness.files import make_directory
+
+    sources: list[Path] = []
+    for path in files:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.name.endswith(ADK_SUFFIXES))
+            if not found:
+                raise InputError(path, None, "no ADK eval sets (*.evalset.json, *.test.json) "
+                                 "in this directory")
+            sources.extend(found)
+        elif path.is_file():
+            sources.append(path)
+        else:
+            raise InputError(path, None, "no such file or directory")
+    names = [source_name(p) for p in sources]
+    for path, name in zip(sources, names, strict=True):
+        if names.count(name) > 1:
+            raise InputError(path, None, f"another eval set would also be written to "
+                             f"{out / (name + '.yaml')}; import them into separate folders")
+    make_directory(out, "a folder for the scenario files")
+    for path in sources:
+        typer.echo(f"wrote {terminal_text(import_eval_set(path, out, config))}")
+
+
+@export_app.command("adk")
+def export_adk(
+    paths: Annotated[list[Path], typer.Argument(
+        help="scenario files or folders (FILE:id1,id2 selects scenarios)")],
+    out: Annotated[Path, typer.Option(
+        "--out", help="the eval set file to write (*.evalset.json); test_config.json is "
+        "written beside it")],
+    rubrics: Annotated[list[Path] | None, typer.Option(
+        help="extra rubric files or folders beside the built-in ones")] = None,
+) -> None:
+    """Write the scenarios as one ADK eval set and a test_config.json beside it. What ADK's
+    format cannot hold is listed on stderr, by scenario."""
+    from harness.adk import EVALSET_SUFFIX
+    from harness.adk.export import export_eval_set
+    from harness.errors import InputError
+    from harness.files import check_output_file, write_text_atomic
+    from harness.judging.rubric import load_rubrics
+    from harness.scenarios.loading import load_scenarios
+
+    if not out.name.endswith(EVALSET_SUFFIX):
+        raise InputError(out, None, f"the eval set file's name must end in {EVALSET_SUFFIX}")
+    check_output_file(out, "the eval set file (--out)")
+    known = load_rubrics(rubrics or [])
+    scenarios = load_scenarios(paths, known_rubrics=set(known))
+    result = export_eval_set(scenarios, out.name.removesuffix(EVALSET_SUFFIX),
+                             {rid: r.threshold for rid, r in known.items()})
+    config_path = out.parent / "test_config.json"
+    write_text_atomic(out, json.dumps(result.eval_set, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(config_path,
+                      json.dumps(result.test_config, indent=2, ensure_ascii=False) + "\n")
+    err = terminal_console(stderr=True, soft_wrap=True)
+    for note in result.not_carried:
+        err.print(terminal_text(note))
+    typer.echo(f"wrote {terminal_text(out)} ({len(scenarios)} case(s)) and "
+               f"{terminal_text(config_path)}")
