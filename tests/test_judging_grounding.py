@@ -34,6 +34,7 @@ from harness.runs.config import RunConfig
 from harness.runs.store import RunStore
 from harness.testing.replies import Reply
 from harness.transcript import transcript_from_openai
+from tests.test_judging_final_response_match import SCENARIO as MATCH_SCENARIO
 
 RUBRICS = load_rubrics()
 FINAL_ONLY, WITH_INTERMEDIATE = RUBRICS["hallucinations"], RUBRICS["hallucinations_intermediate"]
@@ -200,13 +201,10 @@ async def test_the_labels_come_through_each_sdks_structured_output(loopback, mak
 
 # --- a run ---------------------------------------------------------------------------------
 
+# the weather scenario of the final_response_match tests, with an answer that adds a claim
 SCENARIO = {
+    **MATCH_SCENARIO,
     "id": "weather-grounded",
-    "user": {"goal": "The weather in Paris.", "opening_message": "Weather in Paris?"},
-    "agent": {"model": "mock:agent", "system_prompt": "You are a weather assistant."},
-    "tools": [{"name": "get_weather", "description": "Current weather.",
-               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-               "returns": {"city": "Paris", "temperature_c": 18}}],
     "expectations": {"tool_calls": [{"name": "get_weather", "args": {"city": "Paris"}}],
                      "reference_answer": "It is 18 °C in Paris. <b>Snow</b> at 3 pm."},
     "rubrics": ["hallucinations"],

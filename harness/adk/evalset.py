@@ -164,22 +164,20 @@ class Invocation(_Adk):
 
     def tool_uses(self) -> list[FunctionCall]:
         """The recorded tool calls in order, from either form of intermediate data."""
-        data = self.intermediate_data
-        if isinstance(data, IntermediateData):
-            return list(data.tool_uses)
-        if isinstance(data, InvocationEvents):
-            return [p.function_call for e in data.invocation_events if e.content
-                    for p in e.content.parts if p.function_call is not None]
-        return []
+        return self._recorded("tool_uses", "function_call")
 
     def tool_responses(self) -> list[FunctionResponse]:
         """The recorded tool results in order, from either form of intermediate data."""
+        return self._recorded("tool_responses", "function_response")
+
+    def _recorded(self, listed: str, part: str) -> list[Any]:
+        """``intermediate_data.<listed>``, or every event part's ``<part>`` in order."""
         data = self.intermediate_data
         if isinstance(data, IntermediateData):
-            return list(data.tool_responses)
+            return list(getattr(data, listed))
         if isinstance(data, InvocationEvents):
-            return [p.function_response for e in data.invocation_events if e.content
-                    for p in e.content.parts if p.function_response is not None]
+            return [getattr(p, part) for e in data.invocation_events if e.content
+                    for p in e.content.parts if getattr(p, part) is not None]
         return []
 
     def intermediate_texts(self) -> list[tuple[str, str]]:
