@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -242,3 +243,29 @@ async def test_own_checks_are_metrics_with_intervals_and_gate_the_run(tmp_path: 
     metrics = result.summary.metrics
     assert metrics["says_monday"].value == 0.0 and metrics["brevity"].value == 1.0
     assert metrics["brevity"].n == 3 and metrics["brevity"].n_scenarios == 1
+
+
+async def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Checks of one's own"):]
+    python = re.search(r"```python\n(.*?)```", section, flags=re.S)
+    yaml = re.search(r"```yaml\n(checks:.*?)```", section, flags=re.S)
+    assert python and yaml
+    # names of this run's own: module names and registered names are global to the process
+    module, registered = f"my_checks_{uuid.uuid4().hex}", f"apologises_{uuid.uuid4().hex[:8]}"
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / f"{module}.py").write_text(
+        python.group(1).replace('"apologises"', f'"{registered}"')
+        + "async def answer(messages, toolbox):\n"
+        "    return 'Sorry for the wait: order A-1001 is cancelled.'\n")
+    (suite / "s.yaml").write_text(
+        "id: s\nuser: {goal: g, script: [cancel A-1001]}\n"
+        f"agent: {{callable: '{module}:answer'}}\n"
+        + yaml.group(1).replace("my_checks", module).replace(":apologises", f":{registered}"))
+    config = RunConfig(scenario_paths=[str(suite)], epochs=2, cache_mode="off",
+                       bootstrap_resamples=0)
+    await run_suite(config, tmp_path / "run")
+    lines = [json.loads(x) for x in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert [x["metrics"] for x in lines] == [{"cites_order_id": 1.0, "one_apology": 1.0}] * 2
+    assert [x["passed"] for x in lines] == [True, True]

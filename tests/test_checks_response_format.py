@@ -116,3 +116,19 @@ def test_a_bad_pattern_or_schema_is_refused_before_scoring(
     with pytest.raises((InputError, InputErrors)) as loaded:
         load_scenarios([str(tmp_path)])
     assert f"expectations.{field}" in str(loaded.value) and expected in str(loaded.value)
+
+
+def test_an_adk_export_names_the_new_checks_as_not_carried() -> None:
+    from harness.adk.export import export_eval_set
+    from harness.checks.spec import CheckSpec
+    from harness.scenarios.schema import Scenario
+
+    scenario = Scenario.model_validate({
+        "id": "s", "user": {"goal": "g", "script": ["hi"]},
+        "expectations": {"response_matches": "x", "response_max_chars": 9},
+        "checks": [CheckSpec(use="pkg.mod:tone").model_dump()],
+        "scoring": {"weights": {"checks": 2}}, "agent": {},
+    })
+    [note] = export_eval_set([scenario], "set").not_carried
+    assert note == ("s: not carried (ADK has no field for it): response_matches, "
+                    "response_max_chars, check tone, scoring.weights")
