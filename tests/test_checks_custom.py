@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from harness.checks import CheckResult, check
@@ -45,6 +46,8 @@ def mentions(transcript: Transcript, expectations: Expectations, *, word: str) -
     (False, 0.0, False),
     (1, 1.0, True),
     (0.75, 0.75, False),  # below the default threshold 1.0
+    (np.float64(1.0), 1.0, True),
+    (np.bool_(False), 0.0, False),  # what a numpy comparison returns
 ])
 def test_a_bool_or_a_number_becomes_a_value_and_a_verdict(
     returned: Any, value: float, passed: bool
@@ -67,6 +70,11 @@ def test_a_check_result_is_kept_under_the_specs_name() -> None:
     result = run_check(_compiled(detailed, name="tone"), _tx(), Expectations())
     assert (result.name, result.value, result.passed) == ("tone", 0.5, True)
     assert result.details["why"] == "half"
+
+    kept = CheckResult(name="kept", value=0.5, passed=None, details={})
+    result = run_check(_compiled(lambda t, e: kept, threshold=0.5), _tx(), Expectations())
+    assert result.passed is True and result.details["threshold"] == 0.5
+    assert kept.passed is None and kept.details == {}  # the check's own object is untouched
 
 
 def test_args_are_passed_as_keywords() -> None:

@@ -12,8 +12,9 @@ Every check is resolved and its signature bound to its ``args`` when the scenari
 so a path that does not import or a function that cannot take those arguments is an error
 before anything runs. When a check runs:
 
-- a ``bool`` is 1.0 (passed) or 0.0 (failed); a number passes at or above the spec's
-  ``threshold``; a :class:`CheckResult` is taken as it is (its name becomes the spec's);
+- a ``bool`` (numpy's too) is 1.0 (passed) or 0.0 (failed); a real number (numpy scalars
+  included) passes at or above the spec's ``threshold``; a :class:`CheckResult` is taken as
+  it is (a copy, under the spec's name; without ``passed``, the threshold decides);
 - a value outside [0, 1], NaN, another type, or an exception is an *errored* check:
   ``error`` holds the message, ``value`` and ``passed`` are ``None`` (never a 0), and the
   sample is errored (see :mod:`harness.runs.scoring`);
@@ -25,11 +26,14 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+
+import numpy as np
 
 from harness.checks.result import CheckResult, Finding
 from harness.checks.spec import CheckSpec, Expectations
@@ -122,12 +126,12 @@ def run_check(compiled: CompiledCheck, transcript: Transcript,
     except Exception as err:  # the user's code: its failure is data, reported with the sample
         return _errored(compiled.name, f"raised {type(err).__name__}: {err}")
     if isinstance(returned, CheckResult):
-        result = returned.model_copy(update={"name": compiled.name})
+        result = returned.model_copy(update={"name": compiled.name}, deep=True)
         value = result.value
-    elif isinstance(returned, bool):
-        result = CheckResult(name=compiled.name, value=float(returned), passed=returned)
+    elif isinstance(returned, bool | np.bool_):  # numpy comparisons give np.bool_
+        result = CheckResult(name=compiled.name, value=float(returned), passed=bool(returned))
         value = result.value
-    elif isinstance(returned, int | float):
+    elif isinstance(returned, numbers.Real):  # int, float, numpy scalars
         value = float(returned)
         result = CheckResult(name=compiled.name, value=value, passed=None)
     else:
