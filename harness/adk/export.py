@@ -27,6 +27,7 @@ from harness.adk.convert import (
     SAFETY,
     unescape_templates,
 )
+from harness.checks.custom import check_name
 from harness.errors import InputError
 from harness.scenarios.expressions import json_equal
 from harness.scenarios.schema import Scenario
@@ -36,7 +37,8 @@ _JUDGED = {FINAL_RESPONSE_MATCH: "final_response_match_v2", HALLUCINATIONS: "hal
            HALLUCINATIONS_INTERMEDIATE: "hallucinations_v1", SAFETY: "safety_v1"}
 _CHECK_FIELDS = ("tool_order", "single_tool_use", "parameters", "forbidden_tools",
                  "no_tool_calls", "max_tool_calls", "reference_answer", "required_phrases",
-                 "latency_budget_s", "final_state")
+                 "latency_budget_s", "final_state", "response_matches", "response_json_schema",
+                 "response_max_chars")
 
 
 @dataclass
@@ -161,6 +163,9 @@ def _case(scenario: Scenario, notes: list[str]) -> dict[str, Any]:
             and not (name == "reference_answer" and scenario.user.scripted)]
     lost += [f"rubric {r}" for r in scenario.rubrics
              if r not in _JUDGED and r not in _INLINE_CRITERIA]
+    lost += [f"check {check_name(c)}" for c in scenario.checks]
+    if scenario.scoring.weights:
+        lost.append("scoring.weights")
     if scenario.agent.system_prompt or scenario.agent.model or scenario.agent.callable:
         lost.append("agent")
     if lost:

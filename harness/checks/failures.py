@@ -22,7 +22,8 @@ from harness.checks.result import CheckReport, Finding, FindingKind
 _KIND_ORDER: tuple[FindingKind, ...] = (
     "wrong_tool", "missing_tool", "parameter_error", "malformed_arguments", "unexpected_call",
     "over_calling", "forbidden_tool", "wrong_order", "missing_phrase", "response_mismatch",
-    "wrong_final_state", "over_latency", "judge_failed_criterion",
+    "wrong_final_state", "over_latency", "response_format", "custom_check",
+    "judge_failed_criterion",
 )
 
 # "$." and an identifier, or "$[" and a quoted key as repr() writes it
@@ -148,6 +149,12 @@ def recommend(kind: FindingKind, acc_tool: str | None, expected_tool: str | None
     if kind == "over_latency":
         return ("Turns exceeded the latency budget: reduce steps per turn (fewer or parallel "
                 "tool calls), use a faster model, or shorten the prompt.")
+    if kind == "response_format":
+        return (f"Final answers broke the required format ({key}): state the format in the "
+                "system prompt with an example, or use the provider's structured output.")
+    if kind == "custom_check":
+        return (f"Check `{key}` failed: read its details in these samples and address that "
+                "behaviour in the system prompt or the tools.")
     rubric, _, criterion = key.partition("/")
     return (f"Judges failed criterion `{criterion}` of rubric `{rubric}`: read the judges' "
             "reasoning for these scenarios and address that behaviour in the system prompt; "

@@ -9,6 +9,11 @@ expected tool that was never called contributes one 0 (its parameters were not r
 call whose arguments did not parse earns no point. Validators follow JSON Schema: ``integer``
 accepts ``3.0`` but never ``true``, ``pattern`` is a regular-expression *search*,
 ``minimum``/``maximum`` are inclusive.
+
+Seed 000 gave a required parameter its point only for the right value; an expectation's
+``wrong_value_credit`` (0 by default, so scores are unchanged) gives a present but wrong value
+that share of a point, for tasks where calling the tool with the parameter at all is progress.
+A missing parameter earns nothing either way.
 """
 
 from __future__ import annotations
@@ -73,7 +78,7 @@ class CallParameterScore:
 
     tool: str
     call_index: int | None
-    earned: int
+    earned: float
     available: int
     problems: dict[str, str] = field(default_factory=dict)
 
@@ -89,7 +94,7 @@ def score_call(
     call_index: int,
 ) -> CallParameterScore:
     """Score one well-formed call's arguments against ``expectation``."""
-    result = CallParameterScore(tool=expectation.tool, call_index=call_index, earned=0,
+    result = CallParameterScore(tool=expectation.tool, call_index=call_index, earned=0.0,
                                 available=0)
     for key, expected in expectation.required.items():
         result.available += 1
@@ -100,6 +105,7 @@ def score_call(
         if ok:
             result.earned += 1
         else:
+            result.earned += expectation.wrong_value_credit
             result.problems[key] = f"expected {expected!r}, got {arguments[key]!r}" + (
                 f" ({warning})" if warning else ""
             )

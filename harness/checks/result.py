@@ -1,6 +1,8 @@
 """What the deterministic checks return: one :class:`CheckResult` per check, gathered in a
 :class:`CheckReport` per transcript. Pydantic, so reports are stored as JSON and read back.
 
+A check of one's own that raised or returned an invalid value has ``error`` set instead.
+
 A check that cannot be computed from the transcript (e.g. a latency budget on an imported
 conversation with no timings) is *unscored*: ``value`` and ``passed`` are ``None`` and
 ``unscored_reason`` says why. It is never a silent zero.
@@ -10,7 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 FindingKind = Literal[
     "wrong_tool",  # a different tool was called where a reference call was expected
@@ -25,6 +33,8 @@ FindingKind = Literal[
     "response_mismatch",  # low overlap with the reference answer
     "wrong_final_state",  # the tools' final state differs from the expected one
     "over_latency",  # a turn took longer than the latency budget
+    "response_format",  # the final answer misses its regex, JSON Schema or length limit
+    "custom_check",  # a check of one's own (a scenario's ``checks``) failed
     "judge_failed_criterion",  # a judge scored a rubric criterion as failed
 ]
 
@@ -63,6 +73,19 @@ class CheckResult(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
     findings: list[Finding] = Field(default_factory=list)
     unscored_reason: str | None = None
+    error: str | None = Field(
+        default=None,
+        description="a check of one's own that raised or returned no valid value: the "
+        "message (value and passed are None, and the sample is errored)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_a_missing_error(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # only checks of one's own can error: the built-ins' stored JSON stays as it was
+        data: dict[str, Any] = handler(self)
+        if data.get("error", "") is None:
+            del data["error"]
+        return data
 
     @classmethod
     def unscored(cls, name: str, reason: str, **details: Any) -> CheckResult:

@@ -23,7 +23,10 @@ Check names (the keys of :meth:`CheckReport.metrics`), each valued in [0, 1]:
   turn with no such message scores 0, as an empty response does in ADK);
 - with ``required_phrases``: ``required_phrases``, the share found in the final answer;
 - with ``final_state``: ``final_state_match`` (1 when equal/contained; unscored when the
-  transcript has no final state).
+  transcript has no final state);
+- with ``response_matches``, ``response_json_schema``, ``response_max_chars``: checks of
+  those names on the final answer (see :mod:`.response_format`);
+- a scenario's own ``checks`` (see :mod:`.custom`), under their names, after the built-ins.
 
 ``tool_trajectory_avg_score`` and ``response_match_score`` pass at or above their thresholds
 (``trajectory_threshold``, ``response_match_threshold``); a threshold of ``None`` makes the
@@ -38,17 +41,32 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.checks import parameters as params_mod
+from harness.checks import response_format
 from harness.checks import trajectory as traj
 from harness.checks.args import CheckConfigError, CompiledMatching, compile_matching, merge_matching
+from harness.checks.custom import CompiledCheck, compile_check, run_check
 from harness.checks.response import find_phrases, rouge1
 from harness.checks.result import CheckReport, CheckResult, Finding
-from harness.checks.spec import Expectations
+from harness.checks.spec import CheckSpec, Expectations
 from harness.checks.state import state_diff
+from harness.scenarios.imports import ImportPathError
 from harness.transcript import ToolCallRecord, Transcript
 
 _EPS = 1e-9
+
+BUILTIN_CHECK_NAMES = frozenset({
+    "trajectory_exact_match", "trajectory_in_order_match", "trajectory_any_order_match",
+    "trajectory_precision", "trajectory_recall", "trajectory_f1",
+    "tool_trajectory_avg_score", "tool_order_score",
+    "parameter_accuracy", "forbidden_tools_avoided", "no_tool_calls", "max_tool_calls",
+    "latency_budget", "response_match_score", "required_phrases", "final_state_match",
+    "response_matches", "response_json_schema", "response_max_chars",
+})
+"""Names of the built-in checks (plus ``trajectory_single_tool_use:<tool>``), which a
+scenario's own checks may not take."""
 
 
 @dataclass(frozen=True)
@@ -58,12 +76,19 @@ class PreparedExpectations:
     expectations: Expectations
     global_matching: CompiledMatching
     call_matchings: tuple[CompiledMatching, ...]
+    custom_checks: tuple[CompiledCheck, ...] = ()
 
 
-def prepare_expectations(expectations: Expectations) -> PreparedExpectations:
-    """Import custom matchers and validate what pydantic cannot (turns given for all
-    reference calls or none, patterns that compile). Raises :class:`CheckConfigError` naming
-    the field, before anything is scored."""
+def prepare_expectations(
+    expectations: Expectations,
+    checks: Sequence[CheckSpec] = (),
+    *,
+    base_dir: Path | None = None,
+) -> PreparedExpectations:
+    """Import custom matchers and a scenario's own ``checks`` (resolved from ``base_dir``
+    first), and validate what pydantic cannot (turns given for all reference calls or none,
+    patterns and schemas that compile). Raises :class:`CheckConfigError` naming the field,
+    before anything is scored."""
     global_matching = compile_matching(expectations.arg_matching)
     calls = expectations.tool_calls or []
     with_turn = [c.turn is not None for c in calls]
@@ -79,7 +104,16 @@ def prepare_expectations(expectations: Expectations) -> PreparedExpectations:
         for i, c in enumerate(calls)
     )
     params_mod.compile_patterns(expectations.parameters)
-    return PreparedExpectations(expectations, global_matching, call_matchings)
+    response_format.compile_response_checks(expectations.response_matches,
+                                            expectations.response_json_schema)
+    compiled: list[CompiledCheck] = []
+    for i, spec in enumerate(checks):
+        try:
+            compiled.append(compile_check(spec, base_dir=base_dir))
+        except ImportPathError as err:
+            raise CheckConfigError(f"checks[{i}].use", f"a check f(transcript, expectations): "
+                                   f"{err}") from None
+    return PreparedExpectations(expectations, global_matching, call_matchings, tuple(compiled))
 
 
 def malformed_call_warnings(calls: Sequence[ToolCallRecord]) -> list[str]:
@@ -147,6 +181,14 @@ def run_checks(
         results.append(_phrases_check(exp.required_phrases, transcript.final_response))
     if exp.final_state is not None:
         results.append(_final_state_check(exp, transcript))
+    response = transcript.final_response
+    if exp.response_matches is not None:
+        results.append(response_format.matches_check(exp.response_matches, response))
+    if exp.response_json_schema is not None:
+        results.append(response_format.json_schema_check(exp.response_json_schema, response))
+    if exp.response_max_chars is not None:
+        results.append(response_format.max_chars_check(exp.response_max_chars, response))
+    results.extend(run_check(c, transcript, exp) for c in prepared.custom_checks)
     report.warnings = list(dict.fromkeys(report.warnings))
     return report
 

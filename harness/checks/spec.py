@@ -79,6 +79,11 @@ class ParameterExpectation(_Strict):
     required: dict[str, Any] = Field(default_factory=dict)
     forbidden: list[str] = Field(default_factory=list)
     validators: dict[str, ParameterValidator] = Field(default_factory=dict)
+    wrong_value_credit: float = Field(
+        default=0.0, ge=0, le=1,
+        description="points a required parameter earns when present with a wrong value "
+        "(default 0: only the right value earns its point; a missing one always earns 0)",
+    )
 
 
 class Expectations(_Strict):
@@ -108,6 +113,19 @@ class Expectations(_Strict):
         "with text in that turn (not with reference_answer)",
     )
     required_phrases: list[str] = Field(default_factory=list)
+    response_matches: str | None = Field(
+        default=None,
+        description="a Python regular expression searched for in the final answer (anchor "
+        "it with ^ and $, or \\A and \\Z, to match the whole answer)",
+    )
+    response_json_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="a JSON Schema the final answer must validate against once parsed as "
+        "JSON (an answer that is one ```json fenced block is read inside the fence)",
+    )
+    response_max_chars: int | None = Field(
+        default=None, ge=0, description="the final answer has at most this many characters"
+    )
     latency_budget_s: float | None = Field(default=None, gt=0)
     final_state: dict[str, Any] | None = None
     final_state_mode: Literal["equals", "contains"] = "contains"
@@ -134,3 +152,27 @@ class Expectations(_Strict):
         if repeated:
             raise ValueError(f"reference_answers: turn {repeated[0]} has more than one answer")
         return self
+
+
+class CheckSpec(_Strict):
+    """A check of one's own, named under a scenario's ``checks``: a Python function
+    ``f(transcript, expectations, **args) -> CheckResult | float | bool``."""
+
+    use: str = Field(
+        description="'package.module:function', or the name given to @harness.checks.check"
+    )
+    name: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.:-]*$",
+        description="the metric's name (default: the registered name or the function's name)",
+    )
+    gating: bool = Field(
+        default=True,
+        description="counts in the sample's score and pass verdict; false: reported only",
+    )
+    threshold: float = Field(
+        default=1.0, ge=0, le=1,
+        description="a value at or above this passes (when the check does not say itself)",
+    )
+    args: dict[str, Any] = Field(
+        default_factory=dict, description="keyword arguments given to the function"
+    )

@@ -88,7 +88,9 @@ class Suite:
         return cls(
             scenarios={s.id: s for s in scenarios},
             rubrics=rubrics,
-            expectations={s.id: prepare_expectations(s.expectations) for s in scenarios},
+            expectations={s.id: prepare_expectations(s.expectations, s.checks,
+                                                     base_dir=s.base_dir)
+                          for s in scenarios},
             contexts={s.id: context_for_scenario(s) for s in scenarios},
         )
 
@@ -265,7 +267,7 @@ class Runner:
                     self._stop("model_configuration", judge_fatal.message)
                     return
             record = build_sample(transcript, checks, judgments, started_at=started,
-                                  finished_at=time.time())
+                                  finished_at=time.time(), weights=scenario.scoring.weights)
         except BudgetExceededError as err:
             self._stop("budget", str(err))
             return

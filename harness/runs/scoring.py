@@ -4,7 +4,9 @@
   under its name, so each can be summarised with its own interval.
 - The sample **score** is the mean of its components: the mean value of the *gating* checks
   (one component, so the seven trajectory views of one tool sequence do not outweigh a
-  rubric) and each judged rubric's score (one component each).
+  rubric) and each judged rubric's score (one component each). A scenario's
+  ``scoring.weights`` makes it a weighted mean: ``checks`` weighs the checks component, a
+  rubric id that rubric's; a component not named weighs 1 (so by default the plain mean).
 - The sample **passes** when every gating check passed and every judged rubric passed.
 - Gating checks are every check with a pass verdict (``passed`` not ``None``; a check made
   informational by a ``None`` threshold is reported only) except the descriptive trajectory
@@ -15,12 +17,15 @@
   or ANY_ORDER) through ``tool_trajectory_avg_score``.
 - A sample whose episode failed, or whose judges all failed for a rubric, is **errored**:
   it has no score, and the run's error policy decides, explicitly, how it counts.
+- A scenario's own check that raised or returned an invalid value (``error`` set) makes the
+  sample **errored** (kind ``check_error``): its verdict would otherwise rest on the checks
+  that happened to work, and a bug in a check should be seen, not averaged away.
 - A sample with nothing to score (no scored check, no scored rubric) is **unscored**.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.checks.result import CheckReport
@@ -55,8 +60,12 @@ def build_sample(
     *,
     started_at: float,
     finished_at: float,
+    weights: Mapping[str, float] | None = None,
 ) -> SampleRecord:
-    """Combine one episode's results into a stored sample (see the module docstring)."""
+    """Combine one episode's results into a stored sample (see the module docstring).
+
+    ``weights`` are the scenario's ``scoring.weights`` (``checks`` or a rubric id -> a weight
+    above 0; 1 when not named)."""
     common: dict[str, Any] = {
         "scenario_id": transcript.scenario_id,
         "epoch": transcript.epoch,
@@ -74,6 +83,13 @@ def build_sample(
             kind=transcript.stop_reason, message=transcript.stop_detail or transcript.stop_reason
         )
         return SampleRecord(status="errored", error=error, **common)
+    check_errors = [r.error for r in checks.results if r.error is not None]
+    if check_errors:
+        return SampleRecord(
+            status="errored",
+            error=ErrorInfo(kind="check_error", message="; ".join(check_errors)),
+            **common,
+        )
     failed = [j for j in judgments if j.status == "judge_error"]
     if failed:
         detail = "; ".join(f"{j.rubric_id}: {j.error or 'every judge sample failed'}"
@@ -94,9 +110,10 @@ def build_sample(
         if is_gating(result.name) and result.passed is not None:
             gating_values.append(result.value)
             checks_passed = checks_passed and result.passed is not False
-    components: list[float] = []
+    weight = dict(weights or {})
+    components: list[tuple[float, float]] = []  # (value, weight)
     if gating_values:
-        components.append(sum(gating_values) / len(gating_values))
+        components.append((sum(gating_values) / len(gating_values), weight.get("checks", 1.0)))
     rubrics_passed = True
     judge_samples: dict[str, list[float]] = {}
     for judgment in judgments:
@@ -104,7 +121,7 @@ def build_sample(
             continue
         name = metric_name(judgment.rubric_id)
         metrics[name] = judgment.score
-        components.append(judgment.score)
+        components.append((judgment.score, weight.get(judgment.rubric_id, 1.0)))
         rubrics_passed = rubrics_passed and judgment.passed is not False
         votes = [v for v in judgment.vote_scores if v is not None]
         if votes:
@@ -115,8 +132,9 @@ def build_sample(
         )
     return SampleRecord(
         status="scored",
-        score=sum(components) / len(components),
-        score_by_judge_sample=_score_by_judge_sample(gating_values, judge_samples),
+        score=_weighted_mean(components),
+        score_by_judge_sample=_score_by_judge_sample(gating_values, judge_samples, judgments,
+                                                     weight),
         passed=checks_passed and rubrics_passed,
         metrics=metrics,
         judge_samples=judge_samples,
@@ -124,19 +142,29 @@ def build_sample(
     )
 
 
+def _weighted_mean(components: Sequence[tuple[float, float]]) -> float:
+    return sum(v * w for v, w in components) / sum(w for _, w in components)
+
+
 def _score_by_judge_sample(
-    gating_values: Sequence[float], judge_samples: dict[str, list[float]]
+    gating_values: Sequence[float],
+    judge_samples: dict[str, list[float]],
+    judgments: Sequence[AggregatedJudgment],
+    weight: Mapping[str, float],
 ) -> list[float]:
     """The sample score with the k-th vote of every rubric, k = 0 .. the fewest votes - 1
-    (empty unless every judged rubric has at least two votes)."""
+    (empty unless every judged rubric has at least two votes), weighted as the score is."""
     if not judge_samples:
         return []
     k_max = min(len(v) for v in judge_samples.values())
     if k_max < 2:
         return []
-    base = [sum(gating_values) / len(gating_values)] if gating_values else []
+    base = ([(sum(gating_values) / len(gating_values), weight.get("checks", 1.0))]
+            if gating_values else [])
+    rubric_of = {metric_name(j.rubric_id): j.rubric_id for j in judgments}
     return [
-        (sum(base) + sum(v[k] for v in judge_samples.values())) / (len(base) + len(judge_samples))
+        _weighted_mean([*base, *((v[k], weight.get(rubric_of[name], 1.0))
+                                 for name, v in judge_samples.items())])
         for k in range(k_max)
     ]
 

@@ -9,6 +9,7 @@ than one field (tool names referenced elsewhere, rubric ids, imports) live in
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,7 +17,7 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from harness.checks.spec import Expectations
+from harness.checks.spec import CheckSpec, Expectations
 from harness.choices import AggregationMethod, PersonaPresetName
 from harness.errors import ModelConfigError
 from harness.judging.rubric import Rubric
@@ -405,6 +406,25 @@ class RubricOptions(_Strict):
     )
 
 
+class ScoringOptions(_Strict):
+    """How this scenario's sample score weighs its components (see README "How a sample is
+    scored")."""
+
+    weights: dict[str, float] = Field(
+        default_factory=dict,
+        description="weight of each component of the sample score: 'checks' (the mean of "
+        "the gating checks) or a rubric id listed in rubrics; unnamed components weigh 1",
+    )
+
+    @field_validator("weights")
+    @classmethod
+    def _positive(cls, value: dict[str, float]) -> dict[str, float]:
+        for key, weight in value.items():
+            if not (math.isfinite(weight) and weight > 0):
+                raise ValueError(f"weights.{key}: a finite number above 0, got {weight!r}")
+        return value
+
+
 def _json_mapping(value: dict[str, Any]) -> dict[str, Any]:
     try:
         json.dumps(value, allow_nan=False)
@@ -431,6 +451,12 @@ class Scenario(_Strict):
     )
     limits: Limits = Field(default_factory=Limits)
     expectations: Expectations = Field(default_factory=Expectations)
+    checks: list[CheckSpec] = Field(
+        default_factory=list,
+        description="checks of one's own: Python functions f(transcript, expectations, "
+        "**args) -> CheckResult | float | bool",
+    )
+    scoring: ScoringOptions = Field(default_factory=ScoringOptions)
     rubrics: list[str] = Field(default_factory=list, description="rubric ids judges apply")
     rubric_options: dict[str, RubricOptions] = Field(
         default_factory=dict,

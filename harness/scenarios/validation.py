@@ -10,6 +10,10 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.checks.args import CheckConfigError
+from harness.checks.custom import check_name, compile_check
+from harness.checks.response_format import compile_response_checks
+from harness.checks.run import BUILTIN_CHECK_NAMES
 from harness.scenarios.expressions import template_problems
 from harness.scenarios.imports import ImportPathError, resolve_callable
 from harness.scenarios.schema import Scenario, ToolDef, _AnswerFields
@@ -57,6 +61,7 @@ def scenario_problems(
     if check_imports:
         problems.extend(_import_problems(scenario, base))
     problems.extend(_rubric_use_problems(scenario, known_rubrics))
+    problems.extend(_check_problems(scenario))
     if known_rubrics is not None:
         known = set(known_rubrics) | {r.id for r in scenario.inline_rubrics}
         for i, rubric in enumerate(scenario.rubrics):
@@ -235,3 +240,36 @@ def _import_problems(scenario: Scenario, base_dir: Path | None) -> Iterator[Prob
                     resolve_callable(answer.handler, base_dir=base_dir, positional_args=2)
                 except ImportPathError as err:
                     yield Problem((*path, "handler"), f"a tool handler f(state, args): {err}")
+    for i, spec in enumerate(scenario.checks):
+        try:
+            compile_check(spec, base_dir=base_dir)
+        except ImportPathError as err:
+            yield Problem(("checks", i, "use"),
+                          f"a check f(transcript, expectations, **args): {err}")
+
+
+def _check_problems(scenario: Scenario) -> Iterator[Problem]:
+    """Names of the scenario's own checks, response-format patterns and schemas, and the
+    score's weights."""
+    seen: set[str] = set()
+    for i, spec in enumerate(scenario.checks):
+        name = check_name(spec)
+        field = ("checks", i, "name" if spec.name is not None else "use")
+        reserved = name.startswith(("rubric:", "trajectory_single_tool_use:"))
+        if reserved or name in BUILTIN_CHECK_NAMES:
+            yield Problem(field, f"check name {name!r} is taken by a built-in metric; "
+                          "give the check another name")
+        elif name in seen:
+            yield Problem(field, f"check name {name!r} is used twice; give each its own name")
+        seen.add(name)
+    exp = scenario.expectations
+    try:
+        compile_response_checks(exp.response_matches, exp.response_json_schema)
+    except CheckConfigError as err:
+        yield Problem(("expectations", err.field), f"expected {err.expected}")
+    components = {"checks", *scenario.rubrics}
+    for key in scenario.scoring.weights:
+        if key not in components:
+            yield Problem(("scoring", "weights", key),
+                          f"{key!r} is not a component of this scenario's score; expected "
+                          f"'checks' or a rubric it lists: {', '.join(sorted(components))}")

@@ -99,9 +99,10 @@
         detail.push(h("div", { "class": "muted small" }, "state diff by JSON path:"), h("ul", null, c.details.diff.map(function (d) { return h("li", null, h("code", null, d)); })));
       }
       if (c.unscored_reason) detail.push(h("div", { "class": "muted" }, "unscored: " + c.unscored_reason));
+      if (c.error) detail.push(h("div", null, tag("error", "bad"), " ", c.error));
       if (c.details && Object.keys(c.details).length) detail.push(h("details", null, h("summary", { "class": "muted small" }, "details"), h("pre", null, pretty(c.details))));
       return h("tr", { "data-check": c.name }, h("td", null, c.name), h("td", { "class": "num" }, num(c.value)),
-        h("td", null, c.passed === null ? tag("unscored") : (c.passed ? tag("pass", "good") : tag("fail", "bad"))), h("td", null, detail));
+        h("td", null, c.error ? tag("error", "bad") : c.passed === null ? tag("unscored") : (c.passed ? tag("pass", "good") : tag("fail", "bad"))), h("td", null, detail));
     });
     return [h("h3", null, "Checks"), h("table", null, h("thead", null, h("tr", null, h("th", null, "check"), h("th", { "class": "num" }, "value"), h("th", null, "verdict"), h("th", null, "expected against actual"))), h("tbody", null, rows))];
   }
