@@ -19,11 +19,15 @@ from harness.cli.app import (
     EXIT_GATE_FAILED,
     EXIT_INPUT_ERROR,
     EXIT_NOTHING_SCORED,
+    ExcludeTags,
+    Keywords,
+    Tags,
     Verbose,
     app,
     check_target_mdd,
     html_output,
     logs_to,
+    scenario_filter,
 )
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import HarnessError
@@ -208,6 +212,9 @@ def run(
     ctx: typer.Context,
     paths: Annotated[list[Path] | None, typer.Argument(
         help="scenario files or folders (not with --resume)")] = None,
+    tag: Tags = None,
+    exclude_tag: ExcludeTags = None,
+    keyword: Keywords = None,
     agent: Annotated[str | None, typer.Option(help="agent model for every model agent, "
                                               "e.g. anthropic:claude-sonnet-4-5")] = None,
     agent_base_url: Annotated[str | None, typer.Option(
@@ -282,7 +289,8 @@ def run(
         else:
             assert paths is not None
             config = _config(
-                paths=paths, agent=agent, agent_base_url=agent_base_url, simulator=simulator,
+                paths=paths, select=scenario_filter(tag, exclude_tag, keyword), agent=agent,
+                agent_base_url=agent_base_url, simulator=simulator,
                 judges=judge or [], no_judge=no_judge, judge_samples=judge_samples,
                 judge_temperature=judge_temperature, judge_aggregation=judge_aggregation,
                 rubric_paths=[str(p) for p in rubrics or []], offline=offline, epochs=epochs,
