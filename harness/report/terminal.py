@@ -282,12 +282,9 @@ def _tags_table(tags: dict[str, TagFigures], console: Console, max_rows: int) ->
     table.box, table.show_edge, table.pad_edge, table.collapse_padding = (
         box.SIMPLE_HEAD, False, False, True)
     for tag, t in list(tags.items())[:max_rows]:
-        mean, rate = t.mean, t.pass_rate
-        table.add_row(terminal_text(tag), str(t.scenarios), str(t.samples),
-                      fmt_num(mean and mean.value), fmt_ci(mean and mean.ci_low,
-                                                           mean and mean.ci_high),
-                      fmt_num(rate and rate.value), fmt_ci(rate and rate.ci_low,
-                                                           rate and rate.ci_high))
+        figures = [cell for est in (t.mean, t.pass_rate) for cell in (
+            ("—", "—") if est is None else (fmt_num(est.value), fmt_ci(est.ci_low, est.ci_high)))]
+        table.add_row(terminal_text(tag), str(t.scenarios), str(t.samples), *figures)
     if len(tags) > max_rows:
         table.caption = f"{len(tags) - max_rows} more tags in summary.json"
     console.print(table)
