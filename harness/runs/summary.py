@@ -45,6 +45,7 @@ from harness.runs.summary_model import (
     TagFigures,
     check_summary,
 )
+from harness.scenarios.selectors import ScenarioFilter, select_stored
 from harness.stats.estimate import InsufficientDataError, mean_of_cluster_means
 from harness.stats.suite import suite_stats
 from harness.stats.summary import SuiteSummary, design_power, offline_notice, stats_summary
@@ -297,6 +298,28 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
         stopped=stopped,
         tags=tag_figures(c, config),
     )
+
+
+def summarise_selection(run_dir: Path, selector: ScenarioFilter) -> RunSummary:
+    """The summary of the stored samples of the scenarios ``selector`` keeps, computed from
+    the run's store under its configuration (as in its ``summary.json``), with a note naming
+    the selection. Nothing is written.
+
+    Raises :class:`InputError` when the summary cannot be read or the selector keeps no
+    stored scenario (see :func:`~harness.scenarios.selectors.select_stored`), and
+    :class:`~harness.runs.store.StoreError` for a store that cannot be read."""
+    stored = read_summary(run_dir)
+    collector = _Collector(stored.config)
+    with RunStore.open(run_dir) as store:
+        keep = select_stored(store.scenario_tags(), selector, run_dir)
+        for record in store.iter_samples():
+            if record.scenario_id in keep:
+                collector.add(record)
+        summary = _summary(collector, store, stored.config, scenarios_loaded=None,
+                           stopped=stored.stopped, adaptive=None)
+    note = (f"selected with {selector.describe()}: {len(keep)} of "
+            f"{stored.counts.scenarios} scenarios; the figures cover only these")
+    return summary.model_copy(update={"notes": [note, *summary.notes]})
 
 
 def write_summary(run_dir: Path, summary: RunSummary) -> Path:

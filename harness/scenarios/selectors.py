@@ -9,7 +9,7 @@ A path that exists as written is never split, so a file whose name holds ``:`` s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -151,3 +151,21 @@ def apply_filter(
     if not kept:
         raise InputError(source, None, f"{selector.describe()} selects no scenario ({exists})")
     return kept
+
+
+def select_stored(tags_by_scenario: Mapping[str, Sequence[str]], selector: ScenarioFilter,
+                  source: str | Path) -> set[str]:
+    """The ids of the stored scenarios ``selector`` keeps (``tags_by_scenario``: each
+    scenario id in a run's store with the tags its samples carry).
+
+    Raises :class:`InputError` naming ``source`` when a tag filter is given and no stored
+    sample has a tag (a store written before samples kept their scenario's tags, or a suite
+    without tags), and as :func:`apply_filter` does."""
+    if (selector.tags or selector.exclude_tags) and not any(tags_by_scenario.values()):
+        raise InputError(source, None, "no stored sample has a tag (the store was written "
+                         "before samples kept their scenario's tags, or no scenario has one), "
+                         "so --tag and --exclude-tag cannot select; use -k or FILE:id "
+                         "selectors, or run the suite again")
+    items = list(tags_by_scenario.items())
+    return {sid for sid, _ in apply_filter(items, selector, lambda it: it[0],
+                                           lambda it: it[1], source)}
