@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -15,6 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from harness.errors import InputError
 from harness.logs import library_logs
 from harness.report.safe import terminal_console, terminal_text
+
+if TYPE_CHECKING:
+    from harness.scenarios.selectors import ScenarioFilter
 
 app = typer.Typer(
     name="harness",
@@ -102,6 +105,27 @@ def judge_models(judges: list[str], offline: bool, *, needed_for: str) -> list[s
         raise InputError("--offline", None, f"{real[0]} is not an offline model; with "
                          f"--offline use mock: judges ({', '.join(OFFLINE_JUDGES)})")
     return judges
+
+
+# --tag, --exclude-tag and -k, the same on every command that selects scenarios or samples
+# (what they mean: harness.scenarios.selectors.ScenarioFilter).
+Tags = Annotated[list[str] | None, typer.Option(
+    "--tag", metavar="TAG", help="only scenarios with this tag; repeat for any of several")]
+ExcludeTags = Annotated[list[str] | None, typer.Option(
+    "--exclude-tag", metavar="TAG", help="leave out scenarios with this tag (repeatable)")]
+Keywords = Annotated[list[str] | None, typer.Option(
+    "-k", metavar="SUBSTRING", help="only scenarios whose id holds SUBSTRING "
+    "(case-insensitive); repeat for any of several")]
+
+
+def scenario_filter(tags: list[str] | None, exclude_tags: list[str] | None,
+                    keywords: list[str] | None) -> ScenarioFilter:
+    """The :class:`~harness.scenarios.selectors.ScenarioFilter` of the options given."""
+    from harness.scenarios.selectors import ScenarioFilter
+
+    return ScenarioFilter(tags=list(dict.fromkeys(tags or [])),
+                          exclude_tags=list(dict.fromkeys(exclude_tags or [])),
+                          keywords=list(dict.fromkeys(keywords or [])))
 
 
 Verbose = Annotated[bool, typer.Option(

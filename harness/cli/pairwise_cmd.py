@@ -12,12 +12,16 @@ import typer
 from harness.choices import CacheMode
 from harness.cli.app import (
     EXIT_GATE_FAILED,
+    ExcludeTags,
+    Keywords,
+    Tags,
     Verbose,
     app,
     counting_progress,
     html_output,
     judge_models,
     logs_to,
+    scenario_filter,
 )
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
@@ -62,12 +66,16 @@ def pairwise(
         "--html", metavar="FILE", help="also write the comparison as one self-contained HTML "
         "page (win rates, every pair's verdicts and reasoning in both orders, both "
         "transcripts)")] = None,
+    tag: Tags = None,
+    exclude_tag: ExcludeTags = None,
+    keyword: Keywords = None,
     verbose: Verbose = False,
 ) -> None:
     """Compare two runs' transcripts pairwise: every (scenario, epoch) present and not errored
     in both is judged A against B under a rubric by every judge, --samples times, in both
     orders (a winner only when both orders agree). Reports wins, ties, the inconsistency
-    rate and B's win rate with an interval clustered by scenario."""
+    rate and B's win rate with an interval clustered by scenario. --tag, --exclude-tag and
+    -k compare only the scenarios they select."""
     from harness.models.config import ModelsConfig
     from harness.report.pairwise import render_pairwise
     from harness.runs.pairwise import compare_runs_pairwise
@@ -88,7 +96,8 @@ def pairwise(
             result = run_async(compare_runs_pairwise(
                 run_a, run_b, judges, rubric, samples=samples, concurrency=concurrency,
                 rubric_dirs=rubrics or [], models=config, cache_path=cache,
-                cache_mode=cache_mode, base_url=judge_base_url, progress=advance))
+                cache_mode=cache_mode, base_url=judge_base_url, progress=advance,
+                selector=scenario_filter(tag, exclude_tag, keyword)))
     except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM
         cached = cache_mode in ("read-write", "replay")
         err.print(f"[yellow]{signal_name(stop)}: nothing was written" + (

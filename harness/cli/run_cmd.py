@@ -19,11 +19,15 @@ from harness.cli.app import (
     EXIT_GATE_FAILED,
     EXIT_INPUT_ERROR,
     EXIT_NOTHING_SCORED,
+    ExcludeTags,
+    Keywords,
+    Tags,
     Verbose,
     app,
     check_target_mdd,
     html_output,
     logs_to,
+    scenario_filter,
 )
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import HarnessError
@@ -208,6 +212,9 @@ def run(
     ctx: typer.Context,
     paths: Annotated[list[Path] | None, typer.Argument(
         help="scenario files or folders (not with --resume)")] = None,
+    tag: Tags = None,
+    exclude_tag: ExcludeTags = None,
+    keyword: Keywords = None,
     agent: Annotated[str | None, typer.Option(help="agent model for every model agent, "
                                               "e.g. anthropic:claude-sonnet-4-5")] = None,
     agent_base_url: Annotated[str | None, typer.Option(
@@ -282,7 +289,8 @@ def run(
         else:
             assert paths is not None
             config = _config(
-                paths=paths, agent=agent, agent_base_url=agent_base_url, simulator=simulator,
+                paths=paths, select=scenario_filter(tag, exclude_tag, keyword), agent=agent,
+                agent_base_url=agent_base_url, simulator=simulator,
                 judges=judge or [], no_judge=no_judge, judge_samples=judge_samples,
                 judge_temperature=judge_temperature, judge_aggregation=judge_aggregation,
                 rubric_paths=[str(p) for p in rubrics or []], offline=offline, epochs=epochs,
@@ -354,12 +362,20 @@ def report(
         "--html", metavar="[FILE]",
         help="write the HTML report (every sample, drill-down included) from the store to "
         "FILE (default RUN_DIR/report.html) instead of printing the tables")] = None,
+    tag: Tags = None,
+    exclude_tag: ExcludeTags = None,
+    keyword: Keywords = None,
 ) -> None:
     """Show a finished run's summary again (from its summary.json; nothing is written), or
-    write its HTML report again with --html."""
+    write its HTML report again with --html. --tag, --exclude-tag and -k recompute the
+    figures from the store for the selected scenarios' samples only."""
     from harness.report.terminal import render_run
-    from harness.runs.summary import read_summary
+    from harness.runs.summary import read_summary, summarise_selection
 
+    selector = scenario_filter(tag, exclude_tag, keyword)
+    if html is not None and selector.active:
+        raise HarnessError(f"{selector.describe()} applies to the tables and --json; the "
+                           "HTML report always shows the whole run")
     if html is not None:
         from harness.report.html.run_page import write_run_report
 
@@ -367,7 +383,8 @@ def report(
         ERR.print(f"wrote {terminal_text(path)}")
         return
     check_target_mdd(target_mdd)
-    summary = read_summary(run_dir)
+    summary = summarise_selection(run_dir, selector) if selector.active else read_summary(
+        run_dir)
     if target_mdd is not None:
         summary = _with_target(summary, target_mdd, run_dir)
     if as_json:
@@ -409,13 +426,18 @@ def compare(
         "--html", metavar="FILE", help="also write the comparison as one self-contained HTML "
         "page (per-scenario differences, the tests, both runs' transcripts side by side)")
     ] = None,
+    tag: Tags = None,
+    exclude_tag: ExcludeTags = None,
+    keyword: Keywords = None,
 ) -> None:
     """Compare two runs on their common scenarios: per-scenario differences, the mean
-    difference with a clustered interval, paired t / permutation tests and McNemar."""
+    difference with a clustered interval, paired t / permutation tests and McNemar. --tag,
+    --exclude-tag and -k compare only the scenarios they select."""
     from harness.runs.comparison import compare_run_dirs
 
     html_path = html_output(html, "a comparison")
-    data = compare_run_dirs(baseline, candidate, alpha=alpha, test=test, seed=seed)
+    data = compare_run_dirs(baseline, candidate, alpha=alpha, test=test, seed=seed,
+                            selector=scenario_filter(tag, exclude_tag, keyword))
     if as_json:
         typer.echo(json.dumps(data, indent=2))
     else:

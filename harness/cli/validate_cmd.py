@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.app import EXIT_GATE_FAILED, EXIT_INPUT_ERROR, app
+from harness.cli.app import (
+    EXIT_GATE_FAILED,
+    EXIT_INPUT_ERROR,
+    ExcludeTags,
+    Keywords,
+    Tags,
+    app,
+    scenario_filter,
+)
 from harness.errors import InputError, InputErrors
 from harness.report.safe import terminal_console, terminal_text
 
@@ -30,14 +38,18 @@ def validate(
         list[Path] | None,
         typer.Option(help="Extra rubric files or folders beside the built-in ones."),
     ] = None,
+    tag: Tags = None,
+    exclude_tag: ExcludeTags = None,
+    keyword: Keywords = None,
 ) -> None:
     """Check scenario files: every problem in every file, one line each
-    (file:line: field: what was expected), rubric ids included. Exits 2 when any problem is
-    found."""
+    (file:line: field: what was expected), rubric ids included; --tag, --exclude-tag and -k
+    count the scenarios they select. Exits 2 when any problem is found."""
     from harness.scenarios.loading import validate_paths
 
     known, rubric_errors = _rubric_ids(rubrics or [])
-    report = validate_paths(paths, check_imports=not no_imports, known_rubrics=known)
+    report = validate_paths(paths, check_imports=not no_imports, known_rubrics=known,
+                            selector=scenario_filter(tag, exclude_tag, keyword))
     report.errors[:0] = rubric_errors
     err = terminal_console(stderr=True, soft_wrap=True)
     for error in report.errors:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         RunCounts,
         RunSummary,
         RunUsage,
+        TagFigures,
     )
     from harness.stats.estimate import Estimate
     from harness.stats.sampling import ScenarioStats
@@ -110,6 +111,7 @@ def render_run(summary: RunSummary, console: Console, *, run_dir: str | None = N
         render_scenarios(score, score.scenarios, console, errors=errors, max_rows=max_rows)
         render_variance(score, console)
         render_notes([*score.notes, *summary.notes], console)
+    _tags_table(summary.tags, console, max_rows)
     _metrics_table(summary.metrics, console, max_rows)
     _errors(summary, console)
     _failures(summary.failure_analysis, console, run_dir=run_dir)
@@ -267,6 +269,25 @@ def render_power(score: SuiteFigures, console: Console) -> None:
                   f"(the between-scenario floor is {power.floor_with_unlimited_epochs:.3f})")
     console.print(f"{how}: {epochs}; or {by_scenarios.n_scenarios} scenarios at "
                   f"{by_scenarios.epochs} epochs (Miller 2024)")
+
+
+def _tags_table(tags: dict[str, TagFigures], console: Console, max_rows: int) -> None:
+    """Per scenario tag: the suite's mean (t interval) and pass rate (Wilson interval) on the
+    tag's scenarios; printed only when scenarios have tags."""
+    if not tags:
+        return
+    level = next((f"{t.mean.confidence:.0%}" for t in tags.values() if t.mean), "")
+    table = make_table("Tags (suite figures on each tag's scenarios)", "tag", "scen.",
+                       "samples", "mean", f"t {level}", "pass", f"Wilson {level}")
+    table.box, table.show_edge, table.pad_edge, table.collapse_padding = (
+        box.SIMPLE_HEAD, False, False, True)
+    for tag, t in list(tags.items())[:max_rows]:
+        figures = [cell for est in (t.mean, t.pass_rate) for cell in (
+            ("—", "—") if est is None else (fmt_num(est.value), fmt_ci(est.ci_low, est.ci_high)))]
+        table.add_row(terminal_text(tag), str(t.scenarios), str(t.samples), *figures)
+    if len(tags) > max_rows:
+        table.caption = f"{len(tags) - max_rows} more tags in summary.json"
+    console.print(table)
 
 
 def _metrics_table(metrics: dict[str, MetricSummary], console: Console, max_rows: int) -> None:

@@ -12,6 +12,7 @@ from harness.choices import PairedTest
 from harness.models.provenance import RoleModels, roles_notice
 from harness.runs.store import RunStore
 from harness.runs.summary import scores_by_scenario
+from harness.scenarios.selectors import ScenarioFilter, select_stored
 from harness.stats.compare import compare_runs
 from harness.stats.summary import offline_notice
 
@@ -28,12 +29,14 @@ def comparison_notice(notices: dict[str, str | None]) -> str | None:
 
 
 def compare_run_dirs(baseline: Path, candidate: Path, *, alpha: float = 0.05,
-                     test: PairedTest = "t", seed: int = 0) -> dict[str, Any]:
+                     test: PairedTest = "t", seed: int = 0,
+                     selector: ScenarioFilter | None = None) -> dict[str, Any]:
     """The paired comparison of two run directories as a JSON-ready dict: the fields of
     :class:`~harness.stats.compare.PairedComparison` plus ``offline`` and
     ``offline_samples`` (per run), ``roles`` (per run and role, the models used) and
     ``notice`` (the offline notice, or ``None``). Each run's scores are read under its own
-    error policy.
+    error policy. ``selector`` (``--tag``, ``--exclude-tag``, ``-k``) keeps the scenarios it
+    selects in each run.
 
     Raises :class:`~harness.runs.store.StoreError` for a directory that is not a readable
     run store, and :class:`~harness.stats.estimate.InsufficientDataError` with fewer than 2
@@ -46,7 +49,12 @@ def compare_run_dirs(baseline: Path, candidate: Path, *, alpha: float = 0.05,
     for which, path in (("baseline", baseline), ("candidate", candidate)):
         with RunStore.open(path) as store:
             policy = store.config.get("run", {}).get("error_policy", "exclude")
-            runs.append(scores_by_scenario(store, policy))
+            scores, passed = scores_by_scenario(store, policy)
+            if selector is not None and selector.active:
+                keep = select_stored(store.scenario_tags(), selector, path)
+                scores = {sid: xs for sid, xs in scores.items() if sid in keep}
+                passed = {sid: xs for sid, xs in passed.items() if sid in keep}
+            runs.append((scores, passed))
             offline[which], roles[which] = store.offline_count(), store.model_roles()
             # Samples stored before roles were recorded say only whether they were offline.
             notices[which] = (roles_notice(roles[which])

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.choices import AggregationMethod, CacheMode
+from harness.scenarios.selectors import ScenarioFilter
 
 OFFLINE_AGENT = "mock:agent"
 OFFLINE_SIMULATOR = "mock:simulator"
@@ -38,6 +39,9 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     scenario_paths: list[str] = Field(min_length=1)
+    select: ScenarioFilter = Field(
+        default_factory=ScenarioFilter,
+        description="--tag, --exclude-tag and -k: which of the scenarios found run")
     rubric_paths: list[str] = Field(
         default_factory=list, description="extra rubric files or folders beside the built-ins"
     )

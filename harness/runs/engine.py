@@ -63,7 +63,8 @@ class Suite:
         a scenario names, the expectations' matchers, and that each scenario has the models it
         needs. Raises :class:`InputError` / :class:`InputErrors` naming file and field."""
         rubrics = load_rubrics(config.rubric_paths)
-        scenarios = load_scenarios(config.scenario_paths, known_rubrics=set(rubrics))
+        scenarios = load_scenarios(config.scenario_paths, known_rubrics=set(rubrics),
+                                   selector=config.select)
         if not scenarios:
             raise InputError(", ".join(config.scenario_paths), None,
                              "no scenarios found (expected *.yaml scenario files)")

@@ -39,6 +39,7 @@ from harness.runs.pairwise_report import (
 )
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
+from harness.scenarios.selectors import ScenarioFilter, select_stored
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -113,9 +114,14 @@ class PairwiseRunResult:
     lines: list[dict[str, Any]]
 
 
-def _open_samples(run_dir: Path) -> tuple[list[SampleRecord], list[str]]:
+def _open_samples(run_dir: Path, selector: ScenarioFilter | None
+                  ) -> tuple[list[SampleRecord], list[str]]:
+    """A run's stored samples (those of the scenarios ``selector`` keeps) and the scenario
+    paths it was made from."""
     with RunStore.open(run_dir) as store:
-        records = list(store.iter_samples())
+        keep = None if selector is None or not selector.active else select_stored(
+            store.scenario_tags(), selector, run_dir)
+        records = [r for r in store.iter_samples() if keep is None or r.scenario_id in keep]
         paths = [str(p) for p in store.config.get("run", {}).get("scenario_paths", [])]
     return records, paths
 
@@ -135,10 +141,12 @@ async def compare_runs_pairwise(
     base_url: str | None = None,
     hub: ModelHub | None = None,
     progress: ProgressCallback | None = None,
+    selector: ScenarioFilter | None = None,
 ) -> PairwiseRunResult:
     """Compare the transcripts of two run directories pairwise under rubric ``rubric_id``
     with ``judges`` (``provider:model``; ``mock:judge`` runs offline); see the module
-    docstring for what is compared and how it is combined.
+    docstring for what is compared and how it is combined. ``selector`` (``--tag``,
+    ``--exclude-tag``, ``-k``) keeps the samples of some scenarios of each run.
 
     Models come from ``hub`` when given (left open), else from a hub built from ``models``
     with the response cache at ``cache_path`` (``cache_mode``); ``base_url`` points non-mock
@@ -158,8 +166,8 @@ async def compare_runs_pairwise(
     for name in judge_ids:
         ModelSpec.parse(name)  # a malformed name fails before any work
     [rubric] = resolve_rubrics([rubric_id], rubric_dirs)
-    records_a, paths_a = _open_samples(Path(run_a))
-    records_b, paths_b = _open_samples(Path(run_b))
+    records_a, paths_a = _open_samples(Path(run_a), selector)
+    records_b, paths_b = _open_samples(Path(run_b), selector)
     pairing = pair_samples(records_a, records_b)
     if not pairing.common_scenarios:
         raise InputError(f"{run_a} and {run_b}", None, "the runs have no scenario in common, "

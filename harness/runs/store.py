@@ -260,6 +260,21 @@ class RunStore:
                 collector.add(role, names, usage.get(role))
         return collector.roles()
 
+    def scenario_tags(self) -> dict[str, list[str]]:
+        """Each stored scenario id with its tags (empty in samples stored before tags were
+        kept), read without parsing whole records."""
+        try:
+            rows = [(sid, json.loads(tags or "[]")) for sid, tags in self._db.execute(
+                "SELECT scenario_id, json_extract(record, '$.tags') FROM samples "
+                "ORDER BY scenario_id, epoch")]
+        except sqlite3.OperationalError:  # an SQLite built without the JSON functions
+            rows = [(r.scenario_id, r.tags) for r in self.iter_samples()]
+        out: dict[str, list[str]] = {}
+        for sid, tags in rows:
+            out.setdefault(sid, [])
+            out[sid] = list(dict.fromkeys([*out[sid], *tags]))
+        return out
+
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
 

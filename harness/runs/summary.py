@@ -42,8 +42,10 @@ from harness.runs.summary_model import (
     RunSummary,
     RunUsage,
     SampleError,
+    TagFigures,
     check_summary,
 )
+from harness.scenarios.selectors import ScenarioFilter, select_stored
 from harness.stats.estimate import InsufficientDataError, mean_of_cluster_means
 from harness.stats.suite import suite_stats
 from harness.stats.summary import SuiteSummary, design_power, offline_notice, stats_summary
@@ -109,11 +111,16 @@ class _Collector:
         self.n_offline = 0
         self.roles = RoleCollector()
         self.scenarios: set[str] = set()
+        self.tag_scenarios: dict[str, set[str]] = defaultdict(set)
+        self.tag_status: dict[str, Counter[str]] = defaultdict(Counter)
 
     def add(self, record: SampleRecord) -> None:
         sid = record.scenario_id
         self.scenarios.add(sid)
         self.status[record.status] += 1
+        for tag in record.tags:
+            self.tag_scenarios[tag].add(sid)
+            self.tag_status[tag][record.status] += 1
         self.stop_reasons[record.transcript.stop_reason] += 1
         self.n_offline += record.offline
         for role, totals in record.usage.items():
@@ -179,6 +186,25 @@ def _score_section(c: _Collector, config: RunConfig) -> tuple[SuiteSummary | Non
     except InsufficientDataError as err:
         return None, [str(err)]
     return stats_summary(suite, power=design_power(suite)), [judge_note] if judge_note else []
+
+
+def tag_figures(c: _Collector, config: RunConfig) -> dict[str, TagFigures]:
+    """Each tag's mean and pass rate, from :func:`~harness.stats.suite.suite_stats` on the
+    tag's scenarios alone, as the suite's are computed (same error policy, confidence and
+    scenario order, so a run of only those scenarios gives the same numbers)."""
+    out: dict[str, TagFigures] = {}
+    for tag in sorted(c.tag_scenarios):
+        members = c.tag_scenarios[tag]
+        scores = {sid: xs for sid, xs in c.scores.items() if xs and sid in members}
+        suite = suite_stats(scores, {sid: c.passed[sid] for sid in scores},
+                            confidence=config.confidence, seed=config.seed,
+                            bootstrap_resamples=0) if scores else None
+        status = c.tag_status[tag]
+        out[tag] = TagFigures(
+            scenarios=len(members), samples=sum(status.values()), scored=status["scored"],
+            mean=None if suite is None else suite.mean,
+            pass_rate=None if suite is None else suite.pass_rate)
+    return out
 
 
 def _judge_scores(
@@ -270,7 +296,30 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
         notes=notes,
         adaptive=adaptive,
         stopped=stopped,
+        tags=tag_figures(c, config),
     )
+
+
+def summarise_selection(run_dir: Path, selector: ScenarioFilter) -> RunSummary:
+    """The summary of the stored samples of the scenarios ``selector`` keeps, computed from
+    the run's store under its configuration (as in its ``summary.json``), with a note naming
+    the selection. Nothing is written.
+
+    Raises :class:`InputError` when the summary cannot be read or the selector keeps no
+    stored scenario (see :func:`~harness.scenarios.selectors.select_stored`), and
+    :class:`~harness.runs.store.StoreError` for a store that cannot be read."""
+    stored = read_summary(run_dir)
+    collector = _Collector(stored.config)
+    with RunStore.open(run_dir) as store:
+        keep = select_stored(store.scenario_tags(), selector, run_dir)
+        for record in store.iter_samples():
+            if record.scenario_id in keep:
+                collector.add(record)
+        summary = _summary(collector, store, stored.config, scenarios_loaded=None,
+                           stopped=stored.stopped, adaptive=None)
+    note = (f"selected with {selector.describe()}: {len(keep)} of "
+            f"{stored.counts.scenarios} scenarios; the figures cover only these")
+    return summary.model_copy(update={"notes": [note, *summary.notes]})
 
 
 def write_summary(run_dir: Path, summary: RunSummary) -> Path:

@@ -84,6 +84,19 @@ class MetricSummary(Estimate):
     n_scenarios: int
 
 
+class TagFigures(_Part):
+    """One scenario tag's figures: the suite's mean score and pass rate, computed by the
+    same functions on the tag's scenarios alone (so they equal the suite figures of a run of
+    only those scenarios). ``scenarios`` and ``samples`` count what is stored for the tag;
+    ``mean`` and ``pass_rate`` are ``None`` when none of its samples was scored."""
+
+    scenarios: int
+    samples: int
+    scored: int
+    mean: Estimate | None
+    pass_rate: Estimate | None
+
+
 class SampleError(ErrorInfo):
     """An errored sample: which one, and its error."""
 
@@ -201,6 +214,8 @@ class RunSummary(_Part):
     adaptive: AdaptiveReport | None = None
     stopped: RunStop | None
     gate: GateResult | None = None
+    tags: dict[str, TagFigures] = Field(
+        default_factory=dict, description="per scenario tag (empty when no scenario has one)")
 
     @model_validator(mode="after")
     def _offline_runs_carry_their_notice(self) -> RunSummary:

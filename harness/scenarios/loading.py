@@ -26,7 +26,14 @@ from harness.adk import ADK_SUFFIXES
 from harness.errors import InputError, InputErrors
 from harness.files import read_text
 from harness.scenarios.schema import Scenario
-from harness.scenarios.selectors import Selection, merge_selections, parse_selection, select
+from harness.scenarios.selectors import (
+    ScenarioFilter,
+    Selection,
+    apply_filter,
+    merge_selections,
+    parse_selection,
+    select,
+)
 from harness.scenarios.validation import FieldPath, Problem, format_path, scenario_problems
 
 SCENARIO_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
@@ -78,17 +85,19 @@ class ValidationReport:
 
 
 def load_scenarios(
-    paths: Iterable[str | Path], *, known_rubrics: Collection[str] | None = None
+    paths: Iterable[str | Path], *, known_rubrics: Collection[str] | None = None,
+    selector: ScenarioFilter | None = None,
 ) -> list[Scenario]:
     """Load every scenario in ``paths`` (files, or directories searched recursively for
     ``*.yaml``/``*.yml`` and ADK eval sets ``*.evalset.json``/``*.test.json``), in path order,
-    then file order. A path ``FILE:id1,id2`` selects those scenarios of the file.
+    then file order. A path ``FILE:id1,id2`` selects those scenarios of the file;
+    ``selector`` (``--tag``, ``--exclude-tag``, ``-k``) then keeps some of them.
 
     ``known_rubrics``, when given, is the set of rubric ids scenarios may list. Raises
     :class:`InputError` for one problem or :class:`InputErrors` listing every problem in every
     file; nothing is returned unless all files are valid and ids are unique.
     """
-    report = validate_paths(paths, known_rubrics=known_rubrics)
+    report = validate_paths(paths, known_rubrics=known_rubrics, selector=selector)
     report.raise_if_errors()
     return report.scenarios
 
@@ -98,9 +107,13 @@ def validate_paths(
     *,
     known_rubrics: Collection[str] | None = None,
     check_imports: bool = True,
+    selector: ScenarioFilter | None = None,
 ) -> ValidationReport:
     """Check every scenario file under ``paths`` and collect all problems (never raises for
-    bad content). Scenario ids must be unique across all the files."""
+    bad content). Scenario ids must be unique across all the files. ``selector``, applied
+    once every file is valid, keeps some scenarios (a selector that keeps none, or names a
+    tag no scenario has, is a problem); ``files`` still lists every file read."""
+    paths = list(paths)
     report = ValidationReport()
     selections, errors = discover_files(paths)
     report.files, report.errors = [s.path for s in selections], errors
@@ -130,6 +143,12 @@ def validate_paths(
                 continue
             first_seen[scenario.id] = f"{path}:{line}" if line else str(path)
             report.scenarios.append(scenario)
+    if selector is not None and not report.errors:
+        try:
+            report.scenarios = apply_filter(report.scenarios, selector, lambda s: s.id,
+                                            lambda s: s.tags, " ".join(map(str, paths)))
+        except InputError as err:
+            report.errors.append(err)
     return report
 
 

@@ -1,17 +1,20 @@
 """Selecting scenarios from the files named on a command line: ``FILE:id1,id2`` keeps only
 those scenarios of ``FILE`` (scenario ids; for an ADK eval set also its eval ids), as ADK
-selects eval cases with ``file.evalset.json:case_1,case_2``. One place parses and applies
-selectors, so every command that takes scenario files selects the same way.
+selects eval cases with ``file.evalset.json:case_1,case_2``; :class:`ScenarioFilter` is
+``--tag``, ``--exclude-tag`` and ``-k``, applied to loaded scenarios and to stored samples
+alike. One place parses and applies selectors, so every command selects the same way.
 
 A path that exists as written is never split, so a file whose name holds ``:`` still works.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from harness.errors import InputError
 
@@ -73,3 +76,96 @@ def select(
                          f"ids in this file: {listed}")
     wanted = set(ids)
     return [item for item in items if wanted & set(ids_of(item))]
+
+
+class ScenarioFilter(BaseModel):
+    """``--tag``, ``--exclude-tag`` and ``-k``: which scenarios (or stored samples) a command
+    keeps. A scenario is kept when it has any of ``tags`` (or ``tags`` is empty), none of
+    ``exclude_tags``, and its id holds any of ``keywords`` (case-insensitive substrings; or
+    ``keywords`` is empty). Stored with a run's configuration, so a resumed run selects the
+    same scenarios."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tags: list[str] = Field(default_factory=list, description="keep scenarios with any of these")
+    exclude_tags: list[str] = Field(default_factory=list,
+                                    description="drop scenarios with any of these")
+    keywords: list[str] = Field(default_factory=list,
+                                description="keep scenarios whose id holds any of these")
+
+    @property
+    def active(self) -> bool:
+        """Whether the filter drops anything at all."""
+        return bool(self.tags or self.exclude_tags or self.keywords)
+
+    def matches(self, scenario_id: str, tags: Iterable[str]) -> bool:
+        """Whether a scenario with this id and these tags is kept."""
+        have = set(tags)
+        lowered = scenario_id.casefold()
+        return ((not self.tags or bool(have.intersection(self.tags)))
+                and not have.intersection(self.exclude_tags)
+                and (not self.keywords or any(k.casefold() in lowered for k in self.keywords)))
+
+    def describe(self) -> str:
+        """The filter as it was written on the command line."""
+        return " ".join([*(f"--tag {t}" for t in self.tags),
+                         *(f"--exclude-tag {t}" for t in self.exclude_tags),
+                         *(f"-k {k}" for k in self.keywords)])
+
+
+MAX_LISTED_IDS = 20
+
+
+def _listing(names: Iterable[str], limit: int | None = None) -> str:
+    unique = sorted(set(names))
+    shown = unique if limit is None else unique[:limit]
+    more = len(unique) - len(shown)
+    return (", ".join(shown) or "none") + (f" and {more} more" if more > 0 else "")
+
+
+def apply_filter(
+    items: Sequence[T], selector: ScenarioFilter, id_of: Callable[[T], str],
+    tags_of: Callable[[T], Iterable[str]], source: str | Path,
+) -> list[T]:
+    """The items ``selector`` keeps, in their order (all when it is not active).
+
+    Raises :class:`InputError` naming ``source`` in one line, listing the tags and ids that
+    exist, when a ``--tag`` or ``--exclude-tag`` names a tag no item has, a ``-k`` matches no
+    id, or the filter as a whole keeps nothing."""
+    if not selector.active:
+        return list(items)
+    known_tags = {tag for item in items for tag in tags_of(item)}
+    ids = [id_of(item) for item in items]
+    exists = (f"tags: {_listing(known_tags)}; ids: {_listing(ids, MAX_LISTED_IDS)}")
+    unknown = [t for t in dict.fromkeys([*selector.tags, *selector.exclude_tags])
+               if t not in known_tags]
+    if unknown:
+        raise InputError(source, None, f"no scenario has the tag {', '.join(unknown)} "
+                         f"({exists})")
+    unmatched = [k for k in selector.keywords
+                 if not any(k.casefold() in i.casefold() for i in ids)]
+    if unmatched:
+        raise InputError(source, None, f"-k {', '.join(unmatched)} matches no scenario id "
+                         f"({exists})")
+    kept = [item for item in items if selector.matches(id_of(item), tags_of(item))]
+    if not kept:
+        raise InputError(source, None, f"{selector.describe()} selects no scenario ({exists})")
+    return kept
+
+
+def select_stored(tags_by_scenario: Mapping[str, Sequence[str]], selector: ScenarioFilter,
+                  source: str | Path) -> set[str]:
+    """The ids of the stored scenarios ``selector`` keeps (``tags_by_scenario``: each
+    scenario id in a run's store with the tags its samples carry).
+
+    Raises :class:`InputError` naming ``source`` when a tag filter is given and no stored
+    sample has a tag (a store written before samples kept their scenario's tags, or a suite
+    without tags), and as :func:`apply_filter` does."""
+    if (selector.tags or selector.exclude_tags) and not any(tags_by_scenario.values()):
+        raise InputError(source, None, "no stored sample has a tag (the store was written "
+                         "before samples kept their scenario's tags, or no scenario has one), "
+                         "so --tag and --exclude-tag cannot select; use -k or FILE:id "
+                         "selectors, or run the suite again")
+    items = list(tags_by_scenario.items())
+    return {sid for sid, _ in apply_filter(items, selector, lambda it: it[0],
+                                           lambda it: it[1], source)}

@@ -33,6 +33,7 @@ from harness.report.terminal import handful_of_k
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.runs.summary import read_summary
+from harness.runs.summary_model import RunSummary
 from harness.stats.summary import SuiteSummary
 
 REPORT_FILENAME = "report.html"
@@ -237,6 +238,21 @@ def _scenario_forest(score: SuiteSummary) -> Forest:
                   reference_label="suite mean")
 
 
+def _tag_forest(summary: RunSummary) -> Forest | None:
+    """The forest plot of the tags' mean scores (lowest first) against the suite mean, or
+    ``None`` when no tag has a scored sample."""
+    scored = sorted(((tag, t.mean) for tag, t in summary.tags.items() if t.mean is not None),
+                    key=lambda item: (item[1].value, item[0]))
+    if not scored or summary.score is None:
+        return None
+    estimates = [Estimate(
+        label=tag, value=mean.value, low=mean.ci_low, high=mean.ci_high,
+        tooltip=f"{tag}: mean {mean.value:.3f} over {mean.n_clusters} scenarios",
+    ) for tag, mean in scored[:MAX_FOREST_ROWS]]
+    return forest(estimates, summary.score.score_range, reference=summary.score.mean,
+                  reference_label="suite mean")
+
+
 def _k_chart(score: SuiteSummary) -> LineChart:
     series = [
         Series(name=name, css_class=css,
@@ -283,6 +299,7 @@ def run_page(run_dir: Path) -> str:
         scenario_ids=sorted({r.scenario_id for r in rows}),
         forest=_scenario_forest(score) if score and score.scenarios else None,
         forest_rows=MAX_FOREST_ROWS,
+        tag_forest=_tag_forest(summary),
         k_chart=_k_chart(score) if score and score.pass_at_k_detail else None,
         variance=_variance_bars(score) if score else [],
         latency=latencies.rows(),

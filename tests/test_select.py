@@ -1,0 +1,114 @@
+"""Selecting scenarios and samples: ``--tag``, ``--exclude-tag`` and ``-k`` (one module,
+harness.scenarios.selectors) on ``harness run`` and ``harness validate``; a selector that
+selects nothing is one line naming what exists, exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from harness.errors import InputError
+from harness.scenarios.loading import load_scenarios
+from harness.scenarios.selectors import ScenarioFilter, apply_filter
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ROOT / "scenarios"
+
+ITEMS = [("a-one", ["x", "y"]), ("b-two", ["y"]), ("c-One", [])]
+
+
+def _kept(selector: ScenarioFilter) -> list[str]:
+    return [i for i, _ in apply_filter(ITEMS, selector, lambda it: it[0], lambda it: it[1],
+                                       "suite")]
+
+
+@pytest.mark.parametrize(("selector", "kept"), [
+    (ScenarioFilter(), ["a-one", "b-two", "c-One"]),
+    (ScenarioFilter(tags=["x"]), ["a-one"]),
+    (ScenarioFilter(tags=["x", "y"]), ["a-one", "b-two"]),  # any of the tags
+    (ScenarioFilter(exclude_tags=["x"]), ["b-two", "c-One"]),
+    (ScenarioFilter(tags=["y"], exclude_tags=["x"]), ["b-two"]),  # both must hold
+    (ScenarioFilter(keywords=["one"]), ["a-one", "c-One"]),  # case-insensitive substring
+    (ScenarioFilter(keywords=["two", "c-"]), ["b-two", "c-One"]),  # any of the keywords
+    (ScenarioFilter(tags=["y"], keywords=["one"]), ["a-one"]),
+])
+def test_what_each_selector_keeps(selector: ScenarioFilter, kept: list[str]) -> None:
+    assert _kept(selector) == kept
+
+
+@pytest.mark.parametrize(("selector", "message"), [
+    (ScenarioFilter(tags=["nope"]), "suite: no scenario has the tag nope (tags: x, y; ids: "
+                                    "a-one, b-two, c-One)"),
+    (ScenarioFilter(exclude_tags=["z"]), "no scenario has the tag z"),
+    (ScenarioFilter(keywords=["zzz"]), "-k zzz matches no scenario id (tags: x, y;"),
+    (ScenarioFilter(tags=["x"], keywords=["two"]), "--tag x -k two selects no scenario"),
+])
+def test_a_selector_that_selects_nothing_names_what_exists(selector: ScenarioFilter,
+                                                           message: str) -> None:
+    with pytest.raises(InputError) as caught:
+        _kept(selector)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_the_listing_of_ids_is_cut_short() -> None:
+    many = [(f"s{i:03}", ["t"]) for i in range(50)]
+    with pytest.raises(InputError, match=r"ids: s000, .*, s019 and 30 more\)$"):
+        apply_filter(many, ScenarioFilter(keywords=["zz"]), lambda it: it[0],
+                     lambda it: it[1], "suite")
+
+
+def test_load_scenarios_applies_the_filter_after_file_selectors() -> None:
+    picked = load_scenarios([SCENARIOS], selector=ScenarioFilter(tags=["weather"],
+                                                                  exclude_tags=["no-tool"]))
+    assert [s.id for s in picked] == [
+        s.id for s in load_scenarios([SCENARIOS / "weather.yaml"]) if "no-tool" not in s.tags]
+    assert all("weather" in s.tags for s in picked) and len(picked) == 5
+
+
+def test_validate_counts_the_selected_scenarios() -> None:
+    done = run_cli("validate", SCENARIOS, "--tag", "home", "--no-imports")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ok: 2 scenario(s)")
+
+
+def test_validate_refuses_an_unknown_tag_in_one_line() -> None:
+    done = run_cli("validate", SCENARIOS, "--tag", "hom", "--no-imports")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 2 and "no scenario has the tag hom (tags: files, home," in lines[0]
+    assert lines[1] == "1 problem in 1 file(s)"
+
+
+def test_run_runs_only_the_selected_scenarios_and_resume_keeps_the_selection(
+        tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    done = run_cli("run", SCENARIOS, "--offline", "--epochs", "2", "--cache-mode", "off",
+                   "--tag", "weather", "--exclude-tag", "multi-turn", "-k", "PARIS", "-k",
+                   "tokyo", "--out", out, "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    ids = sorted(s["scenario_id"] for s in summary["score"]["scenarios"])
+    expected = sorted(s.id for s in load_scenarios([SCENARIOS / "weather.yaml"])
+                      if "multi-turn" not in s.tags
+                      and ("paris" in s.id or "tokyo" in s.id))
+    assert ids == expected == ["weather-current-paris", "weather-forecast-tokyo"]
+    assert summary["counts"]["scenarios_loaded"] == len(expected)
+    assert summary["config"]["select"] == {"tags": ["weather"], "exclude_tags": ["multi-turn"],
+                                           "keywords": ["PARIS", "tokyo"]}
+    resumed = run_cli("run", "--resume", out, "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["counts"]["scenarios_loaded"] == len(expected)
+    again = run_cli("run", "--resume", out, "--tag", "home")
+    assert again.returncode == 2 and "--tag" in again.stderr
+
+
+def test_run_with_a_selector_that_selects_nothing_writes_nothing(tmp_path: Path) -> None:
+    done = run_cli("run", SCENARIOS, "--offline", "-k", "nothing-like-this", "--out",
+                   tmp_path / "r")
+    assert done.returncode == 2
+    assert "-k nothing-like-this matches no scenario id" in done.stderr
+    assert not (tmp_path / "r" / "summary.json").exists()
