@@ -29,6 +29,7 @@ from harness.checks.result import CheckReport, CheckResult
 from harness.files import atomic_write, read_text, write_text_atomic
 from harness.models.provenance import RoleCollector, roles_notice
 from harness.runs.config import RunConfig
+from harness.runs.latency import LatencyCollector
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.runs.summary_model import (
@@ -44,6 +45,7 @@ from harness.runs.summary_model import (
     SampleError,
     check_summary,
 )
+from harness.runs.tool_figures import ToolCollector
 from harness.stats.estimate import InsufficientDataError, mean_of_cluster_means
 from harness.stats.suite import suite_stats
 from harness.stats.summary import SuiteSummary, design_power, offline_notice, stats_summary
@@ -109,10 +111,14 @@ class _Collector:
         self.n_offline = 0
         self.roles = RoleCollector()
         self.scenarios: set[str] = set()
+        self.latency = LatencyCollector()
+        self.tools = ToolCollector()
 
     def add(self, record: SampleRecord) -> None:
         sid = record.scenario_id
         self.scenarios.add(sid)
+        self.latency.add(record)
+        self.tools.add(record)
         self.status[record.status] += 1
         self.stop_reasons[record.transcript.stop_reason] += 1
         self.n_offline += record.offline
@@ -270,6 +276,8 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
         notes=notes,
         adaptive=adaptive,
         stopped=stopped,
+        latency=c.latency.latency(),
+        tools=c.tools.tools(config.confidence),
     )
 
 

@@ -37,6 +37,8 @@ from harness.errors import InputError
 from harness.models.provenance import RoleModels
 from harness.runs.config import ErrorPolicy, RunConfig
 from harness.runs.gate import GateResult
+from harness.runs.latency import RunLatency
+from harness.runs.tool_figures import ToolFigures
 from harness.stats.adaptive import AdaptiveSavings, StopReason
 from harness.stats.estimate import Estimate
 from harness.stats.summary import SuiteSummary
@@ -201,6 +203,9 @@ class RunSummary(_Part):
     adaptive: AdaptiveReport | None = None
     stopped: RunStop | None
     gate: GateResult | None = None
+    # issue 14: None / empty in summaries written before latency and tools were summarised
+    latency: RunLatency | None = None
+    tools: dict[str, ToolFigures] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _offline_runs_carry_their_notice(self) -> RunSummary:
