@@ -51,11 +51,11 @@ def render_tools(tools: dict[str, ToolFigures], console: Console, max_rows: int 
     accuracy, invalid-argument and error counts with their rates, median and p95 seconds."""
     if not tools:
         return
-    table = make_table("Tools", "tool", "calls", "used", "prec", "rec", "args", "invalid",
+    table = make_table("Tools", "tool", "calls", "used", "prec", "rec", "args", "inval",
                        "errors", "p50", "p95")
     # no vertical rules and one space between columns: ten columns fit in 80
     table.box, table.padding, table.collapse_padding = box.SIMPLE_HEAD, (0, 1), True
-    table.show_edge = False
+    table.show_edge = table.pad_edge = False
     for name, t in list(tools.items())[:max_rows]:
         table.add_row(terminal_text(name), str(t.calls), _share(t.share_of_episodes),
                       _share(t.precision), _share(t.recall), _share(t.parameter_accuracy),
@@ -64,7 +64,8 @@ def render_tools(tools: dict[str, ToolFigures], console: Console, max_rows: int 
                       fmt_seconds(t.latency.p95))
     more = f"; {len(tools) - max_rows} more tools in summary.json" if len(tools) > max_rows else ""
     table.caption = ("used: share of episodes offering it that called it; prec, rec: its calls "
-                     "against its reference calls; args: parameter accuracy; p50, p95: "
-                     "its calls' latency; "
+                     "against its reference calls; args: parameter accuracy; inval, errors: "
+                     "calls with invalid arguments, with any error; p50, p95: its calls' "
+                     "latency; "
                      f"intervals in summary.json (tools) and the report{more}")
     console.print(table)
