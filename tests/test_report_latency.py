@@ -47,7 +47,7 @@ def test_the_terminal_tables_fit_80_columns_and_show_the_summary(tmp_path: Path)
         "book", "2", "0.50", "0.50", "0.50", "0.50", "1 50%", "1 50%", "100 ms", "190 ms"]
     assert [c.strip() for c in _row(text, "search")][:8] == [
         "search", "4", "0.75", "0.75", "1.00", "—", "0", "1 25%"]
-    assert "judging excluded" in text
+    assert "episode: no judging" in text
 
 
 def _section(text: str, element_id: str) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
+from rich.table import Table
 
 from harness.report.safe import terminal_text
 from harness.report.terminal import fmt_num, fmt_seconds, make_table
@@ -19,12 +20,19 @@ if TYPE_CHECKING:
     from harness.stats.estimate import Estimate
 
 
+def _compact(table: Table) -> None:
+    """No vertical rules, no outer edge, one space between columns: ten columns fit 80."""
+    table.box, table.padding, table.collapse_padding = box.SIMPLE_HEAD, (0, 1), True
+    table.show_edge = table.pad_edge = False
+
+
 def render_latency(latency: RunLatency | None, console: Console) -> None:
     """Mean, median, p95 and max (seconds) per episode, user turn, tool call and model call
     of each role; nothing when the run recorded no timed conversation."""
     if latency is None:
         return
     table = make_table("Latency", "per", "n", "mean", "median", "p95", "max")
+    _compact(table)
     overall = latency.overall
     rows: list[tuple[str, LatencySpread]] = [
         ("episode", overall.episode), ("user turn", overall.user_turn),
@@ -33,8 +41,7 @@ def render_latency(latency: RunLatency | None, console: Console) -> None:
     for name, s in rows:
         table.add_row(terminal_text(name), str(s.n), fmt_seconds(s.mean), fmt_seconds(s.median),
                       fmt_seconds(s.p95), fmt_seconds(s.max))
-    table.caption = ("episode: the conversation, judging excluded; user turn: the agent's "
-                     "model and tool calls")
+    table.caption = "episode: no judging; user turn: agent + tool time"
     console.print(table)
 
 
@@ -53,9 +60,7 @@ def render_tools(tools: dict[str, ToolFigures], console: Console, max_rows: int 
         return
     table = make_table("Tools", "tool", "calls", "used", "prec", "rec", "args", "inval",
                        "errors", "p50", "p95")
-    # no vertical rules and one space between columns: ten columns fit in 80
-    table.box, table.padding, table.collapse_padding = box.SIMPLE_HEAD, (0, 1), True
-    table.show_edge = table.pad_edge = False
+    _compact(table)
     for name, t in list(tools.items())[:max_rows]:
         table.add_row(terminal_text(name), str(t.calls), _share(t.share_of_episodes),
                       _share(t.precision), _share(t.recall), _share(t.parameter_accuracy),
@@ -63,9 +68,7 @@ def render_tools(tools: dict[str, ToolFigures], console: Console, max_rows: int 
                       _rate(t.errors, t.error_rate), fmt_seconds(t.latency.median),
                       fmt_seconds(t.latency.p95))
     more = f"; {len(tools) - max_rows} more tools in summary.json" if len(tools) > max_rows else ""
-    table.caption = ("used: share of episodes offering it that called it; prec, rec: its calls "
-                     "against its reference calls; args: parameter accuracy; inval, errors: "
-                     "calls with invalid arguments, with any error; p50, p95: its calls' "
-                     "latency; "
-                     f"intervals in summary.json (tools) and the report{more}")
+    table.caption = ("used: share of episodes offering it; prec, rec: vs its reference calls; "
+                     "args: parameter accuracy; inval: invalid arguments; intervals: "
+                     f"summary.json{more}")
     console.print(table)
