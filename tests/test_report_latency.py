@@ -84,7 +84,8 @@ def test_a_summary_written_before_these_figures_gets_them_from_the_store(
     data = json.loads(path.read_text())
     del data["latency"], data["tools"]
     path.write_text(json.dumps(data))
-    assert read_summary(tmp_path).latency is None  # an older summary still reads
+    older = read_summary(tmp_path)  # an older summary still reads
+    assert older.latency is None and older.tools is None
     text = write_run_report(tmp_path).read_text(encoding="utf-8")
     assert _section(text, "latency") == current
     assert _section(text, "tools") == current_tools

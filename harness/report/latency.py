@@ -27,7 +27,7 @@ def _compact(table: Table) -> None:
 
 
 def render_latency(latency: RunLatency | None, console: Console) -> None:
-    """Mean, median, p95 and max (seconds) per episode, user turn, tool call and model call
+    """Mean, median, p95 and max durations per episode, user turn, tool call and model call
     of each role; nothing when the run recorded no timed conversation."""
     if latency is None:
         return
@@ -45,7 +45,7 @@ def render_latency(latency: RunLatency | None, console: Console) -> None:
     console.print(table)
 
 
-def _share(est: Estimate | None) -> str:
+def _value(est: Estimate | None) -> str:
     return fmt_num(None if est is None else est.value, 2)
 
 
@@ -53,7 +53,8 @@ def _rate(count: int, rate: float | None) -> str:
     return str(count) if rate is None or count == 0 else f"{count} {rate:.0%}"
 
 
-def render_tools(tools: dict[str, ToolFigures], console: Console, max_rows: int = 50) -> None:
+def render_tools(tools: dict[str, ToolFigures] | None, console: Console,
+                 max_rows: int = 50) -> None:
     """One row per tool: calls, share of episodes calling it, precision, recall, parameter
     accuracy, invalid-argument and error counts with their rates, median and p95 seconds."""
     if not tools:
@@ -62,8 +63,8 @@ def render_tools(tools: dict[str, ToolFigures], console: Console, max_rows: int 
                        "errors", "p50", "p95")
     _compact(table)
     for name, t in list(tools.items())[:max_rows]:
-        table.add_row(terminal_text(name), str(t.calls), _share(t.share_of_episodes),
-                      _share(t.precision), _share(t.recall), _share(t.parameter_accuracy),
+        table.add_row(terminal_text(name), str(t.calls), _value(t.share_of_episodes),
+                      _value(t.precision), _value(t.recall), _value(t.parameter_accuracy),
                       _rate(t.invalid_arguments, t.invalid_argument_rate),
                       _rate(t.errors, t.error_rate), fmt_seconds(t.latency.median),
                       fmt_seconds(t.latency.p95))

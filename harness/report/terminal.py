@@ -95,7 +95,7 @@ def make_table(title: str, *columns: str, text: tuple[str, ...] = ()) -> Table:
 def render_run(summary: RunSummary, console: Console, *, run_dir: str | None = None,
                max_rows: int = 50) -> None:
     """Print the run summary: suite figures, scenarios, metrics, errors, failure groups,
-    usage, and the gate verdict when the summary has one."""
+    usage, latency, the per-tool table, and the gate verdict when the summary has one."""
     render_notice(summary.notice, console)
     counts = summary.counts
     head = (f"{_scenarios_and_samples(counts)}: {counts.scored} scored, "

@@ -203,9 +203,10 @@ class RunSummary(_Part):
     adaptive: AdaptiveReport | None = None
     stopped: RunStop | None
     gate: GateResult | None = None
-    # issue 14: None / empty in summaries written before latency and tools were summarised
+    # None in summaries written before these were summarised (latency: also when nothing
+    # was timed)
     latency: RunLatency | None = None
-    tools: dict[str, ToolFigures] = Field(default_factory=dict)
+    tools: dict[str, ToolFigures] | None = None
 
     @model_validator(mode="after")
     def _offline_runs_carry_their_notice(self) -> RunSummary:

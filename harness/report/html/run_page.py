@@ -229,7 +229,7 @@ def run_page(run_dir: Path) -> str:
     is missing, damaged or of another schema version."""
     summary = read_summary(run_dir)
     latency = None if summary.latency is not None else LatencyCollector()
-    tools = None if summary.tools else ToolCollector()
+    tools = None if summary.tools is not None else ToolCollector()
     with RunStore.open(run_dir) as store:
         rows, views = _samples(store, latency, tools)
     score = summary.score
