@@ -154,6 +154,18 @@ class Transcript(BaseModel):
                 return m.content
         return ""
 
+    def turn_latencies(self) -> dict[int, float]:
+        """Seconds each user turn took the agent: its model calls (or Python agent calls)
+        plus the tool calls it made, by turn number, for the turns with any of them. The
+        ``latency_budget`` check and the run's latency figures both read this."""
+        per_turn: dict[int, float] = {}
+        for s in self.steps:
+            if s.role == "agent":
+                per_turn[s.turn] = per_turn.get(s.turn, 0.0) + s.latency_s
+        for c in self.tool_calls:
+            per_turn[c.turn] = per_turn.get(c.turn, 0.0) + c.latency_s
+        return per_turn
+
     @property
     def user_turns(self) -> int:
         return sum(1 for m in self.messages if m.role == "user")

@@ -13,7 +13,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from conftest import run_cli
 from hostile import HOSTILE, hostile_run
@@ -21,7 +20,7 @@ from markupsafe import escape
 
 from harness.report.html import page
 from harness.report.html.plots import Estimate, Scale, Series, forest, line_chart, shares_bar
-from harness.report.html.run_page import REPORT_FILENAME, spread, write_run_report
+from harness.report.html.run_page import REPORT_FILENAME, write_run_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
@@ -172,17 +171,6 @@ def test_large_data_is_gzipped_and_reads_back(monkeypatch: pytest.MonkeyPatch) -
     assert json.loads(gzip.decompress(base64.b64decode(packed))) == data
     monkeypatch.setattr(page, "COMPRESS_ABOVE_BYTES", 10**9)
     assert "data-encoding" not in str(page.embedded_data("d", data))
-
-
-@pytest.mark.parametrize("values", [[0.3], [1.0, 2.0], [5, 1, 4, 2, 3], list(range(101)),
-                                    [0.01 * i ** 1.5 for i in range(37)]])
-def test_spread_matches_numpy_percentiles(values: list[float]) -> None:
-    s = spread(values)
-    assert s.n == len(values)
-    assert s.median == pytest.approx(np.percentile(values, 50))
-    assert s.p95 == pytest.approx(np.percentile(values, 95))
-    assert s.max == max(values)
-    assert spread([]).median is None
 
 
 def test_scale_maps_and_clamps() -> None:

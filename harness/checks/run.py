@@ -337,15 +337,10 @@ def _max_calls_check(budget: int, calls: Sequence[ToolCallRecord]) -> CheckResul
 
 
 def _latency_check(budget: float, transcript: Transcript) -> CheckResult:
-    agent_steps = [s for s in transcript.steps if s.role == "agent"]
-    if not agent_steps:
+    if not any(s.role == "agent" for s in transcript.steps):
         return CheckResult.unscored("latency_budget", "the transcript has no agent timings",
                                     budget_s=budget)
-    per_turn: dict[int, float] = {}
-    for s in agent_steps:
-        per_turn[s.turn] = per_turn.get(s.turn, 0.0) + s.latency_s
-    for c in transcript.tool_calls:
-        per_turn[c.turn] = per_turn.get(c.turn, 0.0) + c.latency_s
+    per_turn = transcript.turn_latencies()
     over = sorted(t for t, v in per_turn.items() if v > budget)
     value = 1 - len(over) / len(per_turn)
     # the message rounds the unrounded time: rounding twice can print 1.099 for 1.0995002

@@ -44,6 +44,15 @@ def fmt_ci(low: float | None, high: float | None, digits: int = 3) -> str:
     return f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
+def fmt_seconds(value: float | None) -> str:
+    """A duration in s or ms, or a dash."""
+    if value is None:
+        return "—"
+    if value < 0.001:
+        return f"{value * 1000:.2f} ms"
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
+
+
 def fmt_p(p: float | None) -> str:
     """A p-value to 3 places, ``<0.001`` below that (never a misleading ``0.000``)."""
     if p is None:
@@ -87,7 +96,7 @@ def make_table(title: str, *columns: str, text: tuple[str, ...] = ()) -> Table:
 def render_run(summary: RunSummary, console: Console, *, run_dir: str | None = None,
                max_rows: int = 50) -> None:
     """Print the run summary: suite figures, scenarios, metrics, errors, failure groups,
-    usage, and the gate verdict when the summary has one."""
+    usage, latency, the per-tool table, and the gate verdict when the summary has one."""
     render_notice(summary.notice, console)
     counts = summary.counts
     head = (f"{_scenarios_and_samples(counts)}: {counts.scored} scored, "
@@ -116,6 +125,11 @@ def render_run(summary: RunSummary, console: Console, *, run_dir: str | None = N
     _errors(summary, console)
     _failures(summary.failure_analysis, console, run_dir=run_dir)
     _usage(summary.usage, console)
+    # imported here: those tables are built with this module's helpers
+    from harness.report.latency import render_latency, render_tools
+
+    render_latency(summary.latency, console)
+    render_tools(summary.tools, console, max_rows)
     if summary.adaptive is not None:
         _adaptive(summary.adaptive, console)
     if summary.gate is not None:

@@ -29,6 +29,7 @@ from harness.checks.result import CheckReport, CheckResult
 from harness.files import atomic_write, read_text, write_text_atomic
 from harness.models.provenance import RoleCollector, roles_notice
 from harness.runs.config import RunConfig
+from harness.runs.latency import LatencyCollector
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.runs.summary_model import (
@@ -45,6 +46,7 @@ from harness.runs.summary_model import (
     TagFigures,
     check_summary,
 )
+from harness.runs.tool_figures import ToolCollector
 from harness.scenarios.selectors import ScenarioFilter, select_stored
 from harness.stats.estimate import InsufficientDataError, mean_of_cluster_means
 from harness.stats.suite import suite_stats
@@ -113,10 +115,14 @@ class _Collector:
         self.scenarios: set[str] = set()
         self.tag_scenarios: dict[str, set[str]] = defaultdict(set)
         self.tag_status: dict[str, Counter[str]] = defaultdict(Counter)
+        self.latency = LatencyCollector()
+        self.tools = ToolCollector()
 
     def add(self, record: SampleRecord) -> None:
         sid = record.scenario_id
         self.scenarios.add(sid)
+        self.latency.add(record)
+        self.tools.add(record)
         self.status[record.status] += 1
         for tag in record.tags:
             self.tag_scenarios[tag].add(sid)
@@ -297,6 +303,8 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
         adaptive=adaptive,
         stopped=stopped,
         tags=tag_figures(c, config),
+        latency=c.latency.latency(),
+        tools=c.tools.tools(config.confidence),
     )
 
 

@@ -37,6 +37,8 @@ from harness.errors import InputError
 from harness.models.provenance import RoleModels
 from harness.runs.config import ErrorPolicy, RunConfig
 from harness.runs.gate import GateResult
+from harness.runs.latency import RunLatency
+from harness.runs.tool_figures import ToolFigures
 from harness.stats.adaptive import AdaptiveSavings, StopReason
 from harness.stats.estimate import Estimate
 from harness.stats.summary import SuiteSummary
@@ -216,6 +218,10 @@ class RunSummary(_Part):
     gate: GateResult | None = None
     tags: dict[str, TagFigures] = Field(
         default_factory=dict, description="per scenario tag (empty when no scenario has one)")
+    # None in summaries written before these were summarised (latency: also when nothing
+    # was timed)
+    latency: RunLatency | None = None
+    tools: dict[str, ToolFigures] | None = None
 
     @model_validator(mode="after")
     def _offline_runs_carry_their_notice(self) -> RunSummary:

@@ -30,7 +30,7 @@ from markupsafe import Markup
 
 from harness import __version__
 from harness.files import write_text_atomic
-from harness.report.terminal import fmt_ci, fmt_num, fmt_p
+from harness.report.terminal import fmt_ci, fmt_num, fmt_p, fmt_seconds
 
 # Above this many bytes of JSON, embedded data is gzipped (a 1,000-episode run's transcripts
 # are ~20 MB of JSON and ~2 MB gzipped); below it, it stays readable in the page source.
@@ -55,15 +55,6 @@ def _assets() -> tuple[str, str, str]:
 def fmt_pct(value: float | None, digits: int = 0) -> str:
     """A share as a percentage, or a dash."""
     return "—" if value is None else f"{100 * value:.{digits}f}%"
-
-
-def fmt_seconds(value: float | None) -> str:
-    """A duration in s or ms, or a dash."""
-    if value is None:
-        return "—"
-    if value < 0.001:
-        return f"{value * 1000:.2f} ms"
-    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
 
 
 def fmt_usd(value: float | None) -> str:

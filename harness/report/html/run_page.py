@@ -3,19 +3,18 @@
 The summary's figures come from ``summary.json`` (read through the model that writes it);
 the samples come from the store, one at a time: each becomes a row of the samples table
 (server-rendered, so it reads with scripts off) and a compact record for the drill-down
-(embedded as data, rendered by the page's script on demand). Latency figures are computed
-here from the samples' timings.
+(embedded as data, rendered by the page's script on demand). The latency figures and the
+per-tool table are the summary's (:mod:`harness.runs.latency`,
+:mod:`harness.runs.tool_figures`); for a summary written before they were, they are computed
+from the store in the same pass, by the same code.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from harness.models.types import Message
 from harness.report.html.page import embedded_data, render_page, write_page
@@ -30,63 +29,16 @@ from harness.report.html.plots import (
     shares_bar,
 )
 from harness.report.terminal import handful_of_k
+from harness.runs.latency import LatencyCollector
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.runs.summary import read_summary
 from harness.runs.summary_model import RunSummary
+from harness.runs.tool_figures import ToolCollector
 from harness.stats.summary import SuiteSummary
 
 REPORT_FILENAME = "report.html"
 MAX_FOREST_ROWS = 200  # a taller plot is a scroll, not a picture
-
-
-@dataclass(frozen=True)
-class Spread:
-    """Median, 95th percentile and maximum of some durations (seconds), and how many."""
-
-    n: int
-    median: float | None
-    p95: float | None
-    max: float | None
-
-
-def spread(values: Sequence[float]) -> Spread:
-    """The :class:`Spread` of ``values`` (numpy's percentiles, linear interpolation); all
-    ``None`` for no values."""
-    if not values:
-        return Spread(0, None, None, None)
-    median, p95 = np.percentile(values, [50, 95])
-    return Spread(len(values), float(median), float(p95), max(values))
-
-
-@dataclass
-class _Latencies:
-    episodes: list[float] = field(default_factory=list)
-    turns: list[float] = field(default_factory=list)
-    tool_calls: list[float] = field(default_factory=list)
-    by_role: dict[str, list[float]] = field(default_factory=dict)
-
-    def add(self, record: SampleRecord) -> None:
-        t = record.transcript
-        if record.finished_at > record.started_at:
-            self.episodes.append(record.finished_at - record.started_at)
-        per_turn: dict[int, float] = {}
-        for step in t.steps:
-            self.by_role.setdefault(step.role, []).append(step.latency_s)
-            if step.role == "agent":
-                per_turn[step.turn] = per_turn.get(step.turn, 0.0) + step.latency_s
-        for call in t.tool_calls:
-            per_turn[call.turn] = per_turn.get(call.turn, 0.0) + call.latency_s
-            self.tool_calls.append(call.latency_s)
-        self.turns.extend(per_turn.values())
-
-    def rows(self) -> list[tuple[str, Spread]]:
-        rows = [("episode (whole conversation, judging included)", spread(self.episodes)),
-                ("agent turn (its model calls and tool calls)", spread(self.turns)),
-                ("tool call", spread(self.tool_calls))]
-        rows += [(f"{role} model call", spread(values))
-                 for role, values in sorted(self.by_role.items())]
-        return rows
 
 
 def failure_kinds(record: SampleRecord) -> list[str]:
@@ -207,12 +159,16 @@ def _outcome(record: SampleRecord) -> str:
     return "passed" if record.passed else "failed"
 
 
-def _samples(store: RunStore) -> tuple[list[SampleRow], list[dict[str, Any]], _Latencies]:
+def _samples(store: RunStore, latency: LatencyCollector | None, tools: ToolCollector | None
+             ) -> tuple[list[SampleRow], list[dict[str, Any]]]:
+    """The samples' rows and drill-down records, feeding the collectors given (a summary
+    written before the latency figures and the per-tool table lacks them)."""
     rows: list[SampleRow] = []
     views: list[dict[str, Any]] = []
-    latencies = _Latencies()
     for record in store.iter_samples():  # ordered by scenario and epoch
-        latencies.add(record)
+        for collector in (latency, tools):
+            if collector is not None:
+                collector.add(record)
         error = None if record.error is None else f"{record.error.kind}: {record.error.message}"
         rows.append(SampleRow(
             index=len(rows), scenario_id=record.scenario_id, epoch=record.epoch,
@@ -221,7 +177,7 @@ def _samples(store: RunStore) -> tuple[list[SampleRow], list[dict[str, Any]], _L
             tags=list(record.tags), error=error,
         ))
         views.append(sample_view(record))
-    return rows, views, latencies
+    return rows, views
 
 
 def _scenario_forest(score: SuiteSummary) -> Forest:
@@ -288,8 +244,10 @@ def run_page(run_dir: Path) -> str:
     summary this harness reads, and :class:`~harness.runs.store.StoreError` when the store
     is missing, damaged or of another schema version."""
     summary = read_summary(run_dir)
+    latency = None if summary.latency is not None else LatencyCollector()
+    tools = None if summary.tools is not None else ToolCollector()
     with RunStore.open(run_dir) as store:
-        rows, views, latencies = _samples(store)
+        rows, views = _samples(store, latency, tools)
     score = summary.score
     return render_page(
         "run.html.j2", title=f"Run {run_dir.resolve().name}", run_dir=str(run_dir),
@@ -302,7 +260,8 @@ def run_page(run_dir: Path) -> str:
         tag_forest=_tag_forest(summary),
         k_chart=_k_chart(score) if score and score.pass_at_k_detail else None,
         variance=_variance_bars(score) if score else [],
-        latency=latencies.rows(),
+        latency=summary.latency if latency is None else latency.latency(),
+        tools=summary.tools if tools is None else tools.tools(summary.config.confidence),
         samples_data=embedded_data("samples-data", views),
     )
 
