@@ -1,10 +1,11 @@
 """Shared fixtures: a running loopback model server and model hubs pointed at it.
 
 - ``loopback``: the server (one per test session, reset before each test: empty queue, no
-  responder or faults, zero latency, no records, counters at zero).
+  responder or faults, zero latency, no records, counters at zero); the pytest plugin's
+  ``harness_loopback`` (harness/pytest_plugin.py), which users' tests get too.
 - ``make_hub(**overrides)``: a :class:`ModelHub` whose ``openai`` and ``anthropic`` providers
   point at the server with test keys and fast retries; closed after the test.
-- :func:`loopback_config` builds the same config without a fixture.
+- :func:`loopback_config` (harness.testing.hub) builds the same config without a fixture.
 - :func:`run_cli` runs ``harness ARGS`` in this process and returns its exit code and output.
 - :func:`gate_figures` gives suite figures with a chosen mean and pass rate, for the gate.
 """
@@ -16,7 +17,7 @@ import io
 import logging
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,62 +25,12 @@ from typing import Any
 import pytest
 
 from harness.cli import main
-from harness.models.config import (
-    BudgetConfig,
-    CacheConfig,
-    CacheMode,
-    ModelsConfig,
-    ProviderConfig,
-    RetryConfig,
-)
 from harness.models.hub import ModelHub
 from harness.stats.summary import SuiteFigures
+from harness.testing.hub import TEST_KEYS, loopback_config
 from harness.testing.server import LoopbackServer
 
-TEST_KEYS = {
-    "openai": "sk-test-openai-0123456789abcdef",
-    "anthropic": "sk-ant-test-0123456789abcdef",
-}
-
-
-def loopback_config(
-    server: LoopbackServer,
-    *,
-    keys: bool = True,
-    concurrency: int = 8,
-    timeout_s: float = 5.0,
-    max_attempts: int = 3,
-    backoff_s: float = 0.01,
-    retry_after_cap_s: float = 5.0,
-    cache_path: Path | None = None,
-    cache_mode: CacheMode = "read-write",
-    openai_structured_mode: str = "tools",
-    max_cost_usd: float | None = None,
-    max_calls: int | None = None,
-    prices: dict[str, Any] | None = None,
-) -> ModelsConfig:
-    """A config with both providers at ``server``, test keys (unless ``keys=False``) and
-    retries fast enough for tests."""
-    return ModelsConfig.model_validate({
-        "openai": ProviderConfig(
-            api_key=TEST_KEYS["openai"] if keys else None,
-            base_url=server.openai_base_url,
-            concurrency=concurrency,
-        ),
-        "anthropic": ProviderConfig(
-            api_key=TEST_KEYS["anthropic"] if keys else None,
-            base_url=server.anthropic_base_url,
-            concurrency=concurrency,
-        ),
-        "timeout_s": timeout_s,
-        "retry": RetryConfig(max_attempts=max_attempts, backoff_initial_s=backoff_s,
-                             backoff_max_s=backoff_s, backoff_jitter_s=0.0,
-                             retry_after_cap_s=retry_after_cap_s),
-        "cache": CacheConfig(path=cache_path, mode=cache_mode),
-        "budget": BudgetConfig(max_cost_usd=max_cost_usd, max_calls=max_calls),
-        "openai_structured_mode": openai_structured_mode,
-        "prices": prices or {},
-    })
+__all__ = ["TEST_KEYS"]  # some tests import it from here
 
 
 @pytest.fixture(autouse=True)
@@ -152,18 +103,11 @@ def gate_figures(*, mean: float, ci_low: float | None, ci_high: float | None,
     })
 
 
-@pytest.fixture(scope="session")
-def _loopback_session() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as server:
-        yield server
-
-
 @pytest.fixture
-def loopback(_loopback_session: LoopbackServer) -> Iterator[LoopbackServer]:
-    """The running loopback server, reset for this test."""
-    _loopback_session.reset()
-    yield _loopback_session
-    _loopback_session.reset()
+def loopback(harness_loopback: LoopbackServer) -> LoopbackServer:
+    """The running loopback server, reset for this test (the plugin's fixture, which users'
+    tests get too)."""
+    return harness_loopback
 
 
 @pytest.fixture

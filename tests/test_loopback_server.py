@@ -151,8 +151,8 @@ def _statuses_with_faults(server: LoopbackServer, seed: int, n: int) -> list[int
     return asyncio.run(run())
 
 
-def test_random_faults_are_seeded(_loopback_session):
-    server = _loopback_session
+def test_random_faults_are_seeded(_harness_loopback_server):
+    server = _harness_loopback_server
     try:
         first = _statuses_with_faults(server, seed=7, n=200)
         again = _statuses_with_faults(server, seed=7, n=200)

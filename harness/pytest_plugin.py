@@ -1,0 +1,230 @@
+"""The pytest plugin (entry point ``pytest11: harness``): scenarios as test items.
+
+Off unless asked for. A session collects scenarios only with ``--harness-scenarios PATH``
+(every scenario file under PATH, as ``harness run PATH`` reads them) or with the ini option
+``harness_collect = true`` (then ``*.scenario.yaml`` / ``*.scenario.yml`` files in the test
+tree). Without either, the plugin adds command-line options, two fixtures and nothing
+else: no items, no hooks at collection time, and this module imports only pytest (the
+harness is imported when a scenario is collected or a fixture is used).
+
+One test item per scenario. The first item to run runs every selected scenario item once,
+in one run (one store, one ``summary.json``, one ``report.html``), through the engine of
+``harness run``; each item then reports its scenario's result, failing with
+:func:`harness.testing.outcome.failure_message`. Deselected items (``-k``, ``-m``) are not
+run. Under pytest-xdist a worker cannot know which items it will be given, so there each
+item runs its own scenario (one run directory per item).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from harness.models.hub import ModelHub
+    from harness.runs.api import RunResult
+    from harness.runs.config import RunConfig
+    from harness.testing.server import LoopbackServer
+
+TREE_SUFFIXES = (".scenario.yaml", ".scenario.yml")
+_RUN_KEY = pytest.StashKey["RunResult | BaseException"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("harness", "agent-eval-harness scenarios as test items")
+    group.addoption("--harness-scenarios", action="append", default=[], metavar="PATH",
+                    help="collect every scenario file under PATH (repeatable)")
+    group.addoption("--harness-epochs", type=int, default=5, metavar="K",
+                    help="samples per scenario (default 5)")
+    group.addoption("--harness-agent", metavar="MODEL", help="the agent model, for every "
+                    "scenario")
+    group.addoption("--harness-simulator", metavar="MODEL", help="the user simulator model")
+    group.addoption("--harness-judge", action="append", default=[], metavar="MODEL",
+                    help="the judge model (repeat for a panel)")
+    group.addoption("--harness-offline", action="store_true",
+                    help="mock: models for every role not named")
+    group.addoption("--harness-min-pass-rate", type=float, default=1.0, metavar="P",
+                    help="a scenario passes when its pass rate reaches P (default 1.0)")
+    group.addoption("--harness-gate-on", choices=("mean", "lower-bound"), default="mean",
+                    help="compare P with the pass rate or its interval's lower bound")
+    group.addoption("--harness-out", metavar="DIR",
+                    help="the run directory (default: one under pytest's temporary folder)")
+    parser.addini("harness_collect", type="bool", default=False,
+                  help="collect *.scenario.yaml files in the test tree as harness items")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    paths = [Path(p) for p in config.getoption("harness_scenarios")]
+    if not paths and not config.getini("harness_collect"):
+        return
+    rate = config.getoption("harness_min_pass_rate")
+    if not 0.0 <= rate <= 1.0:
+        raise pytest.UsageError(f"--harness-min-pass-rate must be in [0, 1], got {rate}")
+    root = config.invocation_params.dir
+    resolved = [(p if p.is_absolute() else root / p).resolve() for p in paths]
+    for path in resolved:
+        if not path.exists():
+            raise pytest.UsageError(f"--harness-scenarios {path}: no such file or directory")
+        if str(path) not in config.args:  # a path already collected is not collected twice
+            config.args.append(str(path))
+    config.pluginmanager.register(ScenarioCollection(config, resolved), "harness-scenarios")
+
+
+class ScenarioCollection:
+    """The hooks of a session that asked for scenarios, and its one run."""
+
+    def __init__(self, config: pytest.Config, roots: list[Path]) -> None:
+        self.config = config
+        self.roots = roots
+        self.tree = bool(config.getini("harness_collect"))
+
+    def _wanted(self, path: Path) -> bool:
+        if self.tree and path.name.endswith(TREE_SUFFIXES):
+            return True
+        if any(path.is_relative_to(root) for root in self.roots):
+            from harness.adk import ADK_SUFFIXES
+            from harness.scenarios.loading import SCENARIO_SUFFIXES
+
+            return path.suffix in SCENARIO_SUFFIXES or path.name.endswith(ADK_SUFFIXES)
+        return False
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector
+                            ) -> pytest.Collector | None:
+        if self._wanted(file_path):
+            return ScenarioFile.from_parent(parent, path=file_path)
+        return None
+
+    def run_for(self, item: ScenarioItem) -> RunResult:
+        """The run holding ``item``'s scenario: this process's one run of every selected
+        scenario item (under xdist, a run of this item alone). A failure to start the run
+        (bad input, a missing model) is kept and raised for every item."""
+        workers = hasattr(self.config, "workerinput")
+        holder = item.stash if workers else self.config.stash
+        if _RUN_KEY not in holder:
+            items = [item] if workers else [
+                i for i in item.session.items if isinstance(i, ScenarioItem)]
+            try:
+                holder[_RUN_KEY] = self._run(items, item)
+            except Exception as err:
+                holder[_RUN_KEY] = err
+        got = holder[_RUN_KEY]
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    def _config(self, items: list[ScenarioItem]) -> RunConfig:
+        from harness.scenarios.selectors import Selection, merge_selections
+        from harness.testing.evaluation import run_config
+
+        selections = merge_selections(Selection(i.path, (i.scenario_id,)) for i in items)
+        opt = self.config.getoption
+        return run_config(
+            [f"{s.path}:{','.join(s.ids or ())}" for s in selections],
+            agent=opt("harness_agent"), simulator=opt("harness_simulator"),
+            judge=opt("harness_judge"), offline=opt("harness_offline"),
+            epochs=opt("harness_epochs"),
+            cache_path=str(self.config.rootpath / ".harness" / "cache.sqlite"),
+        )
+
+    def _run(self, items: list[ScenarioItem], first: ScenarioItem) -> RunResult:
+        import asyncio
+
+        from harness.runs.api import run_suite
+        from harness.testing.evaluation import write_report
+
+        out = self.config.getoption("harness_out")
+        if out is None:
+            # the session's tmp_path_factory (items are not fixtures' requesters)
+            factory: pytest.TempPathFactory = self.config._tmp_path_factory  # type: ignore[attr-defined]
+            run_dir = factory.mktemp("harness-run")
+        else:
+            run_dir = Path(out).resolve()
+            if hasattr(self.config, "workerinput"):
+                run_dir = run_dir / first.nodeid.replace("/", "_").replace(":", "_")
+        result = asyncio.run(run_suite(self._config(items), run_dir))
+        write_report(result.run_dir)
+        return result
+
+
+class ScenarioFile(pytest.File):
+    """A scenario file (or ADK eval set): one item per scenario in it."""
+
+    def collect(self) -> Iterator[ScenarioItem]:
+        from harness.scenarios.loading import load_scenarios
+
+        for scenario in load_scenarios([self.path]):
+            yield ScenarioItem.from_parent(self, name=scenario.id, scenario_id=scenario.id)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str | Any:
+        from harness.errors import HarnessError
+
+        if isinstance(excinfo.value, HarnessError):
+            return str(excinfo.value)  # already says file, field and what was expected
+        return super().repr_failure(excinfo)
+
+
+class ScenarioItem(pytest.Item):
+    """One scenario: passes when its result in the session's run passes."""
+
+    def __init__(self, *, scenario_id: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario_id = scenario_id
+
+    def runtest(self) -> None:
+        from harness.testing.outcome import assert_passes
+
+        plugin = self.config.pluginmanager.get_plugin("harness-scenarios")
+        assert isinstance(plugin, ScenarioCollection)
+        result = plugin.run_for(self)
+        assert_passes(result, scenario=self.scenario_id,
+                      min_pass_rate=self.config.getoption("harness_min_pass_rate"),
+                      gate_on=self.config.getoption("harness_gate_on"))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str | Any:
+        from harness.errors import HarnessError
+
+        if isinstance(excinfo.value, AssertionError | HarnessError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"scenario {self.scenario_id}"
+
+
+@pytest.fixture(scope="session")
+def _harness_loopback_server() -> Iterator[LoopbackServer]:
+    from harness.testing.server import LoopbackServer
+
+    with LoopbackServer() as server:
+        yield server
+
+
+@pytest.fixture
+def harness_loopback(_harness_loopback_server: LoopbackServer) -> Iterator[LoopbackServer]:
+    """The loopback model server on 127.0.0.1 (one per session), reset for this test: script
+    its replies with ``enqueue(Reply...)`` or ``set_responder``; read ``requests``."""
+    _harness_loopback_server.reset()
+    yield _harness_loopback_server
+    _harness_loopback_server.reset()
+
+
+@pytest.fixture
+def harness_hub(harness_loopback: LoopbackServer,
+                monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelHub]:
+    """A :class:`~harness.models.hub.ModelHub` whose ``openai:`` and ``anthropic:`` models
+    are the loopback server (test keys, fast retries, no cache). For this test the
+    environment points there too (base URLs and test keys), so ``harness.testing.evaluate``
+    with ``openai:``/``anthropic:`` models calls the server, never a real service."""
+    from harness.models.hub import ModelHub
+    from harness.testing.hub import loopback_config, loopback_environ
+
+    for name, value in loopback_environ(harness_loopback).items():
+        monkeypatch.setenv(name, value)
+    hub = ModelHub(loopback_config(harness_loopback), environ=loopback_environ(harness_loopback))
+    yield hub
+    hub.close()
