@@ -39,3 +39,6 @@ def test_demo_runs_the_suite_and_a_calibration_study_offline(tmp_path: Path) -> 
     assert f"{len(groups) - 5} more groups" in flat and "(failure_analysis)" in flat
     assert "harness calibrate --judgments" in flat and "policy:" not in out
     assert len(out.splitlines()) < 200
+    # the latency and tools tables are left to the report, with a line saying where they are
+    assert "latency and per-tool figures: in summary.json and the HTML report" in out
+    assert "episode: no judging" not in out

@@ -59,7 +59,7 @@ def _demo(out: Path, epochs: int) -> None:
         epochs=epochs, cache_mode="off",
     )
     result = asyncio.run(run_suite(config, out / "suite"))
-    render_run(result.summary, console, run_dir=str(out / "suite"))
+    render_run(result.summary, console, run_dir=str(out / "suite"), brief=True)
     write_run_report(out / "suite")
 
     console.rule("[bold]2. Judge calibration, offline")

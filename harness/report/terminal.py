@@ -94,9 +94,11 @@ def make_table(title: str, *columns: str, text: tuple[str, ...] = ()) -> Table:
 
 
 def render_run(summary: RunSummary, console: Console, *, run_dir: str | None = None,
-               max_rows: int = 50) -> None:
+               max_rows: int = 50, brief: bool = False) -> None:
     """Print the run summary: suite figures, scenarios, metrics, errors, failure groups,
-    usage, latency, the per-tool table, and the gate verdict when the summary has one."""
+    usage, latency, the per-tool table, and the gate verdict when the summary has one.
+    ``brief`` leaves the latency and per-tool tables to summary.json and the HTML report,
+    saying so in one line."""
     render_notice(summary.notice, console)
     counts = summary.counts
     head = (f"{_scenarios_and_samples(counts)}: {counts.scored} scored, "
@@ -128,8 +130,11 @@ def render_run(summary: RunSummary, console: Console, *, run_dir: str | None = N
     # imported here: those tables are built with this module's helpers
     from harness.report.latency import render_latency, render_tools
 
-    render_latency(summary.latency, console)
-    render_tools(summary.tools, console, max_rows)
+    if brief and (summary.latency or summary.tools):
+        console.print("latency and per-tool figures: in summary.json and the HTML report")
+    elif not brief:
+        render_latency(summary.latency, console)
+        render_tools(summary.tools, console, max_rows)
     if summary.adaptive is not None:
         _adaptive(summary.adaptive, console)
     if summary.gate is not None:
