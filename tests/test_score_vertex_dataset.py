@@ -179,6 +179,17 @@ def _jsonl(*rows: Any) -> str:
     return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows)
 
 
+def _assert_refused(path: Path, content: str, location: str, fragment: str) -> None:
+    """Reading ``content`` from ``path`` fails with one message starting with the path and
+    ``location`` (line and field) and holding ``fragment``."""
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_transcript_file(path)
+    message = str(info.value)
+    assert message.startswith(str(path) + location), message
+    assert fragment in message, message
+
+
 @pytest.mark.parametrize(
     ("content", "location", "fragment"),
     [
@@ -223,13 +234,7 @@ def _jsonl(*rows: Any) -> str:
 )
 def test_bad_jsonl_rows_name_line_and_field(tmp_path: Path, content: str, location: str,
                                             fragment: str) -> None:
-    path = tmp_path / "dataset.jsonl"
-    path.write_text(content, encoding="utf-8")
-    with pytest.raises(InputError) as info:
-        load_transcript_file(path)
-    message = str(info.value)
-    assert message.startswith(str(path) + location), message
-    assert fragment in message, message
+    _assert_refused(tmp_path / "dataset.jsonl", content, location, fragment)
 
 
 _HEADER = "predicted_trajectory,reference_trajectory,latency_in_seconds,failure\n"
@@ -262,13 +267,7 @@ _HEADER = "predicted_trajectory,reference_trajectory,latency_in_seconds,failure\
 )
 def test_bad_csv_rows_name_line_and_field(tmp_path: Path, content: str, location: str,
                                           fragment: str) -> None:
-    path = tmp_path / "dataset.csv"
-    path.write_text(content, encoding="utf-8")
-    with pytest.raises(InputError) as info:
-        load_transcript_file(path)
-    message = str(info.value)
-    assert message.startswith(str(path) + location), message
-    assert fragment in message, message
+    _assert_refused(tmp_path / "dataset.csv", content, location, fragment)
 
 
 def test_cli_reports_a_bad_row_on_one_line_and_exits_2(tmp_path: Path) -> None:
