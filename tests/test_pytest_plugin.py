@@ -32,6 +32,15 @@ SCENARIOS = """\
 """
 
 
+# A user's project sets pytest-asyncio's loop scope (else every inner session warns).
+INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+
+
+@pytest.fixture(autouse=True)
+def _quiet_asyncio(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     """A project with two scenarios under evals/ and one ordinary test."""
@@ -107,7 +116,7 @@ def test_tree_collection_needs_the_ini_option(pytester: pytest.Pytester) -> None
     (pytester.path / "greet.scenario.yaml").write_text(SCENARIOS, encoding="utf-8")
     pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
     pytester.runpytest().assert_outcomes(passed=1)
-    pytester.makeini("[pytest]\nharness_collect = true\n")
+    pytester.makeini(INI + "harness_collect = true\n")
     pytester.runpytest("--harness-epochs", "1").assert_outcomes(
         passed=2, failed=1)
 
