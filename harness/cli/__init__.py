@@ -10,14 +10,36 @@ takes (:class:`~harness.report.safe.TerminalLogHandler`).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
+
+import typer
 
 # Importing a command module registers its commands.
 from harness.cli import commands  # noqa: F401  (registration side effect)
 from harness.cli.app import EXIT_INPUT_ERROR, app
 from harness.errors import HarnessError, InputErrors
 from harness.report.safe import TerminalLogHandler, terminal_console, terminal_text
+
+
+def _unwrap_short_help(group: typer.Typer = app) -> None:
+    """Give each command a ``short_help`` for ``harness --help``'s list: the first sentence of
+    its docstring, on one line. Typer's list keeps the source's line breaks, so docstrings
+    wrapped at 96 columns read broken mid-sentence in an 80-column terminal (a command's own
+    ``--help`` rewraps its whole docstring and is left as it is)."""
+    for command in group.registered_commands:
+        if command.short_help is None and command.callback is not None:
+            doc = inspect.getdoc(command.callback) or ""
+            text = " ".join(doc.split("\n\n")[0].split())
+            first, dot, _ = text.partition(". ")
+            command.short_help = (first + dot.strip()) or None
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _unwrap_short_help(sub.typer_instance)
+
+
+_unwrap_short_help()
 
 # Options whose value may be left out: `harness report DIR --html` means "the default file".
 # Typer has no optional option values, so a bare one is given the empty value here, which
