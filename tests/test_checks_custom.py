@@ -253,9 +253,9 @@ async def test_own_checks_are_metrics_with_intervals_and_gate_the_run(tmp_path: 
     assert metrics["brevity"].n == 3 and metrics["brevity"].n_scenarios == 1
 
 
-async def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Checks of one's own"):]
+async def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "checks.md").read_text(encoding="utf-8")
+    section = page[page.index("## Checks of one's own"):]
     python = re.search(r"```python\n(.*?)```", section, flags=re.S)
     yaml = re.search(r"```yaml\n(checks:.*?)```", section, flags=re.S)
     assert python and yaml

@@ -66,7 +66,8 @@ def test_the_sdist_and_wheel_build_install_fresh_and_run_the_demo(tmp_path: Path
                    "scenarios/weather.yaml", "scenarios/example_agents/weather_bot.py",
                    "examples/calibration/pointwise_items.jsonl",
                    "harness/report/html/templates/base.html.j2",
-                   "tests/data/llmbar-natural/LICENSE", "docs/design.md"):
+                   "tests/data/llmbar-natural/LICENSE", "docs/design.md",
+                   "docs/index.md", "mkdocs.yml"):
         assert needed in in_sdist, needed
     with zipfile.ZipFile(wheel) as archive:
         in_wheel = set(archive.namelist())

@@ -193,9 +193,10 @@ def test_a_history_error_alone_is_a_history_error() -> None:
     assert str(caught.value).startswith("history[0].tool_call_id: ")
 
 
-def test_the_readme_examples_of_each_form_read_into_the_same_messages() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Starting mid-conversation"):readme.index("## Checks")]
+def test_the_docs_examples_of_each_form_read_into_the_same_messages() -> None:
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    page = (docs / "scenarios.md").read_text(encoding="utf-8")
+    section = page[page.index("## Starting mid-conversation"):]
     blocks = re.findall(r"```yaml\n(history:.*?)```", section, flags=re.S)
     assert len(blocks) == 3
     read = []

@@ -1,5 +1,5 @@
 """The run directory's files against their documentation and each other: the top-level keys
-of `summary.json` and of a `samples.jsonl` line are the ones the README's "Run outputs" lists,
+of `summary.json` and of a `samples.jsonl` line are the ones "Run outputs" in docs/reports.md lists,
 and `harness stats runs/X/samples.jsonl` gives the figures `summary.json` gives."""
 
 from __future__ import annotations
@@ -25,19 +25,19 @@ from harness.runs.api import run_suite
 from harness.runs.config import RunConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+REPORTS = (ROOT / "docs" / "reports.md").read_text(encoding="utf-8")
 
-# Keys the README documents as present only when asked for.
+# Keys docs/reports.md documents as present only when asked for.
 CONDITIONAL_SUMMARY_KEYS = {"adaptive", "gate"}
 CONDITIONAL_SAMPLE_KEYS = {"judge_scores"}
 
 
 def _run_outputs_bullet(name: str) -> str:
-    """The text of the README's "Run outputs" bullet for the file ``name``."""
-    section = README[README.index("### Run outputs"):]
+    """The text of the "Run outputs" bullet (docs/reports.md) for the file ``name``."""
+    section = REPORTS[REPORTS.index("## Run outputs"):]
     section = section[:re.search(r"\n#{2,3} ", section[3:]).start() + 3]  # type: ignore[union-attr]
     match = re.search(rf"^- `{re.escape(name)}`(.*?)(?=^- |^\S|\Z)", section, flags=re.S | re.M)
-    assert match is not None, f"README 'Run outputs' has no bullet for {name}"
+    assert match is not None, f"docs/reports.md 'Run outputs' has no bullet for {name}"
     return match.group(1)
 
 

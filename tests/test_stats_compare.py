@@ -153,7 +153,7 @@ def test_verdict_follows_alpha() -> None:
 
 
 def test_significance_needs_p_strictly_below_alpha() -> None:
-    # The rule (README, "Statistics"): significant when p < alpha. At p == alpha the
+    # The rule (docs/statistics.md): significant when p < alpha. At p == alpha the
     # 1 - alpha interval of the difference has 0 on its edge, so it is not significant.
     base, cand = _runs(7, n=15, shift=-0.1)
     p_t = compare_runs(base, cand).t_test.p_value

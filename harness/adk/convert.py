@@ -9,7 +9,7 @@ is the starting prompt and whose plan is the conversation plan. ``session_input.
 becomes the scenario's state. Fields with no home in the scenario format are kept under
 ``metadata.adk`` so an export writes them back; :func:`not_carried` names them.
 
-Criteria (see README "ADK eval sets" for the table): ``tool_trajectory_avg_score`` and
+Criteria (see docs/adk-vertex.md, "ADK eval sets", for the table): ``tool_trajectory_avg_score`` and
 ``response_match_score`` become the thresholds of those checks (a check the config does not
 name is kept as information only: ``null`` threshold); judged criteria become rubric ids with
 ``rubric_options`` (threshold, samples, aggregation); inline ADK rubrics become an inline

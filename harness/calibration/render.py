@@ -52,7 +52,7 @@ def _judge_name(judge_id: str | None) -> str:
 
 
 # The statistics a brief report shows (the headline kappa and alpha are the quadratic and
-# the ordinal ones on a discrete scale; see the README's calibration section).
+# the ordinal ones on a discrete scale; see docs/calibration.md).
 BRIEF_POINTWISE = ("spearman", "kendall_tau_b", "cohen_kappa", "krippendorff_alpha",
                    "mean_bias", "mae")
 BRIEF_PAIRWISE = ("accuracy", "accuracy_both_orders", "position_consistency", "order_kappa")

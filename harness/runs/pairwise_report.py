@@ -259,7 +259,7 @@ class PairError(BaseModel):
 
 
 class PairwiseRunReport(BaseModel):
-    """The JSON ``harness pairwise --json`` prints (keys documented in the README)."""
+    """The JSON ``harness pairwise --json`` prints (keys documented in docs/statistics.md)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -13,7 +13,7 @@ are not ``scored``)::
      "duration_s": float, "models": {role: [model, ...]}, "offline": bool}
 
 ``summary.json`` is a :class:`~harness.runs.summary_model.RunSummary` (its keys are documented
-in the README, "Run outputs").
+in docs/reports.md, "Run outputs").
 """
 
 from __future__ import annotations

@@ -184,12 +184,12 @@ class AdaptiveRoundEvent(AdaptiveRound, _Event):
 RunEvent = Annotated[StopEvent | ResumeEvent | InterruptEvent | AdaptiveRoundEvent,
                      Field(discriminator="kind")]
 
-# Written only when asked for (absent otherwise, as the README documents).
+# Written only when asked for (absent otherwise, as docs/reports.md documents).
 _ASKED_FOR = ("adaptive", "gate")
 
 
 class RunSummary(_Part):
-    """A run's ``summary.json`` (README, "Run outputs", says what each part means).
+    """A run's ``summary.json`` (docs/reports.md, "Run outputs", says what each part means).
 
     Read attributes as the JSON keys are named: ``summary.score.pass_rate.value``,
     ``summary.counts.errored``. ``score`` is ``None`` when no sample was scored (``notes``

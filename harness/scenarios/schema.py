@@ -407,8 +407,8 @@ class RubricOptions(_Strict):
 
 
 class ScoringOptions(_Strict):
-    """How this scenario's sample score weighs its components (see README "How a sample is
-    scored")."""
+    """How this scenario's sample score weighs its components (see docs/running.md, "How a
+    sample is scored")."""
 
     weights: dict[str, float] = Field(
         default_factory=dict,
