@@ -38,7 +38,7 @@ from pydantic.alias_generators import to_camel
 
 from harness.adk import TEST_SUFFIX
 from harness.choices import PersonaPresetName
-from harness.errors import InputError
+from harness.errors import InputError, field_path
 from harness.files import read_text
 
 PERSONA_PRESETS: tuple[str, ...] = get_args(PersonaPresetName)  # ADK's pre-built ids
@@ -324,14 +324,6 @@ def from_legacy(turns: list[LegacyTurn], case_id: str) -> EvalSet:
         ))
     return EvalSet(eval_set_id=case_id, name=case_id,
                    eval_cases=[EvalCase(eval_id=case_id, conversation=invocations)])
-
-
-def field_path(loc: tuple[int | str, ...]) -> str:
-    """``("eval_cases", 2, "conversation")`` -> ``eval_cases[2].conversation``."""
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
 
 
 def validation_error(path: Path, err: ValidationError) -> InputError:

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -70,7 +70,7 @@ from pydantic import (
 )
 
 from harness.choices import AggregationMethod
-from harness.errors import InputError, InputErrors
+from harness.errors import InputError, InputErrors, field_path
 from harness.files import read_text
 from harness.resources import data_dir
 
@@ -339,13 +339,6 @@ def rubric_json_schema() -> dict[str, Any]:
 # --- loading -----------------------------------------------------------------------------
 
 
-def _field_path(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
 def _input_error(path: Path, err: ValidationError) -> InputError:
     """The first problem of a rubric's validation error, naming the field exactly. A misspelt
     key shows up as an unknown field plus a missing one: report the unknown one first, with
@@ -360,9 +353,9 @@ def _input_error(path: Path, err: ValidationError) -> InputError:
     if isinstance(cause, RubricProblem):
         field, expected = cause.path, cause.message
     elif isinstance(cause, ValueError):
-        field, expected = _field_path(first["loc"]), str(cause)
+        field, expected = field_path(first["loc"]), str(cause)
     else:
-        field = _field_path(first["loc"])
+        field = field_path(first["loc"])
         if first["type"] == "missing":
             expected = "required field is missing"
         elif first["type"] == "extra_forbidden":

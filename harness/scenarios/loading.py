@@ -23,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from harness.adk import ADK_SUFFIXES
-from harness.errors import InputError, InputErrors
+from harness.errors import InputError, InputErrors, field_path
 from harness.files import read_text
 from harness.scenarios.schema import Scenario
 from harness.scenarios.selectors import (
@@ -34,7 +34,7 @@ from harness.scenarios.selectors import (
     parse_selection,
     select,
 )
-from harness.scenarios.validation import FieldPath, Problem, format_path, scenario_problems
+from harness.scenarios.validation import FieldPath, Problem, scenario_problems
 
 SCENARIO_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
 
@@ -134,7 +134,7 @@ def validate_paths(
                 report.errors.append(
                     InputError(
                         path,
-                        format_path((*where, "id")),
+                        field_path((*where, "id")),
                         f"duplicate scenario id {scenario.id!r} (first in "
                         f"{first_seen[scenario.id]}); ids must be unique across the suite",
                         location=line,
@@ -220,7 +220,7 @@ def read_scenario_file(
 
     lines = _LineFinder(node)
     errors = [
-        InputError(path, format_path(p), f"duplicate key {p[-1]!r}", location=line)
+        InputError(path, field_path(p), f"duplicate key {p[-1]!r}", location=line)
         for p, line in _duplicate_keys(node)
     ]
     if data is None:
@@ -256,7 +256,7 @@ def read_scenario_file(
         errors.extend(
             InputError(
                 path,
-                format_path((*prefix, *p.path)) or None,
+                field_path((*prefix, *p.path)) or None,
                 p.expected,
                 location=lines.line((*prefix, *p.path)),
             )
@@ -284,7 +284,7 @@ def parse_scenario(
     problems, scenario = _check_item(
         data, None, base_dir=base_dir, known_rubrics=known_rubrics, check_imports=check_imports
     )
-    errors = [InputError(source, format_path(p.path) or None, p.expected) for p in problems]
+    errors = [InputError(source, field_path(p.path) or None, p.expected) for p in problems]
     ValidationReport(errors=errors).raise_if_errors()
     assert scenario is not None
     return scenario

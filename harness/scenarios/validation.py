@@ -29,17 +29,6 @@ class Problem:
     expected: str
 
 
-def format_path(path: FieldPath) -> str:
-    """``("tools", 1, "parameters")`` -> ``tools[1].parameters``."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
 def scenario_problems(
     scenario: Scenario,
     *,
