@@ -6,6 +6,8 @@ One tool server serves the whole run; an episode run alone starts its own."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,11 @@ def test_an_agent_that_cannot_take_its_arguments_is_refused_at_load(tmp_path: Pa
     with pytest.raises(InputError, match="must accept 2 positional arguments and the keyword "
                                          r"argument\(s\) mcp_url"):
         CallableAgent.from_path("bad_agent_mcp:agent", base_dir=tmp_path)
+
+
+def test_the_sdk_is_imported_only_when_an_agent_needs_it() -> None:
+    probe = ("import sys, harness, harness.runs.api, harness.simulation.episode\n"
+             "print(sorted(m for m in ('mcp', 'uvicorn') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.strip() == "[]"
