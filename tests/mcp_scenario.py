@@ -59,6 +59,11 @@ async def agent(messages, toolbox, *, mcp_url):
 
 def sync_agent(messages, toolbox, mcp_url=None):
     return asyncio.run(use_tools(mcp_url))
+
+
+async def slow_agent(messages, toolbox, *, mcp_url):
+    await asyncio.sleep(0.3)
+    return await use_tools(mcp_url)
 '''
 
 

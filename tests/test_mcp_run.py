@@ -6,8 +6,11 @@ One tool server serves the whole run; an episode run alone starts its own."""
 from __future__ import annotations
 
 import json
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,6 +35,20 @@ def stored(run_dir: Path) -> list[SampleRecord]:
         return sorted(store.iter_samples(), key=lambda s: (s.scenario_id, s.epoch))
     finally:
         store.close()
+
+
+def default_sigint() -> None:
+    """Started from a non-interactive shell's background job, a process inherits an ignored
+    SIGINT: the run starts with the default disposition, as from a terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def stored_count(run_dir: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{run_dir / 'run.sqlite'}?mode=ro", uri=True) as db:
+            return int(db.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
+    except sqlite3.Error:  # not created yet
+        return 0
 
 
 @pytest.fixture
@@ -97,6 +114,30 @@ def test_harness_run_offline_scores_an_mcp_agent(tmp_path: Path) -> None:
                for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
     assert [s["passed"] for s in samples] == [True, True]
     assert {len(s.transcript.tool_calls) for s in stored(tmp_path / "run")} == {2}
+
+
+def test_ctrl_c_stops_a_run_of_mcp_agents_cleanly(tmp_path: Path) -> None:
+    path = write_scenario(tmp_path, agent="slow_agent")
+    out = tmp_path / "run"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", str(path), "--epochs", "40",
+         "--concurrency", "2", "--cache-mode", "off", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_sigint)
+    try:
+        deadline = time.monotonic() + 120
+        while stored_count(out) == 0:  # samples are finishing: the run is under way
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the run never stored a sample"
+            time.sleep(0.1)
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "interrupted" in stderr
+    finished = stored(out)
+    assert 0 < len(finished) < 40 and all(s.passed for s in finished)
+    assert json.loads((out / "summary.json").read_text())["stopped"]["reason"] == "interrupted"
 
 
 def test_an_agent_without_mcp_url_needs_no_tool_server() -> None:

@@ -59,6 +59,12 @@ async def test_over_stdio_one_session_keeps_its_state_and_every_call_is_logged_a
     assert records[1]["result"] == {"items": ["tea\x1b[2J"]} and records[1]["latency_s"] > 0
 
 
+def default_sigint() -> None:
+    """A process started in the background by a non-interactive shell inherits an ignored
+    SIGINT, which Python keeps: the server starts with the default, as from a terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -80,7 +86,8 @@ async def test_over_http_each_session_starts_fresh_and_ctrl_c_exits_cleanly(
     path = write_scenario(tmp_path)
     port = free_port()
     process = subprocess.Popen([*HARNESS, str(path), "--port", str(port)], cwd=tmp_path,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=default_sigint)
     try:
         url = started(process)
         assert url == f"http://127.0.0.1:{port}/mcp"
