@@ -9,6 +9,7 @@ most agent frameworks use today)."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ import pytest
 from mcp import Client
 
 from harness.mcp import ToolServer
+from harness.mcp.server import bind_loopback
 from harness.tools import Toolbox
 from tests.mcp_scenario import load, write_scenario
 
@@ -176,3 +178,12 @@ async def test_an_ended_episode_answers_404_and_its_url_is_unguessable(
     with pytest.raises(Exception):  # noqa: B017  (the client's own error for a 404)
         await calls(url, "legacy", ("view_cart", {}))
     assert len(toolbox.records) == 1  # nothing reached the toolbox after the end
+
+
+def test_the_listening_socket_names_tcp_so_asyncio_turns_nagle_off() -> None:
+    # asyncio sets TCP_NODELAY only on connections whose socket's proto is IPPROTO_TCP; with
+    # Nagle on, each reply on a kept-alive connection waited ~40 ms for the client's delayed
+    # ACK (benchmarks/mcp_tools.py measures the call).
+    with bind_loopback() as sock:
+        assert sock.proto == socket.IPPROTO_TCP
+        assert sock.getsockname()[0] == "127.0.0.1" and sock.getsockname()[1] > 0

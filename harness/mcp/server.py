@@ -55,7 +55,10 @@ class _Uvicorn(uvicorn.Server):
 def bind_loopback(port: int = 0) -> socket.socket:
     """A TCP socket bound to 127.0.0.1:``port`` (0: a free port the system picks). Raises
     :class:`OSError` when the port is taken."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # The protocol named, or asyncio leaves Nagle's algorithm on for the connections it
+    # accepts (it sets TCP_NODELAY only on sockets whose proto is IPPROTO_TCP), and each
+    # response on a kept-alive connection waits ~40 ms for the client's delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((HOST, port))
