@@ -21,7 +21,7 @@ from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
 from harness.errors import HarnessError
-from harness.mcp.tools import OnCall, mock_tools_server
+from harness.mcp.tools import mock_tools_server
 from harness.tools.toolbox import Toolbox
 
 HOST = "127.0.0.1"
@@ -32,15 +32,6 @@ LOOPBACK_ONLY = TransportSecuritySettings(
     allowed_hosts=[f"{HOST}:*", "localhost:*"],
     allowed_origins=[f"http://{HOST}:*", "http://localhost:*"],
 )
-
-
-def session_manager(toolbox: Toolbox, *, name: str = "harness-mock-tools",
-                    on_call: OnCall | None = None) -> StreamableHTTPSessionManager:
-    """The SDK's streamable-HTTP session manager serving ``toolbox``'s tools (JSON responses,
-    loopback hosts only); run it with ``async with manager.run()``."""
-    server = mock_tools_server(name, toolbox.specs, lambda ctx: toolbox, on_call=on_call)
-    return StreamableHTTPSessionManager(app=server, json_response=True,
-                                        security_settings=LOOPBACK_ONLY)
 
 
 class _Uvicorn(uvicorn.Server):
@@ -74,8 +65,7 @@ async def serving_asgi(app: Any, sock: socket.socket) -> AsyncIterator[None]:
     until the block ends (errors and cancellation included). Raises :class:`HarnessError`
     when the server does not start."""
     config = uvicorn.Config(app, interface="asgi3", lifespan="off", log_config=None,
-                            access_log=False,
-                            timeout_graceful_shutdown=1)
+                            access_log=False, timeout_graceful_shutdown=1)
     server = _Uvicorn(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
@@ -130,7 +120,9 @@ class ToolServer:
         serving that episode (later calls get 404)."""
         if self._serving is None:
             raise HarnessError("ToolServer.episode() needs a started server (async with)")
-        manager = session_manager(toolbox)
+        manager = StreamableHTTPSessionManager(
+            app=mock_tools_server("harness-mock-tools", toolbox.specs, lambda ctx: toolbox),
+            json_response=True, security_settings=LOOPBACK_ONLY)
         ready, stop = asyncio.Event(), asyncio.Event()
 
         async def run() -> None:
