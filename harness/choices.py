@@ -21,3 +21,6 @@ PersonaPresetName = Literal["NOVICE", "EXPERT", "EVALUATOR"]
 
 PairedTest = Literal["t", "permutation"]
 """The test behind a paired comparison's verdict."""
+
+McpTransport = Literal["http", "stdio"]
+"""How ``harness serve-tools`` serves a scenario's mocked tools over MCP."""

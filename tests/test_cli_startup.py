@@ -13,7 +13,7 @@ import pytest
 # (Not pydantic: typer itself builds a command's parameters with it.)
 HEAVY = {"scipy", "numpy", "openai", "anthropic", "instructor", "httpx", "httpx2", "aiohttp",
          "jinja2", "yaml", "jsonschema", "orjson", "tenacity", "rouge_score", "sklearn",
-         "asyncio"}
+         "asyncio", "mcp", "mcp_types", "uvicorn", "starlette"}
 
 PROBE = """
 import sys
@@ -28,7 +28,8 @@ print("MODULES", " ".join(sorted({name.split(".")[0] for name in sys.modules})))
 
 
 @pytest.mark.parametrize("args", [["--help"], ["version"], ["run", "--help"],
-                                  ["calibrate", "--help"], ["stats", "--help"]],
+                                  ["calibrate", "--help"], ["stats", "--help"],
+                                  ["serve-tools", "--help"]],
                          ids=" ".join)
 def test_help_and_version_import_no_heavy_library(args: list[str]) -> None:
     done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True,

@@ -9,6 +9,7 @@ from harness.cli import (
     pairwise_cmd,  # noqa: F401
     run_cmd,  # noqa: F401
     score_cmd,  # noqa: F401
+    serve_cmd,  # noqa: F401
     stats_cmd,  # noqa: F401
     validate_cmd,  # noqa: F401
 )

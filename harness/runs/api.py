@@ -128,10 +128,11 @@ async def _execute(
         done = store.finished_keys(include_errored=not retry_errors)
         adaptive = None
         try:
-            if config.adaptive is None:
-                await runner.run_samples(epochs_plan(suite, config.epochs, done))
-            else:
-                adaptive = await _adaptive(runner, store, done)
+            async with runner.tools_served():
+                if config.adaptive is None:
+                    await runner.run_samples(epochs_plan(suite, config.epochs, done))
+                else:
+                    adaptive = await _adaptive(runner, store, done)
         except (KeyboardInterrupt, asyncio.CancelledError) as err:
             # Stopped from outside (Ctrl-C, SIGTERM, a cancelled task): the samples in flight
             # are abandoned, but what finished is summarised, so `harness report` works and

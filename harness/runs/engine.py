@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from harness.checks.run import PreparedExpectations, prepare_expectations, run_checks
 from harness.errors import (
@@ -41,8 +41,12 @@ from harness.runs.store import RunStore
 from harness.runs.summary_model import RunStop
 from harness.scenarios.loading import load_scenarios
 from harness.scenarios.schema import Scenario
+from harness.simulation.agent import agent_for
 from harness.simulation.episode import run_episode
 from harness.transcript import ErrorInfo, Transcript
+
+if TYPE_CHECKING:
+    from harness.mcp import ToolServer
 
 SampleKey = tuple[str, int]
 ProgressCallback = Callable[[SampleRecord], None]
@@ -146,6 +150,7 @@ class Runner:
         self.state = RunState()
         self._judge_base = JudgeSettings(temperature=config.judge_temperature)
         self._judges: list[ChatModel] = [hub.get(name) for name in config.judges]
+        self._tool_server: ToolServer | None = None
 
     def ledger_total(self) -> UsageStats:
         """Model usage so far in this invocation (for progress displays)."""
@@ -187,6 +192,31 @@ class Runner:
             spec: ModelSpec = model.spec
             if not spec.is_offline and config.cache_mode in ("off", "refresh"):
                 hub.endpoint(spec.provider, spec.base_url).require_key(str(spec))
+
+    # -- mocked tools over MCP ----------------------------------------------------------
+
+    def needs_tool_server(self) -> bool:
+        """Whether any scenario's agent reaches its mocked tools over MCP."""
+        return any(agent_for(s, self.agent_model(s), sample_index=0, hints={}).needs_tool_server
+                   for s in self.suite.scenarios.values())
+
+    @asynccontextmanager
+    async def tools_served(self) -> AsyncIterator[None]:
+        """Inside, one :class:`~harness.mcp.ToolServer` serves the tools of every episode
+        whose agent needs one (each at its own path); started only when some scenario's agent
+        does, and stopped on the way out, errors and cancellation (Ctrl-C) included. Samples
+        run outside get a server per episode."""
+        if not self.needs_tool_server():
+            yield
+            return
+        from harness.mcp import ToolServer  # here: runs without MCP agents never load the SDK
+
+        async with ToolServer() as server:
+            self._tool_server = server
+            try:
+                yield
+            finally:
+                self._tool_server = None
 
     # -- samples -----------------------------------------------------------------------
 
@@ -248,6 +278,7 @@ class Runner:
                 simulator_model=self.simulator_model(scenario),
                 epoch=epoch,
                 time_limit_s=self.config.episode_timeout_s,
+                tool_server=self._tool_server,
             )
             fatal = _fatal_error(transcript.error)
             if fatal:

@@ -15,9 +15,13 @@ import importlib
 import inspect
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
+
+AGENT_KEYWORDS = ("mcp_url",)
+"""Keyword arguments a Python agent ``f(messages, toolbox)`` is also given when it names them
+(``mcp_url``: where its mocked tools are served over MCP)."""
 
 _PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_.]*$")
 
@@ -36,11 +40,14 @@ def check_path_syntax(path: str) -> str:
 
 
 def resolve_callable(
-    path: str, *, base_dir: Path | None = None, positional_args: int | None = None
+    path: str, *, base_dir: Path | None = None, positional_args: int | None = None,
+    optional_keywords: Collection[str] = (),
 ) -> Callable[..., Any]:
     """Import ``package.module:function`` (``base_dir`` first on ``sys.path``) and return the
     callable. With ``positional_args``, also check the callable accepts that many positional
-    arguments. Raises :class:`ImportPathError` saying what failed."""
+    arguments, plus each of ``optional_keywords`` it names as a parameter (the caller passes
+    those only to a callable that names them). Raises :class:`ImportPathError` saying what
+    failed."""
     check_path_syntax(path)
     module_name, _, attribute = path.partition(":")
     if base_dir is not None:
@@ -66,18 +73,33 @@ def resolve_callable(
             ) from None
     if not callable(target):
         raise ImportPathError(f"{path!r} is not callable")
-    if positional_args is not None and not _accepts(target, positional_args):
-        raise ImportPathError(f"{path!r} must accept {positional_args} positional arguments")
+    if positional_args is not None and not _accepts(target, positional_args, optional_keywords):
+        named = [k for k in optional_keywords if takes_keyword(target, k)]
+        also = f" and the keyword argument(s) {', '.join(named)}" if named else ""
+        raise ImportPathError(f"{path!r} must accept {positional_args} positional arguments"
+                              + also)
     return target  # type: ignore[no-any-return]
 
 
-def _accepts(function: Callable[..., Any], count: int) -> bool:
+def takes_keyword(function: Callable[..., Any], name: str) -> bool:
+    """Whether ``function`` has a parameter ``name`` that can be passed by keyword."""
+    try:
+        parameter = inspect.signature(function).parameters.get(name)
+    except (TypeError, ValueError):  # builtins without a signature
+        return False
+    return parameter is not None and parameter.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def _accepts(function: Callable[..., Any], count: int, optional_keywords: Collection[str]
+             ) -> bool:
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):  # builtins without a signature: give them the benefit
         return True
+    keywords = {k: None for k in optional_keywords if takes_keyword(function, k)}
     try:
-        signature.bind(*([None] * count))
+        signature.bind(*([None] * count), **keywords)
     except TypeError:
         return False
     return True

@@ -15,7 +15,7 @@ from harness.checks.custom import check_name, compile_check
 from harness.checks.response_format import compile_response_checks
 from harness.checks.run import BUILTIN_CHECK_NAMES
 from harness.scenarios.expressions import template_problems
-from harness.scenarios.imports import ImportPathError, resolve_callable
+from harness.scenarios.imports import AGENT_KEYWORDS, ImportPathError, resolve_callable
 from harness.scenarios.schema import Scenario, ToolDef, _AnswerFields
 
 FieldPath = tuple[str | int, ...]
@@ -219,7 +219,8 @@ def _limit_problems(scenario: Scenario) -> Iterator[Problem]:
 def _import_problems(scenario: Scenario, base_dir: Path | None) -> Iterator[Problem]:
     if scenario.agent.callable is not None:
         try:
-            resolve_callable(scenario.agent.callable, base_dir=base_dir, positional_args=2)
+            resolve_callable(scenario.agent.callable, base_dir=base_dir, positional_args=2,
+                             optional_keywords=AGENT_KEYWORDS)
         except ImportPathError as err:
             yield Problem(("agent", "callable"), f"a Python agent f(messages, toolbox): {err}")
     for i, tool in enumerate(scenario.tools):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import inspect
 import threading
 import time
@@ -21,7 +22,12 @@ from typing import Any
 from harness.errors import InputError, ModelConfigError, ModelError
 from harness.models.base import ChatModel
 from harness.models.types import ChatResponse, GenerationParams, Message, ToolCall
-from harness.scenarios.imports import ImportPathError, resolve_callable
+from harness.scenarios.imports import (
+    AGENT_KEYWORDS,
+    ImportPathError,
+    resolve_callable,
+    takes_keyword,
+)
 from harness.scenarios.schema import Scenario
 from harness.tools.toolbox import Toolbox
 from harness.transcript import ErrorInfo, StopReason
@@ -48,9 +54,16 @@ class AgentTurn:
 class Agent(ABC):
     """Answers one user turn given the conversation so far (which ends with the user's
     message) and the episode's toolbox. Never raises for failures of the agent under test:
-    they come back as ``stop_reason="agent_error"``."""
+    they come back as ``stop_reason="agent_error"``.
+
+    An agent that reaches the mocked tools over MCP says so with ``needs_tool_server``: the
+    episode then serves its toolbox (:class:`harness.mcp.ToolServer`) and sets ``mcp_url``
+    before the first turn. Such an agent sets ``toolbox.turn = turn; toolbox.step = 0`` at
+    the start of each turn, so the calls that arrive are recorded in the right turn."""
 
     label: str
+    needs_tool_server: bool = False
+    mcp_url: str | None = None
 
     @abstractmethod
     async def respond(
@@ -131,7 +144,12 @@ class CallableAgent(Agent):
     """A Python agent ``f(messages, toolbox) -> str | Message``, sync or async. It receives the
     conversation so far (user, assistant and tool messages) and calls mocked
     tools through ``toolbox.call(name, **args)``. Sync functions run in a thread of their own so
-    they cannot stall other episodes. Any exception it raises is an ``agent_error``."""
+    they cannot stall other episodes. Any exception it raises is an ``agent_error``.
+
+    A function with a keyword parameter ``mcp_url`` (``f(messages, toolbox, *, mcp_url)``)
+    reaches the tools over MCP instead: it is called with the URL of the episode's MCP server
+    (:attr:`Agent.mcp_url`), and the calls arriving there are recorded as ``toolbox.call``'s
+    are."""
 
     def __init__(
         self, function: Callable[..., Any], *, label: str, system_prompt: str = ""
@@ -139,6 +157,7 @@ class CallableAgent(Agent):
         self.function = function
         self.label = label
         self.system_prompt = system_prompt
+        self.needs_tool_server = takes_keyword(function, "mcp_url")
 
     @classmethod
     def from_path(
@@ -147,7 +166,8 @@ class CallableAgent(Agent):
         """Import ``package.module:function`` (see :mod:`harness.scenarios.imports`). Raises
         :class:`~harness.errors.InputError` when it does not import."""
         try:
-            function = resolve_callable(path, base_dir=base_dir, positional_args=2)
+            function = resolve_callable(path, base_dir=base_dir, positional_args=2,
+                                        optional_keywords=AGENT_KEYWORDS)
         except ImportPathError as err:
             raise InputError(base_dir or "<scenario>", "agent.callable", str(err)) from None
         return cls(function, label=f"python:{path}", system_prompt=system_prompt)
@@ -184,9 +204,12 @@ class CallableAgent(Agent):
         return out
 
     async def _call(self, conversation: list[Message], toolbox: Toolbox) -> Any:
+        function = self.function
+        if self.needs_tool_server:
+            function = functools.partial(function, mcp_url=self.mcp_url)
         if _is_async(self.function):
-            return await self.function(conversation, toolbox)
-        result = await _in_daemon_thread(self.function, conversation, toolbox)
+            return await function(conversation, toolbox)
+        result = await _in_daemon_thread(function, conversation, toolbox)
         if inspect.isawaitable(result):
             result = await result
         return result

@@ -26,9 +26,11 @@ ends the episode as ``time_limit``, keeping every finished turn and every tool c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import time
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import ModelConfigError, ModelError
 from harness.models.base import ChatModel
@@ -44,6 +46,9 @@ from harness.transcript import (
     Transcript,
     UsageTotals,
 )
+
+if TYPE_CHECKING:
+    from harness.mcp import ToolServer
 
 
 class _Accounts:
@@ -175,6 +180,7 @@ async def run_episode(
     simulator_model: ChatModel | None,
     epoch: int = 0,
     time_limit_s: float | None = None,
+    tool_server: ToolServer | None = None,
 ) -> Transcript:
     """Run one episode of ``scenario`` and return its transcript.
 
@@ -183,6 +189,11 @@ async def run_episode(
     every model call (epochs differ; a repeated epoch replays from the cache). The episode's
     wall-clock time is bounded by the scenario's ``limits.max_seconds``, else by
     ``time_limit_s`` (else unbounded).
+
+    An agent that reaches its tools over MCP (``agent.needs_tool_server``) gets the episode's
+    toolbox served at a URL of its own (``agent.mcp_url``, set before the first turn) on
+    ``tool_server``, or on a :class:`~harness.mcp.ToolServer` started for this episode alone
+    when none is given; serving stops when the episode ends.
 
     Raises :class:`~harness.errors.ModelConfigError` when a needed model is missing and
     :class:`~harness.errors.InputError` when the scenario's Python code does not import.
@@ -204,15 +215,16 @@ async def run_episode(
     )
     conversation = _Conversation(scenario, agent, simulator, toolbox)
     limit = scenario.limits.max_seconds or time_limit_s
-    try:
-        async with asyncio.timeout(limit) as clock:
-            stop_reason, stop_detail, error = await conversation.play()
-    except TimeoutError:
-        if not clock.expired():
-            raise
-        assert limit is not None
-        source = "limits.max_seconds" if scenario.limits.max_seconds else "--episode-timeout"
-        stop_reason, stop_detail, error = conversation.time_limit(limit, source)
+    async with _tools_served(agent, toolbox, tool_server):
+        try:
+            async with asyncio.timeout(limit) as clock:
+                stop_reason, stop_detail, error = await conversation.play()
+        except TimeoutError:
+            if not clock.expired():
+                raise
+            assert limit is not None
+            source = "limits.max_seconds" if scenario.limits.max_seconds else "--episode-timeout"
+            stop_reason, stop_detail, error = conversation.time_limit(limit, source)
 
     models: dict[Role, str] = {"agent": agent.label}
     specs = []
@@ -240,3 +252,21 @@ async def run_episode(
         offline=any(spec.is_offline for spec in specs),
         duration_s=time.perf_counter() - started,
     )
+
+
+@contextlib.asynccontextmanager
+async def _tools_served(
+    agent: Agent, toolbox: Toolbox, tool_server: ToolServer | None
+) -> AsyncIterator[None]:
+    """Inside, an agent that needs a tool server has its episode's toolbox served over MCP at
+    ``agent.mcp_url`` (on ``tool_server``, else on one of its own); other agents get nothing."""
+    if not agent.needs_tool_server:
+        yield
+        return
+    async with contextlib.AsyncExitStack() as stack:
+        if tool_server is None:
+            from harness.mcp import ToolServer  # here: only agents that use MCP load the SDK
+
+            tool_server = await stack.enter_async_context(ToolServer())
+        agent.mcp_url = await stack.enter_async_context(tool_server.episode(toolbox))
+        yield
