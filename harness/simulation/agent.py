@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError, ModelConfigError, ModelError
 from harness.models.base import ChatModel
@@ -25,6 +25,9 @@ from harness.scenarios.imports import ImportPathError, resolve_callable
 from harness.scenarios.schema import Scenario
 from harness.tools.toolbox import Toolbox
 from harness.transcript import ErrorInfo, StopReason
+
+if TYPE_CHECKING:
+    from harness.simulation.http_agent import HttpEndpoints
 
 
 @dataclass
@@ -51,6 +54,10 @@ class Agent(ABC):
     they come back as ``stop_reason="agent_error"``."""
 
     label: str
+    # An agent that reaches its tools over MCP: the episode serves its toolbox and sets
+    # mcp_url before the first turn (issue 15).
+    needs_tool_server: bool = False
+    mcp_url: str | None = None
 
     @abstractmethod
     async def respond(
@@ -242,11 +249,30 @@ def _reply_text(reply: Any) -> str:
 
 
 def agent_for(
-    scenario: Scenario, model: ChatModel | None, *, sample_index: int, hints: Mapping[str, Any]
+    scenario: Scenario,
+    model: ChatModel | None,
+    *,
+    sample_index: int,
+    hints: Mapping[str, Any],
+    http_endpoints: HttpEndpoints | None = None,
 ) -> Agent:
-    """The agent a scenario describes: its Python callable, or ``model`` in a tool loop.
-    Raises :class:`~harness.errors.ModelConfigError` when a model agent gets no model."""
+    """The agent a scenario describes: its HTTP endpoint (sharing ``http_endpoints``, else a
+    pool of its own), its Python callable, or ``model`` in a tool loop. Raises
+    :class:`~harness.errors.ModelConfigError` when a model agent gets no model and
+    :class:`~harness.errors.InputError` when an ``${env:NAME}`` the HTTP agent reads is not
+    set."""
     spec = scenario.agent
+    if spec.http is not None:
+        from harness.simulation.http_agent import HttpAgent, HttpEndpoints
+
+        return HttpAgent(
+            spec.http,
+            endpoints=http_endpoints or HttpEndpoints(),
+            scenario_id=scenario.id,
+            epoch=sample_index,
+            max_steps=scenario.limits.max_agent_steps,
+            source=str(scenario.source or scenario.id),
+        )
     if spec.callable is not None:
         return CallableAgent.from_path(
             spec.callable, base_dir=scenario.base_dir, system_prompt=spec.system_prompt

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import ModelConfigError, ModelError
 from harness.models.base import ChatModel
@@ -44,6 +44,9 @@ from harness.transcript import (
     Transcript,
     UsageTotals,
 )
+
+if TYPE_CHECKING:
+    from harness.simulation.http_agent import HttpEndpoints
 
 
 class _Accounts:
@@ -175,6 +178,7 @@ async def run_episode(
     simulator_model: ChatModel | None,
     epoch: int = 0,
     time_limit_s: float | None = None,
+    http_endpoints: HttpEndpoints | None = None,
 ) -> Transcript:
     """Run one episode of ``scenario`` and return its transcript.
 
@@ -182,7 +186,8 @@ async def run_episode(
     ``simulator_model`` only when the user is fully scripted. ``epoch`` is the sample index of
     every model call (epochs differ; a repeated epoch replays from the cache). The episode's
     wall-clock time is bounded by the scenario's ``limits.max_seconds``, else by
-    ``time_limit_s`` (else unbounded).
+    ``time_limit_s`` (else unbounded). An HTTP agent sends on ``http_endpoints`` (the run's
+    shared pool and bounds), else on a pool of the episode's own.
 
     Raises :class:`~harness.errors.ModelConfigError` when a needed model is missing and
     :class:`~harness.errors.InputError` when the scenario's Python code does not import.
@@ -196,7 +201,13 @@ async def run_episode(
         )
     started = time.perf_counter()
     toolbox = Toolbox.for_scenario(scenario, started_at=started)
-    agent = agent_for(scenario, agent_model, sample_index=epoch, hints=agent_hints(scenario))
+    own_http = None
+    if http_endpoints is None and scenario.agent.http is not None:
+        from harness.simulation.http_agent import HttpEndpoints
+
+        own_http = HttpEndpoints()
+    agent = agent_for(scenario, agent_model, sample_index=epoch, hints=agent_hints(scenario),
+                      http_endpoints=http_endpoints or own_http)
     simulator = (
         UserSimulator(simulator_model, user, scenario_id=scenario.id, sample_index=epoch)
         if simulator_model is not None and not user.scripted
@@ -213,6 +224,9 @@ async def run_episode(
         assert limit is not None
         source = "limits.max_seconds" if scenario.limits.max_seconds else "--episode-timeout"
         stop_reason, stop_detail, error = conversation.time_limit(limit, source)
+    finally:
+        if own_http is not None:
+            await own_http.aclose()
 
     models: dict[Role, str] = {"agent": agent.label}
     specs = []
