@@ -23,6 +23,8 @@ from http_agents import (
     write_suite,
 )
 
+from harness.models.config import RetryConfig
+from harness.models.retry import RetryPolicy
 from harness.models.types import Message
 from harness.scenarios.loading import parse_scenario
 from harness.simulation.episode import run_episode
@@ -77,7 +79,9 @@ def test_stateless_json_sends_the_whole_conversation_every_turn(tmp_path: Path) 
             "reply_path": "reply"}
     with fake_agent(reply) as agent:
         suite = write_suite(tmp_path, [scenario("whole", http, script=SCRIPT)])
-        done = run_cli(*run_args(suite, tmp_path / "run"), env={"FAKE_AGENT_URL": agent.url})
+        # --agent names the model of model agents: an HTTP agent needs none, nor its key.
+        done = run_cli(*run_args(suite, tmp_path / "run", "--agent", "anthropic:claude-x"),
+                       env={"FAKE_AGENT_URL": agent.url, "ANTHROPIC_API_KEY": None})
     assert done.returncode == 0, done.stderr
     sent = [s.body["messages"] for s in agent.requests]
     assert sent[0] == [{"role": "user", "content": SCRIPT[0]}]
@@ -217,6 +221,28 @@ def test_429_and_5xx_are_retried_honouring_retry_after(tmp_path: Path) -> None:
     sample = samples(tmp_path / "run")[("flaky", 0)]
     assert sample["status"] == "scored"
     assert sample["transcript"]["messages"][-1]["content"] == "finally"
+
+
+async def test_a_request_that_times_out_is_retried() -> None:
+    async def slow_once(seen: Seen) -> web.Response:
+        if len(server.requests) == 1:
+            await asyncio.sleep(2)
+        return web.json_response({"reply": "awake"})
+
+    with fake_agent(slow_once) as server:
+        spec = parse_scenario(scenario("slow", {
+            "url": f"{server.url}/x", "protocol": "json", "request": {"m": "${messages}"},
+            "reply_path": "reply", "timeout_s": 0.3})).agent.http
+        assert spec is not None
+        endpoints = HttpEndpoints(RetryPolicy(RetryConfig(backoff_initial_s=0,
+                                                          backoff_jitter_s=0)))
+        agent = HttpAgent(spec, endpoints=endpoints, scenario_id="slow", epoch=0, max_steps=1)
+        turn = await agent.respond([Message(role="user", content="hi")], Toolbox([]), turn=0)
+        await endpoints.aclose()
+    assert turn.error is None and turn.messages[-1].content == "awake"
+    assert len(server.requests) == 2
+    [(step, latency)] = turn.callable_steps  # the answered attempt's time
+    assert step == 0 and latency < 1
 
 
 def test_requests_in_flight_to_one_endpoint_stay_within_max_concurrency(tmp_path: Path) -> None:
