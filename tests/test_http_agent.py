@@ -24,6 +24,7 @@ from http_agents import (
 )
 
 from harness.models.config import RetryConfig
+from harness.models.provenance import RoleCollector, roles_notice
 from harness.models.retry import RetryPolicy
 from harness.models.types import Message
 from harness.scenarios.loading import parse_scenario
@@ -263,6 +264,15 @@ def test_requests_in_flight_to_one_endpoint_stay_within_max_concurrency(tmp_path
     assert done.returncode == 0, done.stderr
     assert len(agent.requests) == 8
     assert agent.max_in_flight == 2
+
+
+def test_an_http_agent_is_not_called_a_real_model_in_the_offline_notice() -> None:
+    roles = RoleCollector()
+    roles.add("agent", ["http:${env:AGENT_URL}/chat"])
+    roles.add("simulator", ["mock:simulator"])
+    notice = roles_notice(roles.roles())
+    assert notice is not None and "REAL roles" not in notice.split(";")[1]
+    assert "http:${env:AGENT_URL}/chat (the harness does not see the model calls" in notice
 
 
 async def test_an_episode_without_a_shared_pool_uses_and_closes_its_own() -> None:

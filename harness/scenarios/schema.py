@@ -351,6 +351,7 @@ HTTP_PLACEHOLDERS: tuple[str, ...] = (
 ``${env:NAME}``."""
 
 _ENV_PLACEHOLDER = re.compile(r"env:([A-Za-z_][A-Za-z0-9_]*)")
+_NESTED = "<nested>"
 _DOTTED_PATH = re.compile(r"^[^.\s]+(\.[^.\s]+)*$")
 
 FieldPath = tuple[str | int, ...]
@@ -425,7 +426,7 @@ class HttpAgentSpec(_Strict):
 
     def placeholders(self) -> list[tuple[FieldPath, str]]:
         """Every placeholder used, with the field it is in: ``(("headers", "X-Id"),
-        "session_id")``. Nested references come back as their raw text (never valid)."""
+        "session_id")``; a placeholder inside another comes back as ``<nested>``."""
         fields: list[tuple[FieldPath, Any]] = [(("url",), self.url)]
         fields += [(("headers", name), {name: value}) for name, value in self.headers.items()]
         fields.append((("request",), self.request))
@@ -438,7 +439,7 @@ class HttpAgentSpec(_Strict):
             for ref in references:
                 head = ref.parts[0]
                 nested = len(ref.parts) != 1 or not isinstance(head, str)
-                out.append((path, "<nested placeholder>" if nested else str(head)))
+                out.append((path, _NESTED if nested else str(head)))
         return out
 
     def env_variables(self) -> list[tuple[FieldPath, str]]:
@@ -463,6 +464,8 @@ class HttpAgentSpec(_Strict):
     @model_validator(mode="after")
     def _coherent(self) -> HttpAgentSpec:
         for path, name in self.placeholders():
+            if name == _NESTED:
+                raise _at(path, "a placeholder cannot hold another (${...${...}...})")
             if name not in HTTP_PLACEHOLDERS and not _ENV_PLACEHOLDER.fullmatch(name):
                 raise _at(path, f"unknown placeholder ${{{name}}}; expected one of "
                           + ", ".join(f"${{{p}}}" for p in HTTP_PLACEHOLDERS)

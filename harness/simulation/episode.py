@@ -10,8 +10,8 @@ Turn order, for user turn ``t`` (0-based):
    conversation gives the stop reason (goal met, gave up, transfer, off topic). At
    ``t = max_user_turns`` the simulator is still asked, so a conversation whose goal was met on
    the last turn ends as ``goal_met``; if it wants to go on, the stop is ``turn_limit``.
-2. The agent's turn (tool loop or Python callable). An agent error, too many steps or too many
-   tool calls end the episode there.
+2. The agent's turn (tool loop, Python callable or HTTP endpoint). An agent error, too many
+   steps or too many tool calls end the episode there.
 
 A scenario's ``user.history`` comes before turn 0: the agent and the simulator receive it as
 the conversation so far, the transcript keeps it apart as ``history``, and its tool calls are
@@ -182,7 +182,8 @@ async def run_episode(
 ) -> Transcript:
     """Run one episode of ``scenario`` and return its transcript.
 
-    ``agent_model`` may be None only when the scenario's agent is a Python callable;
+    ``agent_model`` may be None only when the scenario's agent is a Python callable or an
+    HTTP endpoint;
     ``simulator_model`` only when the user is fully scripted. ``epoch`` is the sample index of
     every model call (epochs differ; a repeated epoch replays from the cache). The episode's
     wall-clock time is bounded by the scenario's ``limits.max_seconds``, else by
