@@ -190,14 +190,17 @@ async def test_mcp_url_is_substituted_in_url_headers_and_request() -> None:
         endpoints = HttpEndpoints()
         agent = HttpAgent(spec, endpoints=endpoints, scenario_id="mcp", epoch=0, max_steps=3)
         assert agent.needs_tool_server
-        agent.mcp_url = "http://127.0.0.1:9/episodes/abc/mcp"
+        mcp_url = agent.mcp_url = "http://127.0.0.1:9/episodes/abc/mcp"
         turn = await agent.respond([Message(role="user", content="hi")], Toolbox([]), turn=0)
         await endpoints.aclose()
     assert turn.error is None and turn.messages[-1].content == "ok"
+    # Without a served MCP endpoint the placeholder has no value: an error, never "null".
+    agent.mcp_url = None
+    turn = await agent.respond([Message(role="user", content="hi")], Toolbox([]), turn=1)
+    assert turn.stop_reason == "agent_error" and turn.error is not None
+    assert turn.error.kind == "agent_config" and "${mcp_url}" in turn.error.message
     [seen] = server.requests
-    assert seen.query["tools"] == agent.mcp_url
-    assert seen.headers["X-Tools"] == agent.mcp_url
-    assert seen.body["tools"] == agent.mcp_url
+    assert seen.query["tools"] == seen.headers["X-Tools"] == seen.body["tools"] == mcp_url
 
 
 def test_429_and_5xx_are_retried_honouring_retry_after(tmp_path: Path) -> None:

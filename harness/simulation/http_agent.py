@@ -190,8 +190,9 @@ class HttpAgent(Agent):
         everything = [*conversation, *out.messages]
         new = everything if self.spec.session == "stateless" else everything[self._seen:]
         latest = next((m.content for m in reversed(conversation) if m.role == "user"), "")
-        scope = {**self._base_scope, "message": latest, "messages": _plain_messages(new),
-                 "mcp_url": self.mcp_url}
+        scope = {**self._base_scope, "message": latest, "messages": _plain_messages(new)}
+        if self.mcp_url is not None:
+            scope["mcp_url"] = self.mcp_url
         try:
             url = _text(render_string(self.spec.url, scope))
             headers = {_text(render_string(k, scope)): _text(render_string(v, scope))
