@@ -275,7 +275,8 @@ def test_an_http_agent_is_not_called_a_real_model_in_the_offline_notice() -> Non
     roles.add("simulator", ["mock:simulator"])
     notice = roles_notice(roles.roles())
     assert notice is not None and "REAL roles" not in notice.split(";")[1]
-    assert "http:${env:AGENT_URL}/chat (the harness does not see the model calls" in notice
+    assert ("HTTP agent: agent http:${env:AGENT_URL}/chat (the harness does not see the model "
+            "calls") in notice
 
 
 async def test_an_episode_without_a_shared_pool_uses_and_closes_its_own() -> None:

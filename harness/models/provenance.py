@@ -104,17 +104,27 @@ def roles_notice(roles: Mapping[str, RoleModels]) -> str | None:
     if not offline:
         return None
     real = [f"{role} ({_real_usage(r)})" for role, r in roles.items() if r.real_models]
-    python = [f"{role} {', '.join(r.callables)}" for role, r in roles.items() if r.callables]
-    if not real and not python:
+    unseen = {"Python callable": _callables(roles, CALLABLE_PREFIX),
+              "HTTP agent": _callables(roles, HTTP_AGENT_PREFIX)}
+    if not real and not any(unseen.values()):
         return ALL_OFFLINE_NOTICE.format(models=", ".join(offline))
     parts = ["OFFLINE roles: " + ", ".join(offline),
              "REAL roles: " + ", ".join(real) if real
              else "no real model was called by the harness"]
-    if python:
-        parts.append("Python or HTTP agent: " + ", ".join(python) + " (the harness does not "
-                     "see the model calls it makes)")
+    parts += [f"{kind}: {', '.join(agents)} (the harness does not see the model calls it makes)"
+              for kind, agents in unseen.items() if agents]
     return ("; ".join(parts) + ". Figures that depend on an offline role come from a mock "
             "model, not a real one.")
+
+
+def _callables(roles: Mapping[str, RoleModels], prefix: str) -> list[str]:
+    """``role name, name`` for each role with callables named ``prefix...``."""
+    out = []
+    for role, r in roles.items():
+        names = [n for n in r.callables if n.startswith(prefix)]
+        if names:
+            out.append(f"{role} {', '.join(names)}")
+    return out
 
 
 def _real_usage(role: RoleModels) -> str:
