@@ -154,7 +154,7 @@ def test_misspelt_key_names_file_line_field_and_suggests(tmp_path: Path) -> None
     (error,) = validate_paths([path]).errors
     assert str(error) == (
         f"{path}:5: agent.sytem_prompt: unknown key 'sytem_prompt'; did you mean "
-        "'system_prompt'? (expected one of: model, callable, system_prompt, tools, params)"
+        "'system_prompt'? (expected one of: model, callable, system_prompt, tools, params, http)"
     )
     assert "\n" not in str(error)
 
@@ -274,7 +274,7 @@ def test_user_and_limits_consistency(tmp_path: Path) -> None:
 
 def test_agent_takes_a_model_or_a_callable_not_both(tmp_path: Path) -> None:
     both = variant(agent={"model": "mock:agent", "callable": "pkg.mod:fn"})
-    assert "not both" in one_error(tmp_path, both)
+    assert "not model and callable together" in one_error(tmp_path, both)
     assert "unknown provider 'gpt'" in one_error(tmp_path, variant(agent={"model": "gpt:4"}))
 
 

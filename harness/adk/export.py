@@ -166,7 +166,8 @@ def _case(scenario: Scenario, notes: list[str]) -> dict[str, Any]:
     lost += [f"check {check_name(c)}" for c in scenario.checks]
     if scenario.scoring.weights:
         lost.append("scoring.weights")
-    if scenario.agent.system_prompt or scenario.agent.model or scenario.agent.callable:
+    agent = scenario.agent
+    if agent.system_prompt or agent.model or agent.callable or agent.http:
         lost.append("agent")
     if lost:
         notes.append(f"{scenario.id}: not carried (ADK has no field for it): "

@@ -6,9 +6,10 @@ A run can mix them (a real agent with a ``mock:`` simulator and judge is a cheap
 suite), so "offline" is said per role, never for the whole output: the notice names the
 offline roles and the real ones with their calls and cost, e.g. ``OFFLINE roles: simulator,
 judge (mock:simulator, mock:judge); REAL roles: agent (openai:gpt-4.1, 12 calls, $0.0123)``.
-A Python callable agent (``python:module:function``) is neither: the harness does not see
-the calls it makes. Calls and cost are counted per role; a role that mixes offline and real
-models (a judge panel) gives the role's totals, mock calls (free) included.
+A Python callable agent (``python:module:function``) or an HTTP agent (``http:`` and its URL
+template) is neither: the harness does not see the model calls it makes. Calls and cost are
+counted per role; a role that mixes offline and real models (a judge panel) gives the role's
+totals, mock calls (free) included.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from harness.models.types import ROLES
 
 ModelKind = Literal["offline", "real", "callable"]
 CALLABLE_PREFIX = "python:"
+HTTP_AGENT_PREFIX = "http:"
 
 ALL_OFFLINE_NOTICE = (
     "OFFLINE: these numbers come from mock: models only ({models}); no real model was called, "
@@ -30,10 +32,11 @@ ALL_OFFLINE_NOTICE = (
 
 
 def model_kind(name: str) -> ModelKind:
-    """``offline`` for a ``mock:`` model, ``callable`` for a Python agent, else ``real``."""
+    """``offline`` for a ``mock:`` model, ``callable`` for a Python or HTTP agent (whose model
+    calls the harness does not see), else ``real``."""
     if name.startswith("mock:"):
         return "offline"
-    if name.startswith(CALLABLE_PREFIX):
+    if name.startswith((CALLABLE_PREFIX, HTTP_AGENT_PREFIX)):
         return "callable"
     return "real"
 
@@ -101,17 +104,27 @@ def roles_notice(roles: Mapping[str, RoleModels]) -> str | None:
     if not offline:
         return None
     real = [f"{role} ({_real_usage(r)})" for role, r in roles.items() if r.real_models]
-    python = [f"{role} {', '.join(r.callables)}" for role, r in roles.items() if r.callables]
-    if not real and not python:
+    unseen = {"Python callable": _callables(roles, CALLABLE_PREFIX),
+              "HTTP agent": _callables(roles, HTTP_AGENT_PREFIX)}
+    if not real and not any(unseen.values()):
         return ALL_OFFLINE_NOTICE.format(models=", ".join(offline))
     parts = ["OFFLINE roles: " + ", ".join(offline),
              "REAL roles: " + ", ".join(real) if real
              else "no real model was called by the harness"]
-    if python:
-        parts.append("Python callable: " + ", ".join(python) + " (the harness does not see "
-                     "the model calls it makes)")
+    parts += [f"{kind}: {', '.join(agents)} (the harness does not see the model calls it makes)"
+              for kind, agents in unseen.items() if agents]
     return ("; ".join(parts) + ". Figures that depend on an offline role come from a mock "
             "model, not a real one.")
+
+
+def _callables(roles: Mapping[str, RoleModels], prefix: str) -> list[str]:
+    """``role name, name`` for each role with callables named ``prefix...``."""
+    out = []
+    for role, r in roles.items():
+        names = [n for n in r.callables if n.startswith(prefix)]
+        if names:
+            out.append(f"{role} {', '.join(names)}")
+    return out
 
 
 def _real_usage(role: RoleModels) -> str:

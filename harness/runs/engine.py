@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -43,6 +44,7 @@ from harness.scenarios.loading import load_scenarios
 from harness.scenarios.schema import Scenario
 from harness.simulation.agent import agent_for
 from harness.simulation.episode import run_episode
+from harness.simulation.http_agent import HttpEndpoints
 from harness.transcript import ErrorInfo, Transcript
 
 if TYPE_CHECKING:
@@ -75,9 +77,11 @@ class Suite:
         problems: list[InputError] = []
         for s in scenarios:
             where = s.source or s.id
-            if s.agent.callable is None and not (config.agent or s.agent.model):
+            if (s.agent.callable is None and s.agent.http is None
+                    and not (config.agent or s.agent.model)):
                 problems.append(InputError(where, "agent.model",
                                            "no agent model: set it or pass --agent"))
+            problems.extend(_unset_env_problems(s))
             if not s.user.scripted and not (config.simulator or s.user.model):
                 problems.append(InputError(
                     where, "user.model",
@@ -98,6 +102,18 @@ class Suite:
                           for s in scenarios},
             contexts={s.id: context_for_scenario(s) for s in scenarios},
         )
+
+
+def _unset_env_problems(scenario: Scenario) -> list[InputError]:
+    """An HTTP agent's ``${env:NAME}`` whose variable is not set, before any request."""
+    http = scenario.agent.http
+    if http is None:
+        return []
+    return [
+        InputError(scenario.source or scenario.id, ".".join(map(str, ("agent.http", *path))),
+                   f"${{env:{name}}}: the environment variable {name} is not set")
+        for path, name in http.env_variables() if name not in os.environ
+    ]
 
 
 def models_config_for(config: RunConfig) -> ModelsConfig:
@@ -151,6 +167,10 @@ class Runner:
         self._judge_base = JudgeSettings(temperature=config.judge_temperature)
         self._judges: list[ChatModel] = [hub.get(name) for name in config.judges]
         self._tool_server: ToolServer | None = None
+        self.http_endpoints = HttpEndpoints(
+            hub.services.retry,
+            specs=[s.agent.http for s in suite.scenarios.values() if s.agent.http is not None],
+        )
 
     def ledger_total(self) -> UsageStats:
         """Model usage so far in this invocation (for progress displays)."""
@@ -159,7 +179,7 @@ class Runner:
     # -- models ------------------------------------------------------------------------
 
     def agent_model(self, scenario: Scenario) -> ChatModel | None:
-        if scenario.agent.callable is not None:
+        if scenario.agent.callable is not None or scenario.agent.http is not None:
             return None
         if self.config.agent:
             return self.hub.get(self.config.agent, base_url=self.config.agent_base_url)
@@ -180,7 +200,7 @@ class Runner:
         mode; a missing key then stops the run at the first call that needs it)."""
         names: set[tuple[str, str | None]] = set()
         for s in suite.scenarios.values():
-            if s.agent.callable is None:
+            if s.agent.callable is None and s.agent.http is None:
                 names.add((config.agent, config.agent_base_url) if config.agent
                           else (s.agent.model or "", None))
             if not s.user.scripted:
@@ -197,7 +217,8 @@ class Runner:
 
     def needs_tool_server(self) -> bool:
         """Whether any scenario's agent reaches its mocked tools over MCP."""
-        return any(agent_for(s, self.agent_model(s), sample_index=0, hints={}).needs_tool_server
+        return any(agent_for(s, self.agent_model(s), sample_index=0, hints={},
+                             http_endpoints=self.http_endpoints).needs_tool_server
                    for s in self.suite.scenarios.values())
 
     @asynccontextmanager
@@ -243,6 +264,7 @@ class Runner:
             finally:
                 for task in tasks:
                     task.cancel()
+                await self.http_endpoints.aclose()
         return self.state
 
     def _rubric_for(
@@ -279,6 +301,7 @@ class Runner:
                 epoch=epoch,
                 time_limit_s=self.config.episode_timeout_s,
                 tool_server=self._tool_server,
+                http_endpoints=self.http_endpoints,
             )
             fatal = _fatal_error(transcript.error)
             if fatal:

@@ -252,6 +252,12 @@ def template_problems(value: Any, *, argument_names: set[str] | None, has_state:
     return problems
 
 
+def template_references(value: Any) -> list[Reference]:
+    """Every reference in the template strings inside ``value`` (mapping keys included),
+    nested ones too, in order. Raises :class:`TemplateError` when a string does not parse."""
+    return [ref for text in _strings(value) for ref in _references(parse_template(text))]
+
+
 def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,7 +24,12 @@ from harness.errors import ModelConfigError
 from harness.judging.rubric import Rubric
 from harness.models.base import ModelSpec
 from harness.models.types import GenerationParams, Message, ToolSpec
-from harness.scenarios.expressions import matcher_problems, parse_template
+from harness.scenarios.expressions import (
+    TemplateError,
+    matcher_problems,
+    parse_template,
+    template_references,
+)
 from harness.scenarios.history import HistoryError, parse_history, split_opening
 from harness.scenarios.imports import check_path_syntax
 
@@ -332,11 +338,175 @@ class UserSpec(_Strict):
         return split_opening(parse_history(self.history))[1] if self.history else None
 
 
+# --- an agent behind HTTP (issue 15; docs/http-agents.md) ---------------------------------
+
+HttpProtocol = Literal["json", "openai_chat"]
+SessionMode = Literal["stateful", "stateless"]
+HttpToolsMode = Literal["mcp", "client", "none"]
+
+HTTP_PLACEHOLDERS: tuple[str, ...] = (
+    "message", "messages", "session_id", "mcp_url", "scenario_id", "epoch",
+)
+"""What ``${...}`` may name in an HTTP agent's url, headers and request, besides
+``${env:NAME}``."""
+
+_ENV_PLACEHOLDER = re.compile(r"env:([A-Za-z_][A-Za-z0-9_]*)")
+_NESTED = "<nested>"
+_DOTTED_PATH = re.compile(r"^[^.\s]+(\.[^.\s]+)*$")
+
+FieldPath = tuple[str | int, ...]
+
+
+def _at(path: FieldPath, expected: str) -> PydanticCustomError:
+    """An error about a place inside the validated model (the loader appends ``path``)."""
+    return PydanticCustomError("value_error_at", "{expected}", {"expected": expected, "at": path})
+
+
+class HttpAgentSpec(_Strict):
+    """The agent under test as an HTTP endpoint: an OpenAI-compatible chat endpoint that is
+    itself an agent (``openai_chat``), or any JSON API through a request template and the path
+    of the reply in its answer (``json``). ``url``, ``headers`` and ``request`` may use the
+    placeholders ``${message}``, ``${messages}``, ``${session_id}``, ``${mcp_url}``,
+    ``${scenario_id}``, ``${epoch}`` and ``${env:NAME}``."""
+
+    url: str = Field(
+        min_length=1,
+        description="the endpoint, http:// or https:// (placeholders allowed, e.g. "
+        "${env:AGENT_URL})",
+    )
+    protocol: HttpProtocol = Field(
+        description="openai_chat: an OpenAI-compatible chat completions endpoint (messages in, "
+        "choices[0].message out); json: any JSON API, through request and reply_path",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="sent with every request, e.g. 'Authorization: Bearer ${env:MY_TOKEN}'; "
+        "values read from ${env:...} never reach the run's files, logs or messages",
+    )
+    session: SessionMode = Field(
+        default="stateless",
+        description="stateless: the whole conversation is sent on every turn; stateful: the "
+        "agent keeps its own memory under ${session_id} (one per episode) and is sent only "
+        "the messages it has not seen (the latest user message)",
+    )
+    tools: HttpToolsMode = Field(
+        default="none",
+        description="none: the agent uses no mocked tools; mcp: it calls the scenario's mocks "
+        "served over MCP at ${mcp_url}; client (openai_chat only): it returns tool calls and "
+        "the harness answers them from the mocks, up to limits.max_agent_steps requests a turn",
+    )
+    model: str | None = Field(
+        default=None, min_length=1,
+        description="openai_chat: the 'model' field of each request (default: the field is "
+        "left out)",
+    )
+    request: Any = Field(
+        default=None,
+        description="json (required): the request body, any JSON value with placeholders; a "
+        "string that is exactly one placeholder becomes its JSON value, one inside a longer "
+        "string its text",
+    )
+    reply_path: str | None = Field(
+        default=None,
+        description="json (required): dotted path of the reply text in the answer (e.g. "
+        "output.text; a number indexes a list: choices.0.text)",
+    )
+    tool_calls_path: str | None = Field(
+        default=None,
+        description="json: dotted path of a list of the tool calls the agent reports having "
+        "made ({name, arguments, result}, or OpenAI's {id, function: {name, arguments}}), "
+        "recorded in the transcript so tool checks apply",
+    )
+    timeout_s: float = Field(default=120.0, gt=0, description="seconds per request at most")
+    max_concurrency: int = Field(
+        default=16, ge=1, le=4096,
+        description="requests in flight to this url at most, across the run (scenarios naming "
+        "the same url share the smallest bound)",
+    )
+
+    def placeholders(self) -> list[tuple[FieldPath, str]]:
+        """Every placeholder used, with the field it is in: ``(("headers", "X-Id"),
+        "session_id")``; a placeholder inside another comes back as ``<nested>``."""
+        fields: list[tuple[FieldPath, Any]] = [(("url",), self.url)]
+        fields += [(("headers", name), {name: value}) for name, value in self.headers.items()]
+        fields.append((("request",), self.request))
+        out: list[tuple[FieldPath, str]] = []
+        for path, value in fields:
+            try:
+                references = template_references(value)
+            except TemplateError as err:
+                raise _at(path, str(err)) from None
+            for ref in references:
+                head = ref.parts[0]
+                nested = len(ref.parts) != 1 or not isinstance(head, str)
+                out.append((path, _NESTED if nested else str(head)))
+        return out
+
+    def env_variables(self) -> list[tuple[FieldPath, str]]:
+        """The environment variables ``${env:NAME}`` reads, with the field each is in."""
+        out = []
+        for path, name in self.placeholders():
+            match = _ENV_PLACEHOLDER.fullmatch(name)
+            if match:
+                out.append((path, match.group(1)))
+        return out
+
+    def uses(self, name: str) -> bool:
+        return any(used == name for _, used in self.placeholders())
+
+    @field_validator("reply_path", "tool_calls_path")
+    @classmethod
+    def _dotted(cls, value: str | None) -> str | None:
+        if value is not None and not _DOTTED_PATH.match(value):
+            raise ValueError(f"a dotted path such as output.text, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _coherent(self) -> HttpAgentSpec:
+        for path, name in self.placeholders():
+            if name == _NESTED:
+                raise _at(path, "a placeholder cannot hold another (${...${...}...})")
+            if name not in HTTP_PLACEHOLDERS and not _ENV_PLACEHOLDER.fullmatch(name):
+                raise _at(path, f"unknown placeholder ${{{name}}}; expected one of "
+                          + ", ".join(f"${{{p}}}" for p in HTTP_PLACEHOLDERS)
+                          + " or ${env:NAME}")
+            if name == "mcp_url" and self.tools != "mcp":
+                raise _at(path, "${mcp_url} is the address of the MCP-served mocks: it needs "
+                          "tools: mcp")
+        if not self.url.startswith(("http://", "https://", "${")):
+            raise _at(("url",), f"an http:// or https:// URL, got {self.url!r}")
+        if self.protocol == "openai_chat":
+            for name in ("request", "reply_path", "tool_calls_path"):
+                if getattr(self, name) is not None:
+                    raise _at((name,), "applies only to protocol: json (openai_chat sends the "
+                              "messages and reads choices[0].message)")
+        else:
+            for name in ("request", "reply_path"):
+                if getattr(self, name) is None:
+                    raise _at((name,), "required with protocol: json")
+            if self.model is not None:
+                raise _at(("model",), "applies only to protocol: openai_chat (put the model "
+                          "in request)")
+            if self.tools == "client":
+                raise _at(("tools",), "client tools need protocol: openai_chat (a json agent "
+                          "runs its own tools; report them with tool_calls_path)")
+            if self.session == "stateless" and not self.uses("messages"):
+                raise _at(("request",), "a stateless agent is sent the whole conversation: use "
+                          "${messages} in request, or set session: stateful")
+        if self.tool_calls_path is not None and self.tools == "mcp":
+            raise _at(("tool_calls_path",), "calls over MCP are recorded as they arrive; "
+                      "reporting them too would record each twice")
+        if self.session == "stateful" and not self.uses("session_id"):
+            raise _at(("session",), "a stateful agent tells episodes apart by ${session_id}: "
+                      "use it in url, headers or request")
+        return self
+
+
 class AgentSpec(_Strict):
-    """The agent under test: a model with a system prompt and the tools it sees, or a Python
-    callable ``f(messages, toolbox)`` (sync or async) returning its reply. With neither, the
-    run must name the model (``--agent``, or ``--offline`` for ``mock:agent``), as for an
-    imported ADK eval set, which names no model."""
+    """The agent under test: a model with a system prompt and the tools it sees, a Python
+    callable ``f(messages, toolbox)`` (sync or async) returning its reply, or an HTTP endpoint
+    (``http``). With none of them, the run must name the model (``--agent``, or ``--offline``
+    for ``mock:agent``), as for an imported ADK eval set, which names no model."""
 
     model: str | None = Field(
         default=None,
@@ -352,6 +522,9 @@ class AgentSpec(_Strict):
         default=None, description="names of the scenario's tools the agent sees (default: all)"
     )
     params: GenerationParams | None = None
+    http: HttpAgentSpec | None = Field(
+        default=None, description="the agent is an HTTP endpoint (docs/http-agents.md)"
+    )
 
     @field_validator("model")
     @classmethod
@@ -365,13 +538,17 @@ class AgentSpec(_Strict):
 
     @model_validator(mode="after")
     def _model_or_callable(self) -> AgentSpec:
-        if self.model is not None and self.callable is not None:
+        given = [k for k in ("model", "callable", "http") if getattr(self, k) is not None]
+        if len(given) > 1:
             raise ValueError(
-                "give one of 'model' (a model agent) or 'callable' (a Python agent), not both "
-                "(with neither, the run's --agent is the model)"
+                "give one of 'model' (a model agent), 'callable' (a Python agent) or 'http' "
+                f"(an HTTP agent), not {' and '.join(given)} together (with none, the run's "
+                "--agent is the model)"
             )
-        if self.callable is not None and self.params is not None:
+        if given and given != ["model"] and self.params is not None:
             raise ValueError("'params' applies only to a model agent")
+        if self.http is not None and self.system_prompt:
+            raise ValueError("an HTTP agent has its own system prompt: drop system_prompt")
         return self
 
 

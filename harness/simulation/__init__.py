@@ -1,6 +1,6 @@
-"""Episodes: the user simulator, the agent under test (model tool loop or Python callable),
-and the engine that runs them into a transcript. Offline ``mock:`` behaviours live in
-:mod:`harness.simulation.offline` (imported lazily by the mock model registry)."""
+"""Episodes: the user simulator, the agent under test (model tool loop, Python callable or
+HTTP endpoint), and the engine that runs them into a transcript. Offline ``mock:`` behaviours
+live in :mod:`harness.simulation.offline` (imported lazily by the mock model registry)."""
 
 import lazy_loader
 

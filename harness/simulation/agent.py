@@ -1,4 +1,5 @@
-"""The agent under test, answering one user turn: a model in a tool loop, or a Python callable.
+"""The agent under test, answering one user turn: a model in a tool loop, or a Python callable
+(an HTTP endpoint is :mod:`harness.simulation.http_agent`).
 
 Both produce the same shape of transcript: assistant messages with tool calls, a tool message
 per result, then the assistant's reply; every call is recorded by the :class:`Toolbox`.
@@ -17,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError, ModelConfigError, ModelError
 from harness.models.base import ChatModel
@@ -31,6 +32,9 @@ from harness.scenarios.imports import (
 from harness.scenarios.schema import Scenario
 from harness.tools.toolbox import Toolbox
 from harness.transcript import ErrorInfo, StopReason
+
+if TYPE_CHECKING:
+    from harness.simulation.http_agent import HttpEndpoints
 
 
 @dataclass
@@ -265,11 +269,30 @@ def _reply_text(reply: Any) -> str:
 
 
 def agent_for(
-    scenario: Scenario, model: ChatModel | None, *, sample_index: int, hints: Mapping[str, Any]
+    scenario: Scenario,
+    model: ChatModel | None,
+    *,
+    sample_index: int,
+    hints: Mapping[str, Any],
+    http_endpoints: HttpEndpoints | None = None,
 ) -> Agent:
-    """The agent a scenario describes: its Python callable, or ``model`` in a tool loop.
-    Raises :class:`~harness.errors.ModelConfigError` when a model agent gets no model."""
+    """The agent a scenario describes: its HTTP endpoint (sharing ``http_endpoints``, else a
+    pool of its own), its Python callable, or ``model`` in a tool loop. Raises
+    :class:`~harness.errors.ModelConfigError` when a model agent gets no model and
+    :class:`~harness.errors.InputError` when an ``${env:NAME}`` the HTTP agent reads is not
+    set."""
     spec = scenario.agent
+    if spec.http is not None:
+        from harness.simulation.http_agent import HttpAgent, HttpEndpoints
+
+        return HttpAgent(
+            spec.http,
+            endpoints=http_endpoints or HttpEndpoints(),
+            scenario_id=scenario.id,
+            epoch=sample_index,
+            max_steps=scenario.limits.max_agent_steps,
+            source=str(scenario.source or scenario.id),
+        )
     if spec.callable is not None:
         return CallableAgent.from_path(
             spec.callable, base_dir=scenario.base_dir, system_prompt=spec.system_prompt

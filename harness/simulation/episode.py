@@ -10,8 +10,8 @@ Turn order, for user turn ``t`` (0-based):
    conversation gives the stop reason (goal met, gave up, transfer, off topic). At
    ``t = max_user_turns`` the simulator is still asked, so a conversation whose goal was met on
    the last turn ends as ``goal_met``; if it wants to go on, the stop is ``turn_limit``.
-2. The agent's turn (tool loop or Python callable). An agent error, too many steps or too many
-   tool calls end the episode there.
+2. The agent's turn (tool loop, Python callable or HTTP endpoint). An agent error, too many
+   steps or too many tool calls end the episode there.
 
 A scenario's ``user.history`` comes before turn 0: the agent and the simulator receive it as
 the conversation so far, the transcript keeps it apart as ``history``, and its tool calls are
@@ -49,6 +49,7 @@ from harness.transcript import (
 
 if TYPE_CHECKING:
     from harness.mcp import ToolServer
+    from harness.simulation.http_agent import HttpEndpoints
 
 
 class _Accounts:
@@ -181,14 +182,17 @@ async def run_episode(
     epoch: int = 0,
     time_limit_s: float | None = None,
     tool_server: ToolServer | None = None,
+    http_endpoints: HttpEndpoints | None = None,
 ) -> Transcript:
     """Run one episode of ``scenario`` and return its transcript.
 
-    ``agent_model`` may be None only when the scenario's agent is a Python callable;
+    ``agent_model`` may be None only when the scenario's agent is a Python callable or an
+    HTTP endpoint;
     ``simulator_model`` only when the user is fully scripted. ``epoch`` is the sample index of
     every model call (epochs differ; a repeated epoch replays from the cache). The episode's
     wall-clock time is bounded by the scenario's ``limits.max_seconds``, else by
-    ``time_limit_s`` (else unbounded).
+    ``time_limit_s`` (else unbounded). An HTTP agent sends on ``http_endpoints`` (the run's
+    shared pool and bounds), else on a pool of the episode's own.
 
     An agent that reaches its tools over MCP (``agent.needs_tool_server``) gets the episode's
     toolbox served at a URL of its own (``agent.mcp_url``, set before the first turn) on
@@ -207,7 +211,13 @@ async def run_episode(
         )
     started = time.perf_counter()
     toolbox = Toolbox.for_scenario(scenario, started_at=started)
-    agent = agent_for(scenario, agent_model, sample_index=epoch, hints=agent_hints(scenario))
+    own_http = None
+    if http_endpoints is None and scenario.agent.http is not None:
+        from harness.simulation.http_agent import HttpEndpoints
+
+        own_http = HttpEndpoints()
+    agent = agent_for(scenario, agent_model, sample_index=epoch, hints=agent_hints(scenario),
+                      http_endpoints=http_endpoints or own_http)
     simulator = (
         UserSimulator(simulator_model, user, scenario_id=scenario.id, sample_index=epoch)
         if simulator_model is not None and not user.scripted
@@ -215,16 +225,21 @@ async def run_episode(
     )
     conversation = _Conversation(scenario, agent, simulator, toolbox)
     limit = scenario.limits.max_seconds or time_limit_s
-    async with _tools_served(agent, toolbox, tool_server):
-        try:
-            async with asyncio.timeout(limit) as clock:
-                stop_reason, stop_detail, error = await conversation.play()
-        except TimeoutError:
-            if not clock.expired():
-                raise
-            assert limit is not None
-            source = "limits.max_seconds" if scenario.limits.max_seconds else "--episode-timeout"
-            stop_reason, stop_detail, error = conversation.time_limit(limit, source)
+    try:
+        async with _tools_served(agent, toolbox, tool_server):
+            try:
+                async with asyncio.timeout(limit) as clock:
+                    stop_reason, stop_detail, error = await conversation.play()
+            except TimeoutError:
+                if not clock.expired():
+                    raise
+                assert limit is not None
+                source = ("limits.max_seconds" if scenario.limits.max_seconds
+                          else "--episode-timeout")
+                stop_reason, stop_detail, error = conversation.time_limit(limit, source)
+    finally:
+        if own_http is not None:
+            await own_http.aclose()
 
     models: dict[Role, str] = {"agent": agent.label}
     specs = []
