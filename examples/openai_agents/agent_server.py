@@ -113,7 +113,7 @@ class BookingAgent:
                 try:
                     servers.append(await stack.enter_async_context(server))
                 except Exception as err:
-                    raise ToolServerError(str(err)) from err
+                    raise ToolServerError(f"{mcp_url}: {innermost(err)}") from err
             agent = Agent(name="booking assistant", instructions=INSTRUCTIONS,
                           model=self.model, mcp_servers=servers)
             result = await Runner.run(agent, message, session=self._sessions[session_id],
@@ -138,6 +138,13 @@ def tool_calls_of(result: RunResult) -> list[dict[str, Any]]:
             arguments = raw
         calls.append({"name": name, "arguments": arguments})
     return calls
+
+
+def innermost(err: BaseException) -> BaseException:
+    """The first exception an exception group (the MCP client's task groups) wraps."""
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    return err
 
 
 def _parse_chat(body: Any) -> tuple[str, str, str | None]:
@@ -175,17 +182,22 @@ def build_app(agent: BookingAgent) -> Starlette:
             return _error(400, str(err) if isinstance(err, BadRequest) else "body is not JSON")
         try:
             return JSONResponse(await agent.answer(session_id, message, mcp_url))
-        except TimeoutError:
-            return _error(504, f"the agent did not answer within {agent.timeout_s:g} s")
-        except ToolServerError as err:
-            return _error(502, f"tool server: {err}")
-        except APIError as err:
-            return _error(502, f"model endpoint: {err}")
-        except Exception as err:
-            log.exception("the agent failed")
-            return _error(500, f"agent: {type(err).__name__}: {err}")
+        except Exception as raised:
+            return _failure(innermost(raised), agent.timeout_s)
 
     return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+
+def _failure(err: BaseException, timeout_s: float) -> JSONResponse:
+    """The answer to a request whose run raised ``err``."""
+    if isinstance(err, TimeoutError):
+        return _error(504, f"the agent did not answer within {timeout_s:g} s")
+    if isinstance(err, ToolServerError):
+        return _error(502, f"tool server: {err}")
+    if isinstance(err, APIError):
+        return _error(502, f"model endpoint: {err}")
+    log.error("the agent failed", exc_info=err)
+    return _error(500, f"agent: {type(err).__name__}: {err}")
 
 
 async def serve(app: Starlette, host: str, port: int) -> None:
