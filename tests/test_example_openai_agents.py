@@ -78,12 +78,15 @@ def play_booking_model(request: RecordedRequest) -> Reply:
     try:
         found = json.loads(results[-1]) if results else None
     except ValueError:
-        found = None  # an MCP tool error arrives as its message text
+        found = None  # an error as plain text
     if isinstance(found, dict) and "check_in" in found:
         return Reply.text_reply(
             f"Booking {booking} at {found.get('hotel')}: check-in {found['check_in']}, "
             f"{found.get('nights')} nights, {found.get('status')}.")
-    reason = results[-1] if results else "I have no tool to look it up"
+    if isinstance(found, dict) and "error" in found:  # the harness's {"error": message}
+        reason = str(found["error"])
+    else:
+        reason = results[-1] if results else "I have no tool to look it up"
     return Reply.text_reply(f"Sorry, booking {booking} could not be changed: {reason}")
 
 
