@@ -113,6 +113,8 @@ class Conversation:
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def server(self) -> Server[Any]:
+        """An MCP server (the official SDK's low-level one) answering from this state."""
+
         async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
             return types.ListToolsResult(tools=TOOLS)
 
