@@ -106,6 +106,12 @@ class StepRecord(BaseModel):
     output_tokens: int = 0
     cost_usd: float | None = None
     cached: bool = False
+    includes_tool_time: bool = Field(
+        default=False,
+        description="the agent's tool calls ran inside this step's time (a Python agent's "
+        "call, an HTTP agent's request that reached its tools over MCP), so per-turn latency "
+        "does not add them again",
+    )
 
 
 class ErrorInfo(OutsideText):
@@ -155,15 +161,21 @@ class Transcript(BaseModel):
         return ""
 
     def turn_latencies(self) -> dict[int, float]:
-        """Seconds each user turn took the agent: its model calls (or Python agent calls)
-        plus the tool calls it made, by turn number, for the turns with any of them. The
-        ``latency_budget`` check and the run's latency figures both read this."""
+        """Seconds each user turn took the agent: its model calls (or Python agent calls, or
+        HTTP requests) plus the tool calls it made between them, by turn number, for the turns
+        with any of them. Tool calls made inside a step's time (``includes_tool_time``) are
+        not added twice. The ``latency_budget`` check and the run's latency figures both read
+        this."""
         per_turn: dict[int, float] = {}
+        inside: set[int] = set()
         for s in self.steps:
             if s.role == "agent":
                 per_turn[s.turn] = per_turn.get(s.turn, 0.0) + s.latency_s
+                if s.includes_tool_time:
+                    inside.add(s.turn)
         for c in self.tool_calls:
-            per_turn[c.turn] = per_turn.get(c.turn, 0.0) + c.latency_s
+            if c.turn not in inside:
+                per_turn[c.turn] = per_turn.get(c.turn, 0.0) + c.latency_s
         return per_turn
 
     @property

@@ -421,6 +421,11 @@ def test_harness_runs_the_example_agent_over_http_with_its_tools_over_mcp(
         assert {"task_completion", "confirms_the_change"} <= set(judged)
         assert all(j["status"] == "scored" for j in judged.values())
         assert "rubric:confirms_the_change" in sample.metrics
+        # one agent step per request; the MCP calls ran inside the request's time
+        agent_steps = [s for s in transcript.steps if s.role == "agent"]
+        assert [s.turn for s in agent_steps] == [0, 1, 2][:len(agent_steps)]
+        assert all(s.includes_tool_time and s.latency_s > 0 for s in agent_steps)
+        assert transcript.turn_latencies()[1] == pytest.approx(agent_steps[1].latency_s)
 
     moved = next(s.transcript for s in samples if s.scenario_id == "booking-move-stay")
     assert moved.final_state is not None

@@ -80,6 +80,10 @@ async def test_an_episode_serves_its_tools_to_an_agent_that_takes_mcp_url(
     roles = [m.role for m in transcript.messages]
     assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
     assert transcript.messages[-1].content == 'It is {"city": "Paris", "temperature_c": 18}'
+    # the calls ran while the agent's call lasted: its turn's latency does not add them twice
+    [step] = [s for s in transcript.steps if s.role == "agent"]
+    assert step.includes_tool_time
+    assert transcript.turn_latencies() == {0: step.latency_s}
 
 
 async def test_a_run_starts_one_tool_server_and_the_checks_score_the_calls(

@@ -90,3 +90,18 @@ def test_the_latency_budget_check_reads_the_same_turn_times() -> None:
     check = run_checks(transcript, Expectations(latency_budget_s=2.0)).get("latency_budget")
     assert check.details["turn_latency_s"] == pytest.approx({"0": 1.9, "1": 2.2})
     assert check.details["over_budget_turns"] == [1]
+
+
+def test_tool_calls_inside_a_step_are_not_counted_twice() -> None:
+    # A Python agent's call (or an HTTP agent's request that reached its tools over MCP)
+    # already lasted while its tools ran; a model agent's tools run between its steps.
+    transcript = records()[0].transcript.model_copy(deep=True)
+    by_turn = {0: 1.9, 1: 2.2}
+    assert transcript.turn_latencies() == pytest.approx(by_turn)
+    tools_in_turn_0 = sum(c.latency_s for c in transcript.tool_calls if c.turn == 0)
+    assert tools_in_turn_0 > 0
+    for step in transcript.steps:
+        if step.role == "agent" and step.turn == 0:
+            step.includes_tool_time = True
+    assert transcript.turn_latencies() == pytest.approx(
+        {0: by_turn[0] - tools_in_turn_0, 1: by_turn[1]})

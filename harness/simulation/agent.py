@@ -43,13 +43,15 @@ class AgentTurn:
 
     ``messages`` are the new messages (assistant and tool), ``responses`` the model responses
     with their step index (for accounting), ``callable_steps`` the (step, latency) of a Python
-    agent's call. ``stop_reason`` is set when the episode must end here: ``agent_error``,
+    agent's call or an HTTP agent's request; ``steps_include_tool_time`` says the agent's tool
+    calls ran inside those steps (so their time is not added again). ``stop_reason`` is set when the episode must end here: ``agent_error``,
     ``agent_step_limit`` or ``tool_call_limit``.
     """
 
     messages: list[Message] = field(default_factory=list)
     responses: list[tuple[int, ChatResponse]] = field(default_factory=list)
     callable_steps: list[tuple[int, float]] = field(default_factory=list)
+    steps_include_tool_time: bool = False
     stop_reason: StopReason | None = None
     stop_detail: str | None = None
     error: ErrorInfo | None = None
@@ -179,7 +181,7 @@ class CallableAgent(Agent):
     async def respond(
         self, conversation: list[Message], toolbox: Toolbox, *, turn: int
     ) -> AgentTurn:
-        out = AgentTurn()
+        out = AgentTurn(steps_include_tool_time=True)
         first_record = len(toolbox.records)
         toolbox.turn, toolbox.step = turn, 0
         started = time.perf_counter()

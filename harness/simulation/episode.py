@@ -157,7 +157,8 @@ class _Conversation:
                 self.accounts.add("agent", turn, step, chat_response)
             for step, latency in outcome.callable_steps:
                 self.accounts.steps.append(StepRecord(
-                    role="agent", turn=turn, step=step, model=self.agent.label, latency_s=latency
+                    role="agent", turn=turn, step=step, model=self.agent.label, latency_s=latency,
+                    includes_tool_time=outcome.steps_include_tool_time,
                 ))
             if outcome.stop_reason is not None:
                 return outcome.stop_reason, outcome.stop_detail, outcome.error

@@ -153,7 +153,8 @@ class HttpAgent(Agent):
     async def respond(
         self, conversation: list[Message], toolbox: Toolbox, *, turn: int
     ) -> AgentTurn:
-        out = AgentTurn()
+        # calls over MCP arrive while the request is in flight: inside its time
+        out = AgentTurn(steps_include_tool_time=self.needs_tool_server)
         toolbox.turn, toolbox.step = turn, 0
         client_tools = self.spec.tools == "client"
         try:
