@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from harness.simulation import run_episode
 from harness.simulation.agent import CallableAgent
 from tests.conftest import run_cli
 from tests.mcp_scenario import load, write_scenario
+from tests.run_processes import default_sigint, stored_count
 
 WEATHER = Path(__file__).resolve().parents[1] / "scenarios" / "weather.yaml"
 
@@ -35,20 +35,6 @@ def stored(run_dir: Path) -> list[SampleRecord]:
         return sorted(store.iter_samples(), key=lambda s: (s.scenario_id, s.epoch))
     finally:
         store.close()
-
-
-def default_sigint() -> None:
-    """Started from a non-interactive shell's background job, a process inherits an ignored
-    SIGINT: the run starts with the default disposition, as from a terminal."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def stored_count(run_dir: Path) -> int:
-    try:
-        with sqlite3.connect(f"file:{run_dir / 'run.sqlite'}?mode=ro", uri=True) as db:
-            return int(db.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
-    except sqlite3.Error:  # not created yet
-        return 0
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
+from tests.run_processes import default_sigint, stored_count
 
 SLOW_AGENT = '''\
 import asyncio, os
@@ -44,18 +44,6 @@ def _slow_suite(tmp_path: Path, module: str) -> Path:
     return suite
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _stored_samples(run_dir: Path) -> int:
-    try:
-        with sqlite3.connect(f"file:{run_dir / 'run.sqlite'}?mode=ro", uri=True) as db:
-            return int(db.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
-    except sqlite3.Error:  # not created yet
-        return 0
-
-
 @pytest.mark.parametrize(("signum", "code", "word"), [
     (signal.SIGTERM, 143, "terminated"),
     (signal.SIGINT, 130, "interrupted"),
@@ -72,10 +60,10 @@ def test_a_signal_stops_the_run_with_a_summary_a_hint_and_a_resumable_store(
         # A job started in the background by a non-interactive shell (as a CI script may
         # start the tests) inherits an ignored SIGINT, which Python then keeps ignoring: the
         # run starts with the default disposition, as from a terminal.
-        preexec_fn=_default_sigint)
+        preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 120
-        while _stored_samples(out) == 0:  # samples are finishing: the run is under way
+        while stored_count(out) == 0:  # samples are finishing: the run is under way
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline, "the run never stored a sample"
             time.sleep(0.05)
