@@ -44,8 +44,9 @@ class AgentTurn:
     ``messages`` are the new messages (assistant and tool), ``responses`` the model responses
     with their step index (for accounting), ``callable_steps`` the (step, latency) of a Python
     agent's call or an HTTP agent's request; ``steps_include_tool_time`` says the agent's tool
-    calls ran inside those steps (so their time is not added again). ``stop_reason`` is set when the episode must end here: ``agent_error``,
-    ``agent_step_limit`` or ``tool_call_limit``.
+    calls ran inside those steps (so their time is not added again). ``stop_reason`` is set
+    when the episode must end here: ``agent_error``, ``agent_step_limit`` or
+    ``tool_call_limit``.
     """
 
     messages: list[Message] = field(default_factory=list)
