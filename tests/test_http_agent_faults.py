@@ -118,6 +118,11 @@ def test_every_fault_is_an_errored_sample_and_the_run_goes_on(tmp_path: Path) ->
     paths = [s.path for s in agent.requests]
     assert paths.count("/busy") == paths.count("/broken") == 3
     assert paths.count("/nowhere") == paths.count("/auth") == paths.count("/html") == 1
+    # The report names the agent as what it is, an HTTP agent (not a Python callable).
+    report = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    healthy = "<code>http:${env:FAKE_AGENT_URL}/ok</code>"
+    assert f'{healthy} <span class="tag">HTTP agent</span>' in report
+    assert 'class="tag">callable<' not in report
 
 
 def test_env_values_reach_the_endpoint_and_nowhere_else(tmp_path: Path) -> None:
