@@ -29,7 +29,7 @@ print("MODULES", " ".join(sorted({name.split(".")[0] for name in sys.modules})))
 
 @pytest.mark.parametrize("args", [["--help"], ["version"], ["run", "--help"],
                                   ["calibrate", "--help"], ["stats", "--help"],
-                                  ["serve-tools", "--help"]],
+                                  ["serve-tools", "--help"], ["merge", "--help"]],
                          ids=" ".join)
 def test_help_and_version_import_no_heavy_library(args: list[str]) -> None:
     done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True,

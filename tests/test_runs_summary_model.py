@@ -19,6 +19,7 @@ from harness.errors import InputError
 from harness.runs.api import run_suite
 from harness.runs.config import AdaptiveSettings, RunConfig
 from harness.runs.gate import evaluate_gate
+from harness.runs.shards import coverage
 from harness.runs.summary import read_summary, write_summary
 from harness.runs.summary_model import RunSummary
 
@@ -56,13 +57,20 @@ def test_the_file_holds_every_field_and_only_asked_for_parts_may_be_absent(
         full_run: tuple[Path, RunSummary], tmp_path: Path) -> None:
     run_dir, written = full_run
     data = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    assert set(data) == set(RunSummary.model_fields) - {"schema_"} | {"schema"}
+    # every field but `shards`, which needs --shard or a merge, and adaptive sampling refuses
+    assert set(data) == set(RunSummary.model_fields) - {"schema_", "shards"} | {"schema"}
     plain = written.model_copy(update={"gate": None, "adaptive": None})
     write_summary(tmp_path, plain)
     data = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
-    assert "gate" not in data and "adaptive" not in data
+    assert "gate" not in data and "adaptive" not in data and "shards" not in data
     assert data["stopped"] is None  # present even when nothing stopped the run
     assert read_summary(tmp_path) == plain
+    sharded = plain.model_copy(update={"shards": coverage(2, [1], ["a", "b"], 2)})
+    write_summary(tmp_path, sharded)
+    data = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    assert data["shards"] == {"count": 2, "held": [1], "missing": [2], "grid_samples": 4,
+                              "held_samples": 2}
+    assert read_summary(tmp_path) == sharded
 
 
 def test_a_field_added_to_the_model_reaches_the_file_and_every_reader(

@@ -76,27 +76,37 @@ class RunProgress:
         self.progress.stop()
 
 
-def _finish(result: RunResult, *, as_json: bool, min_pass_rate: float | None,
-            min_score: float | None, gate_on: GateBasis) -> None:
+# The CI gate's options, on `run` and `merge`.
+MinPassRate = Annotated[float | None, typer.Option(help="gate on the pass rate")]
+MinScore = Annotated[float | None, typer.Option(help="gate on the mean score")]
+GateOn = Annotated[GateBasis, typer.Option(help="mean or lower-bound")]
+
+
+def finish_run(run_dir: Path, summary: RunSummary, *, as_json: bool,
+               min_pass_rate: float | None, min_score: float | None,
+               gate_on: GateBasis) -> None:
+    """After a run (or a merge) wrote ``summary``: apply the gate (rewriting summary.json
+    with it), write the HTML report, print the summary, one line per problem, and exit with
+    the most telling code (:func:`_problems`)."""
     from harness.report.terminal import render_run
     from harness.runs.gate import evaluate_gate
 
-    gate = evaluate_gate(result.summary.score, min_pass_rate=min_pass_rate,
+    gate = evaluate_gate(summary.score, min_pass_rate=min_pass_rate,
                          min_score=min_score, gate_on=gate_on)
     if gate is not None:
-        result.summary = result.summary.model_copy(update={"gate": gate})
+        summary = summary.model_copy(update={"gate": gate})
         from harness.runs.summary import write_summary
 
-        write_summary(result.run_dir, result.summary)
-    html = write_html_report(result.run_dir)
+        write_summary(run_dir, summary)
+    html = write_html_report(run_dir)
     if as_json:
-        _print_json(result.summary)
+        _print_json(summary)
     else:
-        render_run(result.summary, terminal_console(), run_dir=str(result.run_dir))
+        render_run(summary, terminal_console(), run_dir=str(run_dir))
         also = ", samples.jsonl and report.html" if html else " and samples.jsonl"
-        ERR.print(f"[dim]wrote {terminal_text(result.run_dir)}/summary.json{also}[/]")
+        ERR.print(f"[dim]wrote {terminal_text(run_dir)}/summary.json{also}[/]")
     codes = []
-    for code, problem in _problems(result.summary, result.run_dir):
+    for code, problem in _problems(summary, run_dir):
         ERR.print(f"[bold red]error:[/] {terminal_text(problem)}")
         codes.append(code)
     if gate is not None and not gate.passed:
@@ -141,8 +151,18 @@ def _problems(summary: RunSummary, run_dir: Path) -> list[tuple[int, str]]:
         problems.append((EXIT_BUDGET_STOP, f"the run stopped on its budget {kept} (exit "
                          f"{EXIT_BUDGET_STOP}); continue with harness run --resume {run_dir} "
                          "--max-cost USD or --max-calls N"))
-    # An early stop with no sample at all is already explained by its line.
-    if counts.scored == 0 and (counts.samples or not problems):
+    shards, planned = summary.shards, counts.samples_planned
+    if shards is not None and summary.config.shard is None and (
+            shards.missing or (planned is not None and counts.samples < planned)):
+        held = f"{counts.samples} of {planned} planned" if planned else f"{counts.samples}"
+        lacking = f", without shard(s) {shards.label(shards.missing)}" if shards.missing else ""
+        problems.append((EXIT_BUDGET_STOP, f"the merged run holds {held} samples{lacking}, so "
+                         f"its figures cover only part of the grid (exit {EXIT_BUDGET_STOP}); "
+                         "merge the missing shards' run directories too, or run the missing "
+                         f"samples with harness run --resume {run_dir}"))
+    # An early stop with no sample at all is already explained by its line; a shard that
+    # holds no sample of the grid has nothing to score.
+    if counts.scored == 0 and (counts.samples or not problems) and counts.samples_planned != 0:
         what = (f"{counts.errored} errored, {counts.unscored} unscored"
                 if counts.samples else "no sample finished")
         problems.append((EXIT_NOTHING_SCORED, f"no sample was scored ({what}), so the run has "
@@ -199,6 +219,9 @@ def _check_option_combinations(ctx: typer.Context, *, resume: Path | None,
         raise HarnessError("--agent-base-url applies only with --agent MODEL (the model served "
                            "there); a scenario's own agent.model uses its provider's base URL "
                            "(OPENAI_BASE_URL, ANTHROPIC_BASE_URL or --models-config)")
+    if adaptive and _given(ctx, {"shard"}):
+        raise HarnessError("--shard cannot be combined with --target-ci-width: adaptive "
+                           "sampling's rounds need every scenario's scores")
     if not adaptive:
         orphans = _given(ctx, {"pilot_epochs", "max_epochs"})
         if orphans:
@@ -252,15 +275,18 @@ def run(
         help="adaptive sampling: stop when the suite interval is narrower than this")] = None,
     pilot_epochs: Annotated[int, typer.Option(help="adaptive pilot epochs")] = 3,
     max_epochs: Annotated[int, typer.Option(help="adaptive cap per scenario")] = 50,
+    shard: Annotated[str | None, typer.Option(
+        metavar="I/N", help="run only shard I of N of the scenario x epoch grid (e.g. 2/4, "
+        "for CI fan-out); harness merge combines the shards' run directories")] = None,
     confidence: Annotated[float, typer.Option()] = 0.95,
     seed: Annotated[int, typer.Option(help="seed of the bootstrap")] = 0,
     models_config: Annotated[Path | None, typer.Option(help="models YAML")] = None,
     cache: Annotated[Path, typer.Option(help="response cache file")] = Path(
         ".harness/cache.sqlite"),
     cache_mode: Annotated[CacheMode, typer.Option()] = "read-write",
-    min_pass_rate: Annotated[float | None, typer.Option(help="gate on the pass rate")] = None,
-    min_score: Annotated[float | None, typer.Option(help="gate on the mean score")] = None,
-    gate_on: Annotated[GateBasis, typer.Option(help="mean or lower-bound")] = "mean",
+    min_pass_rate: MinPassRate = None,
+    min_score: MinScore = None,
+    gate_on: GateOn = "mean",
     as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False,
     verbose: Verbose = False,
 ) -> None:
@@ -272,6 +298,9 @@ def run(
                                adaptive=target_ci_width is not None)
     if resume is None and not paths:
         raise HarnessError("give at least one scenario file or folder (or --resume DIR)")
+    from harness.runs.shards import parse_shard
+
+    shard_spec = None if shard is None else parse_shard(shard)
     from harness.runs.api import resume_run, run_suite
 
     progress = RunProgress(ERR)
@@ -303,11 +332,12 @@ def run(
                 adaptive=None if target_ci_width is None else {
                     "target_width": target_ci_width, "pilot_epochs": pilot_epochs,
                     "max_epochs_per_scenario": max_epochs},
+                shard=shard_spec,
             )
             coro = run_suite(config, run_dir, on_start=progress.start, on_sample=progress.sample)
         result = _run_to_end(coro, progress, run_dir)
-        _finish(result, as_json=as_json, min_pass_rate=min_pass_rate, min_score=min_score,
-                gate_on=gate_on)
+        finish_run(result.run_dir, result.summary, as_json=as_json,
+                   min_pass_rate=min_pass_rate, min_score=min_score, gate_on=gate_on)
 
 
 def _run_to_end(coro: Coroutine[Any, Any, RunResult], progress: RunProgress,

@@ -21,6 +21,7 @@ from harness.models.hub import ModelHub
 from harness.runs.config import RunConfig
 from harness.runs.engine import Runner, RunState, SampleKey, Suite, epochs_plan, models_config_for
 from harness.runs.sample import SampleRecord
+from harness.runs.shards import coverage, in_shard
 from harness.runs.store import RunStore, StoreError
 from harness.runs.summary import scores_by_scenario, summarise, write_summary
 from harness.runs.summary_model import (
@@ -93,11 +94,10 @@ async def resume_run(
     a hung agent can be resumed with one)."""
     store = RunStore.open(run_dir)
     try:
-        stored = RunConfig.model_validate(store.config["run"])
-    except (KeyError, ValueError) as err:
+        stored = store.run_config()
+    except StoreError:
         store.close()
-        raise StoreError(f"{store.path}: the stored run configuration does not parse ({err})"
-                         ) from None
+        raise
     allowed = {"concurrency", "max_cost_usd", "max_calls", "episode_timeout_s"}
     unknown = set(overrides or {}) - allowed
     if unknown:
@@ -126,11 +126,15 @@ async def _execute(
         if on_start is not None:
             on_start(runner)
         done = store.finished_keys(include_errored=not retry_errors)
+        store.record_scenarios(list(suite.scenarios))
+        shards = None if config.shard is None else coverage(
+            config.shard.count, [config.shard.index], list(suite.scenarios), config.epochs)
         adaptive = None
         try:
             async with runner.tools_served():
                 if config.adaptive is None:
-                    await runner.run_samples(epochs_plan(suite, config.epochs, done))
+                    await runner.run_samples(
+                        in_shard(epochs_plan(suite, config.epochs, done), config.shard))
                 else:
                     adaptive = await _adaptive(runner, store, done)
         except (KeyboardInterrupt, asyncio.CancelledError) as err:
@@ -142,12 +146,14 @@ async def _execute(
             store.log_event(how, {"finished_this_session": runner.state.finished})
             stop = RunStop(reason=how, message=_stop_message(how, runner.state))
             write_summary(run_dir, summarise(store, config, run_dir=run_dir, stopped=stop,
-                                             scenarios_loaded=len(suite.scenarios)))
+                                             scenarios_loaded=len(suite.scenarios),
+                                             shards=shards))
             raise
         finally:
             await hub.aclose()
         summary = summarise(store, config, run_dir=run_dir, stopped=runner.state.stop,
-                            adaptive=adaptive, scenarios_loaded=len(suite.scenarios))
+                            adaptive=adaptive, scenarios_loaded=len(suite.scenarios),
+                            shards=shards)
         write_summary(run_dir, summary)
         return RunResult(run_dir=run_dir, state=runner.state, summary=summary,
                          ledger=hub.ledger.snapshot())

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.choices import AggregationMethod, CacheMode
+from harness.runs.shards import Shard
 from harness.scenarios.selectors import ScenarioFilter
 
 OFFLINE_AGENT = "mock:agent"
@@ -64,6 +65,8 @@ class RunConfig(BaseModel):
     seed: int = 0
     bootstrap_resamples: int = Field(default=2000, ge=0)
     adaptive: AdaptiveSettings | None = None
+    shard: Shard | None = Field(
+        default=None, description="--shard i/n: run only this shard of the scenario x epoch grid")
     max_cost_usd: float | None = Field(default=None, ge=0)
     max_calls: int | None = Field(default=None, ge=0)
     episode_timeout_s: float | None = Field(
@@ -78,6 +81,13 @@ class RunConfig(BaseModel):
     def _judging_is_explicit(self) -> RunConfig:
         if self.no_judge and self.judges:
             raise ValueError("give --judge or --no-judge, not both")
+        return self
+
+    @model_validator(mode="after")
+    def _shards_need_a_fixed_design(self) -> RunConfig:
+        if self.shard is not None and self.adaptive is not None:
+            raise ValueError("--shard cannot be combined with --target-ci-width: adaptive "
+                             "sampling's rounds need every scenario's scores")
         return self
 
     def resolved(self) -> RunConfig:

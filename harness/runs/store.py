@@ -19,6 +19,7 @@ from harness import __version__
 from harness.errors import HarnessError
 from harness.files import connect_read_only, make_directory, sqlite_damage
 from harness.models.provenance import RoleCollector, RoleModels
+from harness.runs.config import RunConfig
 from harness.runs.sample import SampleRecord
 
 STORE_FILENAME = "run.sqlite"
@@ -153,9 +154,35 @@ class RunStore:
         config: dict[str, Any] = json.loads(row[0])
         return config
 
+    def run_config(self) -> RunConfig:
+        """The stored run configuration. Raises :class:`StoreError` naming the file when it
+        is missing or does not parse (a store of another harness version, or damaged)."""
+        try:
+            return RunConfig.model_validate(self.config["run"])
+        except (KeyError, ValueError) as err:
+            raise StoreError(f"{self.path}: the stored run configuration does not parse "
+                             f"({err})") from None
+
     @property
     def meta(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+
+    def record_scenarios(self, scenario_ids: list[str]) -> None:
+        """Record the ids of the scenarios the run was given (the grid's rows, in the
+        suite's order), so that ``harness merge`` knows the whole grid without the scenario
+        files. A resumed run records them again. Raises :class:`StoreError` when the write
+        fails."""
+        self._commit("INSERT OR REPLACE INTO meta (key, value) VALUES ('scenario_ids', ?)",
+                     (json.dumps(scenario_ids),))
+
+    def scenario_ids(self) -> list[str] | None:
+        """The scenario ids recorded by :meth:`record_scenarios` (``None`` in a store
+        written before they were)."""
+        text = self.meta.get("scenario_ids")
+        if text is None:
+            return None
+        ids: list[str] = json.loads(text)
+        return ids
 
     def write_sample(self, record: SampleRecord) -> None:
         """Store one finished sample and commit at once. Re-writing a (scenario, epoch) replaces
@@ -195,6 +222,30 @@ class RunStore:
                 f"before are kept: fix the cause, then continue with `harness run --resume "
                 f"{self.path.parent}`"
             ) from None
+
+    def copy_from(self, source: RunStore, *, shard: str) -> None:
+        """Copy every sample of ``source`` as it is stored, and its events with
+        ``"shard": shard`` added to each, in one transaction (``harness merge``). Raises
+        :class:`StoreError` when one of the samples is here already or the write fails;
+        nothing of ``source`` is then kept."""
+        samples = source._db.execute(
+            "SELECT scenario_id, epoch, status, score, passed, record, finished_at FROM samples "
+            "ORDER BY scenario_id, epoch")
+        events = [(at, kind, json.dumps({**json.loads(detail), "shard": shard}))
+                  for at, kind, detail in source._db.execute(
+                      "SELECT at, kind, detail FROM events ORDER BY rowid")]
+        try:
+            with self._db:
+                self._db.executemany(
+                    "INSERT INTO samples (scenario_id, epoch, status, score, passed, record, "
+                    "finished_at) VALUES (?, ?, ?, ?, ?, ?, ?)", samples)
+                self._db.executemany("INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)",
+                                     events)
+        except sqlite3.IntegrityError as err:
+            raise StoreError(f"{self.path}: a sample of {source.path} is stored here already "
+                             f"({err})") from None
+        except sqlite3.Error as err:
+            raise StoreError(f"{self.path}: cannot write to the run store ({err})") from None
 
     def events(self) -> list[dict[str, Any]]:
         return [

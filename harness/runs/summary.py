@@ -31,6 +31,7 @@ from harness.models.provenance import RoleCollector, roles_notice
 from harness.runs.config import RunConfig
 from harness.runs.latency import LatencyCollector
 from harness.runs.sample import SampleRecord
+from harness.runs.shards import ShardCoverage
 from harness.runs.store import RunStore
 from harness.runs.summary_model import (
     SUMMARY_SCHEMA,
@@ -162,20 +163,22 @@ class _Collector:
 
 def summarise(store: RunStore, config: RunConfig, *, run_dir: Path,
               stopped: RunStop | None = None, adaptive: AdaptiveReport | None = None,
-              scenarios_loaded: int | None = None) -> RunSummary:
+              scenarios_loaded: int | None = None,
+              shards: ShardCoverage | None = None) -> RunSummary:
     """Compute the run summary from the store, writing ``samples.jsonl`` on the way (in one
     step: an error leaves the previous file, and no temporary file). ``stopped`` says why the
     run stopped early, ``adaptive`` what adaptive sampling did; ``scenarios_loaded`` (the
     suite's size) lets the counts say how much of the plan has samples when a run stopped
-    early. Raises :class:`~harness.errors.InputError` when ``samples.jsonl`` cannot be
-    written."""
+    early; ``shards`` says which shards of the grid a shard's run or a merged run holds (a
+    shard's run plans only its shard's samples). Raises
+    :class:`~harness.errors.InputError` when ``samples.jsonl`` cannot be written."""
     collector = _Collector(config)
     with atomic_write(run_dir / "samples.jsonl") as out:
         for record in store.iter_samples():
             collector.add(record)
             out.write(json.dumps(sample_line(record), ensure_ascii=False) + "\n")
     return _summary(collector, store, config, scenarios_loaded=scenarios_loaded,
-                    stopped=stopped, adaptive=adaptive)
+                    stopped=stopped, adaptive=adaptive, shards=shards)
 
 
 def _score_section(c: _Collector, config: RunConfig) -> tuple[SuiteSummary | None, list[str]]:
@@ -254,10 +257,37 @@ def metric_summaries(metrics: dict[str, dict[str, list[float]]],
     return out
 
 
+def _shard_notes(shards: ShardCoverage | None, config: RunConfig) -> list[str]:
+    """What a shard's run or a merged run covers of the grid, when its figures do not cover
+    all of it (a complete merge needs no note: its figures are the suite's)."""
+    if shards is None:
+        return []
+    grid = ("" if shards.grid_samples is None
+            else f" of the grid's {shards.grid_samples} samples (scenarios x epochs)")
+    if config.shard is not None:
+        if shards.held_samples == 0:
+            return [f"shard {config.shard} holds no sample{grid}: nothing ran, and it merges "
+                    "fine"]
+        return [f"shard {config.shard} holds {shards.held_samples}{grid}: its figures cover "
+                "only those; harness merge combines the shards' runs into the suite's"]
+    if not shards.missing:
+        return []
+    held = shards.label(shards.held) or "none"
+    lacking = ("" if shards.grid_samples is None or shards.held_samples is None
+               else f" ({shards.grid_samples - shards.held_samples} samples)")
+    return [f"merged shards {held}; missing {shards.label(shards.missing)}{lacking}: the "
+            "figures cover only the shards merged"]
+
+
 def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
              scenarios_loaded: int | None, stopped: RunStop | None,
-             adaptive: AdaptiveReport | None) -> RunSummary:
+             adaptive: AdaptiveReport | None, shards: ShardCoverage | None = None) -> RunSummary:
     score, notes = _score_section(c, config)
+    notes = [*notes, *_shard_notes(shards, config)]
+    planned = (None if scenarios_loaded is None or config.adaptive is not None
+               else scenarios_loaded * config.epochs)
+    if shards is not None and config.shard is not None:
+        planned = shards.held_samples  # a shard's run plans its own part of the grid
     n_errored = c.status.get("errored", 0)
     policy_text = (
         "errored samples are excluded from every figure and listed under 'errors'"
@@ -278,8 +308,7 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
             scenarios=len(c.scenarios),
             scenarios_loaded=scenarios_loaded,
             # a fixed design plans every scenario x epoch; an adaptive one decides as it goes
-            samples_planned=None if scenarios_loaded is None or config.adaptive is not None
-            else scenarios_loaded * config.epochs,
+            samples_planned=planned,
             samples=sum(c.status.values()),
             scored=c.status.get("scored", 0),
             errored=n_errored,
@@ -305,6 +334,7 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
         tags=tag_figures(c, config),
         latency=c.latency.latency(),
         tools=c.tools.tools(config.confidence),
+        shards=shards,
     )
 
 

@@ -38,6 +38,7 @@ from harness.models.provenance import RoleModels
 from harness.runs.config import ErrorPolicy, RunConfig
 from harness.runs.gate import GateResult
 from harness.runs.latency import RunLatency
+from harness.runs.shards import ShardCoverage
 from harness.runs.tool_figures import ToolFigures
 from harness.stats.adaptive import AdaptiveSavings, StopReason
 from harness.stats.estimate import Estimate
@@ -159,6 +160,15 @@ class AdaptiveReport(_Part):
 class _Event(_Part):
     at: float = Field(description="seconds since the epoch")
     kind: str
+    shard: str | None = Field(
+        default=None, description="in a merged run, the shard (i/n) whose run logged it")
+
+    @model_serializer(mode="wrap")
+    def _shard_only_when_merged(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("shard") is None:
+            data.pop("shard", None)
+        return data
 
 
 class StopEvent(RunStop, _Event):
@@ -185,7 +195,7 @@ RunEvent = Annotated[StopEvent | ResumeEvent | InterruptEvent | AdaptiveRoundEve
                      Field(discriminator="kind")]
 
 # Written only when asked for (absent otherwise, as docs/reports.md documents).
-_ASKED_FOR = ("adaptive", "gate")
+_ASKED_FOR = ("adaptive", "gate", "shards")
 
 
 class RunSummary(_Part):
@@ -222,6 +232,7 @@ class RunSummary(_Part):
     # was timed)
     latency: RunLatency | None = None
     tools: dict[str, ToolFigures] | None = None
+    shards: ShardCoverage | None = None
 
     @model_validator(mode="after")
     def _offline_runs_carry_their_notice(self) -> RunSummary:

@@ -1,0 +1,33 @@
+"""``harness merge``: the run directories of a run's shards combined into one run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.cli.app import app
+from harness.cli.run_cmd import GateOn, MinPassRate, MinScore, finish_run
+
+
+@app.command()
+def merge(
+    run_dirs: Annotated[list[Path], typer.Argument(
+        metavar="RUN_DIR", help="the shards' run directories (harness run --shard i/n)")],
+    out: Annotated[Path, typer.Option(help="the merged run's directory (must hold no run)")],
+    min_pass_rate: MinPassRate = None,
+    min_score: MinScore = None,
+    gate_on: GateOn = "mean",
+    as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False,
+) -> None:
+    """Merge the shards of a run (harness run --shard i/n) into one run directory. Its
+    summary is the one a single run of the same samples has. Refused, naming the field or the
+    sample, when the shards' configurations differ in anything that changes results or two of
+    them hold the same sample. Exit 3 when shards or samples are missing, as after a budget
+    stop; the other exit codes are harness run's."""
+    from harness.runs.merge import merge_runs
+
+    summary = merge_runs(run_dirs, out)
+    finish_run(out, summary, as_json=as_json, min_pass_rate=min_pass_rate,
+               min_score=min_score, gate_on=gate_on)
