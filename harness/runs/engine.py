@@ -1,6 +1,11 @@
 """The runner: scenarios x epochs as concurrent episodes, each checked, judged and stored the
 moment it finishes. One engine serves the CLI and the Python API.
 
+Three parts: :class:`SampleWork` runs, checks and judges one sample and returns what it came
+to (a record, or a stop), storing nothing; :class:`Runner` stores and counts outcomes; an
+:class:`Executor` runs the first for the second: :class:`InProcessExecutor` on this event loop,
+or :class:`~harness.runs.workers.WorkerPool` in worker processes (``--workers``).
+
 Stops are clean: when a budget is reached, or a model call fails in a way no retry can fix
 (a missing or refused key, an unknown model, a replay-only cache miss), no new sample starts,
 samples in flight are abandoned unstored (``--resume`` runs them again), and everything

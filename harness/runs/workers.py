@@ -11,14 +11,13 @@ pipe.
 
 One message is one ``send_bytes``: a JSON header, a newline, then (for a sample) the
 record's JSON, which the parent validates straight from the bytes. Parent to worker:
-``{"run": [scenario_id, epoch]}`` or ``{"exit": true}``. Worker to parent: ``{"ready": pid}``;
-``{"sample": key, "usage": ...}`` with the record; ``{"stop": RunStop, "key": key, "usage":
-...}``; ``{"log": [level, logger, message]}`` (logged again in the parent, so it reaches the
-run's ``harness.log`` through the parent's handlers and their redaction); ``{"error":
-message}`` (a problem of the run itself, raised in the parent as a :class:`HarnessError`);
-``{"bye": true, "usage": ...}`` when it leaves. ``usage`` is the worker's whole usage ledger
-so far (:meth:`UsageLedger.export`); the parent's ledger is the sum of the last one of each
-worker.
+``{"run": [scenario_id, epoch]}`` or ``{"exit": true}``. Worker to parent: ``{"sample": key,
+"usage": ...}`` with the record; ``{"stop": RunStop, "key": key, "usage": ...}``; ``{"log":
+[level, logger, message]}`` (logged again in the parent, so it reaches the run's
+``harness.log`` through the parent's handlers and their redaction); ``{"error": message}`` (a
+problem of the run itself, raised in the parent as a :class:`HarnessError`); ``{"bye": true,
+"usage": ...}`` when it leaves. ``usage`` is the worker's whole usage ledger so far
+(:meth:`UsageLedger.export`); the parent's ledger is the sum of the last one of each worker.
 
 The parent keeps at most ``concurrency`` samples in flight over all workers, sending the next
 sample to the worker with the fewest as each one finishes. Budgets hold over all of them
@@ -169,8 +168,14 @@ class WorkerPool:
                 if key is None:
                     break
                 worker = min(live, key=lambda w: len(w.in_flight))
+                try:
+                    worker.conn.send_bytes(_encode({"run": key}))
+                except OSError:
+                    # It died since its last message; its reader's end-of-pipe, still in the
+                    # inbox, stops the run. The key is run again by --resume.
+                    worker.alive = False
+                    continue
                 worker.in_flight.add(key)
-                worker.conn.send_bytes(_encode({"run": key}))
                 in_flight += 1
             if in_flight == 0:
                 return
@@ -361,7 +366,6 @@ async def _serve(index: int, count: int, config: RunConfig, conn: Connection,
     try:
         with collector_tuned_for_run():
             async with work.tools_served():
-                pipe.send({"ready": os.getpid()})
                 while (message := await inbox.get()) is not None and "run" in message:
                     sid, epoch = message["run"]
                     task = asyncio.create_task(one((sid, epoch)))
