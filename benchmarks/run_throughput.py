@@ -123,13 +123,15 @@ def measure(args: argparse.Namespace) -> None:
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     # The worker processes' CPU (they have all been waited for when the run returns).
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu += (children.ru_utime - children0.ru_utime) + (children.ru_stime - children0.ru_stime)
+    workers_cpu = ((children.ru_utime - children0.ru_utime)
+                   + (children.ru_stime - children0.ru_stime))
     total = result.ledger["total"]
     lines = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
     # Sequential model calls in one episode: simulator turns + agent steps + the judge call.
     sequential = [sum(x["usage"][role]["calls"] for role in x["usage"]) for x in lines]
     print(json.dumps({
-        "wall_s": wall, "cpu_s": cpu, "calls": total["calls"], "requests": total["requests"],
+        "wall_s": wall, "cpu_s": cpu + workers_cpu, "parent_cpu_s": cpu,
+        "calls": total["calls"], "requests": total["requests"],
         "cached_calls": total["cached_calls"], "episodes": len(lines),
         "errored": result.summary.counts.errored,
         "sequential_calls_per_episode": max(sequential) if sequential else 0,
@@ -165,10 +167,11 @@ def _report(label: str, r: dict[str, Any], *, concurrency: int, latency: float) 
           f"({r['sequential_calls_per_episode']} sequential per episode), "
           f"{r['errored']} errored")
     print(f"  wall {r['wall_s']:.1f} s, ideal {ideal:.1f} s -> {ratio:.2f} of ideal")
-    workers = (f", largest worker {r['worker_peak_rss_mb']:.0f} MB"
-               if r.get("worker_peak_rss_mb") else "")
-    print(f"  CPU {1000 * r['cpu_s'] / max(r['calls'], 1):.2f} ms per model call (all included), "
-          f"peak RSS {r['peak_rss_mb']:.0f} MB{workers}")
+    per_call = 1000 / max(r["calls"], 1)
+    workers = r.get("worker_peak_rss_mb")
+    parent = (f" ({per_call * r['parent_cpu_s']:.2f} in the parent)" if workers else "")
+    print(f"  CPU {per_call * r['cpu_s']:.2f} ms per model call{parent}, all included; peak RSS "
+          f"{r['peak_rss_mb']:.0f} MB" + (f", largest worker {workers:.0f} MB" if workers else ""))
 
 
 def main() -> None:

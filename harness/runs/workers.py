@@ -225,7 +225,9 @@ class WorkerPool:
             f"{abandoned} sample(s) in flight; every sample finished before was stored"))
 
     async def _dismiss(self) -> None:
-        """Ask every live worker to leave, collect their last usage, and wait for them."""
+        """Ask every live worker to leave, collect their last usage, and wait for them. The
+        run's samples are all in by now: a worker's problem on the way out is logged, not
+        raised (it must not cost the run its summary)."""
         for worker in self._workers:
             if worker.alive:
                 with suppress(OSError):
@@ -236,11 +238,16 @@ class WorkerPool:
                     worker, data = await self._inbox.get()
                     if data is None:
                         worker.alive = False
-                    else:
+                        continue
+                    try:
                         self._handle(worker, data)
+                    except HarnessError as err:
+                        log.warning("worker process %d, leaving: %s", worker.number, err)
         except TimeoutError:
-            pass
-        self._end_now()
+            log.warning("worker processes still running %.0f s after the run; ended",
+                        EXIT_GRACE_S)
+        finally:
+            self._end_now()
 
     def _end_now(self) -> None:
         """End every worker process still running (SIGTERM, then SIGKILL) and close pipes."""
