@@ -2,14 +2,16 @@
 
 A 3-turn scenario (a simulator model plays the user, the agent answers with one tool call per
 turn, one judge scores the final response) is run for 1,000 episodes at 50 and at 200
-episodes in flight, with every reply delayed 200 ms by the server. The server runs in its own
-process, so only the harness's CPU is measured. For each setting it prints:
+episodes in flight, each with 1 worker process, 2 and ``auto`` (``--workers``), with every
+reply delayed 200 ms by the server. The server runs in its own process, so only the harness's
+CPU is measured. For each setting it prints:
 
-- wall time and its ratio to the ideal: ceil(episodes / concurrency) x (sequential model calls
-  per episode) x latency;
-- process CPU milliseconds per model call, everything included (SDK, instructor, cache and
-  store writes, checks, judging, summary);
-- peak memory (RSS);
+- wall time (worker start-up included) and its ratio to the ideal: ceil(episodes /
+  concurrency) x (sequential model calls per episode) x latency;
+- CPU milliseconds per model call, the parent's and its worker processes' together,
+  everything included (SDK, instructor, cache and store writes, checks, judging, summary,
+  the samples sent to the parent);
+- peak memory (RSS) of the parent, and of the largest worker;
 - the re-run of the same 1,000 episodes from the response cache (replay mode: a miss would be
   an error), with its model requests (must be 0).
 
@@ -19,6 +21,7 @@ Each measurement runs in a fresh Python process so CPU and memory figures are it
 
     python benchmarks/run_throughput.py                 # the full set (a few minutes)
     python benchmarks/run_throughput.py --episodes 200 --memory-episodes 0   # quick look
+    python benchmarks/run_throughput.py --workers 1 2 --concurrency 200      # a subset
 """
 
 from __future__ import annotations
@@ -109,23 +112,31 @@ def measure(args: argparse.Namespace) -> None:
     config = RunConfig(
         scenario_paths=[str(work / "scenarios.yaml")], judges=["openai:bench-judge"],
         epochs=epochs, concurrency=args.concurrency, models_config=str(models_yaml),
+        workers="auto" if args.workers == "auto" else int(args.workers),
         cache_path=None if args.cache_mode == "off" else str(work / "cache.sqlite"),
         cache_mode=args.cache_mode, bootstrap_resamples=2000,
     )
     out = work / f"run-{args.label}"
+    children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     result = asyncio.run(run_suite(config, out))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    # The worker processes' CPU (they have all been waited for when the run returns).
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    workers_cpu = ((children.ru_utime - children0.ru_utime)
+                   + (children.ru_stime - children0.ru_stime))
     total = result.ledger["total"]
     lines = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
     # Sequential model calls in one episode: simulator turns + agent steps + the judge call.
     sequential = [sum(x["usage"][role]["calls"] for role in x["usage"]) for x in lines]
     print(json.dumps({
-        "wall_s": wall, "cpu_s": cpu, "calls": total["calls"], "requests": total["requests"],
+        "wall_s": wall, "cpu_s": cpu + workers_cpu, "parent_cpu_s": cpu,
+        "calls": total["calls"], "requests": total["requests"],
         "cached_calls": total["cached_calls"], "episodes": len(lines),
         "errored": result.summary.counts.errored,
         "sequential_calls_per_episode": max(sequential) if sequential else 0,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "worker_peak_rss_mb": children.ru_maxrss / 1024 if args.workers != "1" else None,
     }))
 
 
@@ -156,8 +167,11 @@ def _report(label: str, r: dict[str, Any], *, concurrency: int, latency: float) 
           f"({r['sequential_calls_per_episode']} sequential per episode), "
           f"{r['errored']} errored")
     print(f"  wall {r['wall_s']:.1f} s, ideal {ideal:.1f} s -> {ratio:.2f} of ideal")
-    print(f"  CPU {1000 * r['cpu_s'] / max(r['calls'], 1):.2f} ms per model call (all included), "
-          f"peak RSS {r['peak_rss_mb']:.0f} MB")
+    per_call = 1000 / max(r["calls"], 1)
+    workers = r.get("worker_peak_rss_mb")
+    parent = (f" ({per_call * r['parent_cpu_s']:.2f} in the parent)" if workers else "")
+    print(f"  CPU {per_call * r['cpu_s']:.2f} ms per model call{parent}, all included; peak RSS "
+          f"{r['peak_rss_mb']:.0f} MB" + (f", largest worker {workers:.0f} MB" if workers else ""))
 
 
 def main() -> None:
@@ -165,6 +179,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[50, 200])
+    parser.add_argument("--workers", nargs="+", default=["1", "2", "auto"],
+                        help="worker process settings to measure (numbers or auto)")
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--memory-episodes", type=int, default=10_000)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
@@ -179,6 +195,7 @@ def main() -> None:
         return
     if args.measure:
         args.concurrency = args.concurrency[0]
+        args.workers = args.workers[0]
         measure(args)
         return
 
@@ -187,18 +204,24 @@ def main() -> None:
         (work / "scenarios.yaml").write_text(
             "".join(SCENARIO.format(i=i) for i in range(N_SCENARIOS)))
         server, port = _server(args.latency)
+        print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+              f"on {os.cpu_count()} cores")
         try:
             for c in args.concurrency:
-                label = f"c{c}"
-                first = _child("--episodes", str(args.episodes), "--concurrency", str(c),
-                               "--label", label, work=work, port=port)
-                _report(f"concurrency {c}", first, concurrency=c, latency=args.latency)
-                again = _child("--episodes", str(args.episodes), "--concurrency", str(c),
-                               "--label", label + "-replay", "--cache-mode", "replay",
-                               work=work, port=port)
-                print(f"  re-run from cache: {again['wall_s']:.1f} s, "
-                      f"{again['requests']} model requests, {again['cached_calls']} cached calls")
-                (work / "cache.sqlite").unlink(missing_ok=True)
+                for w in args.workers:
+                    label = f"c{c}-w{w}"
+                    run = ("--episodes", str(args.episodes), "--concurrency", str(c),
+                           "--workers", w)
+                    first = _child(*run, "--label", label, work=work, port=port)
+                    _report(f"concurrency {c}, workers {w}", first, concurrency=c,
+                            latency=args.latency)
+                    again = _child(*run, "--label", label + "-replay", "--cache-mode",
+                                   "replay", work=work, port=port)
+                    print(f"  re-run from cache: {again['wall_s']:.1f} s, "
+                          f"{again['requests']} model requests, "
+                          f"{again['cached_calls']} cached calls")
+                    for stale in work.glob("cache.sqlite*"):  # the -wal and -shm files too
+                        stale.unlink()
         finally:
             assert server.stdin is not None
             server.stdin.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.runs.merge import INVOCATION_FIELDS
+from harness.runs.store import RunStore
 
 # Wall-clock measurements: they differ between two runs of the same samples.
 TIMINGS = frozenset({"latency_s", "duration_s", "started_s", "started_at", "finished_at"})
@@ -47,3 +48,12 @@ def comparable_samples(run_dir: Path) -> list[dict[str, Any]]:
     """``run_dir/samples.jsonl``'s lines without their durations, in file order."""
     return [untimed(json.loads(line))
             for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+
+
+def comparable_records(run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """Every stored sample (transcript, checks, metrics, judgments, usage) without its
+    durations, by (scenario id, epoch): the store's order depends on which sample finished
+    first, so two runs are compared sample by sample."""
+    with RunStore.open(run_dir) as store:
+        return {(r.scenario_id, r.epoch): untimed(r.model_dump(mode="json"))
+                for r in store.iter_samples()}

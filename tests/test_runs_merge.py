@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CliResult, run_cli
-from run_invariants import comparable_samples, comparable_summary, untimed
+from run_invariants import comparable_records, comparable_samples, comparable_summary
 
 from harness.errors import HarnessError
 from harness.runs.config import RunConfig
@@ -50,11 +50,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base
 
 
-def _stored_records(run_dir: Path) -> list[dict[str, object]]:
-    with RunStore.open(run_dir) as store:
-        return [untimed(r.model_dump(mode="json")) for r in store.iter_samples()]
-
-
 @pytest.mark.parametrize("shards", [["a1", "a2"], ["b3", "b1", "b2"]], ids=["2", "3"])
 def test_merged_shards_are_the_single_run(runs: Path, tmp_path: Path,
                                           shards: list[str]) -> None:
@@ -65,7 +60,7 @@ def test_merged_shards_are_the_single_run(runs: Path, tmp_path: Path,
         assert (out / name).is_file(), name
     assert comparable_summary(out) == comparable_summary(runs / "whole")
     assert comparable_samples(out) == comparable_samples(runs / "whole")
-    assert _stored_records(out) == _stored_records(runs / "whole")  # judgments included
+    assert comparable_records(out) == comparable_records(runs / "whole")  # judgments included
     summary = json.loads((out / "summary.json").read_text())
     count = len(shards)
     assert summary["shards"] == {"count": count, "held": list(range(1, count + 1)),

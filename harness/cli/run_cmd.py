@@ -19,6 +19,7 @@ from harness.cli.app import (
     EXIT_GATE_FAILED,
     EXIT_INPUT_ERROR,
     EXIT_NOTHING_SCORED,
+    EXIT_WORKER_LOST,
     ExcludeTags,
     Keywords,
     Tags,
@@ -112,8 +113,10 @@ def finish_run(run_dir: Path, summary: RunSummary, *, as_json: bool,
     if gate is not None and not gate.passed:
         codes.append(EXIT_GATE_FAILED)
     if codes:
-        # Most telling first: a configuration to fix, a budget stop, nothing scored, the gate.
-        order = (EXIT_INPUT_ERROR, EXIT_BUDGET_STOP, EXIT_NOTHING_SCORED, EXIT_GATE_FAILED)
+        # Most telling first: a configuration to fix, a budget stop, a lost worker, nothing
+        # scored, the gate.
+        order = (EXIT_INPUT_ERROR, EXIT_BUDGET_STOP, EXIT_WORKER_LOST, EXIT_NOTHING_SCORED,
+                 EXIT_GATE_FAILED)
         raise typer.Exit(min(codes, key=order.index))
 
 
@@ -160,6 +163,9 @@ def _problems(summary: RunSummary, run_dir: Path) -> list[tuple[int, str]]:
                          f"its figures cover only part of the grid (exit {EXIT_BUDGET_STOP}); "
                          "merge the missing shards' run directories too, or run the missing "
                          f"samples with harness run --resume {run_dir}"))
+    if stopped and stopped.reason == "worker_lost":
+        problems.append((EXIT_WORKER_LOST, f"the run stopped: {stopped.message} (exit "
+                         f"{EXIT_WORKER_LOST}); continue with harness run --resume {run_dir}"))
     # An early stop with no sample at all is already explained by its line; a shard that
     # holds no sample of the grid has nothing to score.
     if counts.scored == 0 and (counts.samples or not problems) and counts.samples_planned != 0:
@@ -174,7 +180,7 @@ def _problems(summary: RunSummary, run_dir: Path) -> list[tuple[int, str]]:
 # Options that may be given with --resume: they change how the run continues or what is
 # printed, never what a finished sample means. Everything else is the stored configuration.
 RESUME_OPTIONS = frozenset({
-    "resume", "concurrency", "max_cost", "max_calls", "episode_timeout", "retry_errors",
+    "resume", "concurrency", "workers", "max_cost", "max_calls", "episode_timeout", "retry_errors",
     "as_json", "min_pass_rate", "min_score", "gate_on", "verbose",
 })
 
@@ -205,10 +211,10 @@ def _check_option_combinations(ctx: typer.Context, *, resume: Path | None,
         if fixed:
             raise HarnessError(
                 f"--resume continues {resume} with its stored configuration, so "
-                f"{', '.join(fixed)} cannot be given with it. Only --concurrency, --max-cost, "
-                "--max-calls, --episode-timeout, --retry-errors and the output and gate options "
-                "(--json, --min-pass-rate, --min-score, --gate-on) may change; start a new run "
-                "(--out DIR) to change the others"
+                f"{', '.join(fixed)} cannot be given with it. Only --concurrency, --workers, "
+                "--max-cost, --max-calls, --episode-timeout, --retry-errors and the output and "
+                "gate options (--json, --min-pass-rate, --min-score, --gate-on) may change; "
+                "start a new run (--out DIR) to change the others"
             )
         return
     if _given(ctx, {"retry_errors"}):
@@ -260,6 +266,9 @@ def run(
         help="use mock: models for every model not named (no keys, no network)")] = False,
     epochs: Annotated[int, typer.Option(help="samples per scenario")] = 5,
     concurrency: Annotated[int, typer.Option(help="episodes in flight")] = 8,
+    workers: Annotated[str, typer.Option(
+        help="worker processes running the episodes: a number, or auto (one per usable "
+        "core); --concurrency is the total over them")] = "1",
     out: Annotated[Path | None, typer.Option(help="run directory (default runs/<time>)")] = None,
     resume: Annotated[Path | None, typer.Option(help="continue the run in this directory")] = None,
     retry_errors: Annotated[bool, typer.Option(
@@ -310,6 +319,7 @@ def run(
             # Only what was given changes: an option left at its default keeps its stored value.
             given: dict[str, Any] = {
                 "concurrency": concurrency if _given(ctx, {"concurrency"}) else None,
+                "workers": _workers(workers) if _given(ctx, {"workers"}) else None,
                 "max_cost_usd": max_cost, "max_calls": max_calls,
                 "episode_timeout_s": episode_timeout}
             overrides = {name: value for name, value in given.items() if value is not None}
@@ -323,7 +333,7 @@ def run(
                 judges=judge or [], no_judge=no_judge, judge_samples=judge_samples,
                 judge_temperature=judge_temperature, judge_aggregation=judge_aggregation,
                 rubric_paths=[str(p) for p in rubrics or []], offline=offline, epochs=epochs,
-                concurrency=concurrency,
+                concurrency=concurrency, workers=_workers(workers),
                 error_policy="as_failures" if errors_as_failures else "exclude",
                 confidence=confidence, seed=seed, max_cost_usd=max_cost, max_calls=max_calls,
                 episode_timeout_s=episode_timeout,
@@ -361,6 +371,20 @@ def _run_to_end(coro: Coroutine[Any, Any, RunResult], progress: RunProgress,
             ERR.print(f"[yellow]{signal_name(stop)} before the run started: nothing was "
                       "written[/]")
         raise typer.Exit(exit_code(stop)) from None
+
+
+def _workers(value: str) -> int | str:
+    """``--workers``: ``auto`` or a whole number of processes, 1 or more."""
+    if value.strip().lower() == "auto":
+        return "auto"
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= 1024:
+        raise HarnessError(f"--workers: expected a number of worker processes from 1 to 1024, "
+                           f"or auto (one per usable core), not {value!r}")
+    return count
 
 
 def _config(*, paths: list[Path], adaptive: dict[str, Any] | None, **fields: Any) -> RunConfig:

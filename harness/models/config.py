@@ -56,6 +56,15 @@ class ProviderConfig(_Config):
     concurrency: int = Field(default=16, ge=1, le=4096)
 
 
+def share_of(bound: int, share: tuple[int, int]) -> int:
+    """Process ``index``'s part of a bound split over ``count`` processes, ``share = (index,
+    count)``: the parts add up to ``bound`` (each at least 1, so a bound below ``count`` is
+    exceeded by at most ``count - 1``). Used to keep a concurrency bound global across the
+    worker processes of a run."""
+    index, count = share
+    return max(1, bound // count + (index < bound % count))
+
+
 class RetryConfig(_Config):
     """Retries of transient failures (429, 5xx, timeouts, dropped connections).
 

@@ -15,7 +15,9 @@ Vocabulary:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
+from multiprocessing.context import SpawnContext
 from typing import Any
 
 from harness.errors import BudgetExceededError
@@ -49,16 +51,56 @@ class UsageStats:
         return asdict(self)
 
 
+# A ledger's slices as plain data, to send to another process: [role, model, stats] each.
+ExportedUsage = list[tuple[str, str, dict[str, Any]]]
+
+
+class SharedBudget:
+    """The calls started and the money spent by every process of a run, in shared memory, so
+    the budgets of a run spread over worker processes hold for the run as a whole.
+
+    Each process's ledger checks and counts a call under one lock (:meth:`begin_call`), so
+    ``max_calls`` is never exceeded, and adds each request's cost once it is answered
+    (:meth:`add_cost`), so ``max_cost_usd`` is overrun by at most the calls in flight when it
+    is reached, as in one process. Made in the parent and handed to the worker processes when
+    they start (multiprocessing's shared values travel only that way)."""
+
+    def __init__(self, context: SpawnContext) -> None:
+        self._lock = context.Lock()
+        self._calls = context.RawValue("q", 0)
+        self._cost = context.RawValue("d", 0.0)
+
+    def begin_call(self, ledger: UsageLedger) -> None:
+        with self._lock:
+            ledger.check_against(self._calls.value, self._cost.value)
+            self._calls.value += 1
+
+    def add_cost(self, cost_usd: float) -> None:
+        with self._lock:
+            self._cost.value += cost_usd
+
+    @property
+    def calls(self) -> int:
+        return int(self._calls.value)
+
+    @property
+    def cost_usd(self) -> float:
+        return float(self._cost.value)
+
+
 class UsageLedger:
-    """Usage per ``(role, model)``, with running totals; optionally with budgets.
+    """Usage per ``(role, model)``, with running totals; optionally with budgets, counted in
+    this process or, with ``shared``, over every process of the run.
 
     Not locked: the model layer updates it from one event loop; readers in other threads see
     plain integer and float fields, which is good enough for a progress display.
     """
 
-    def __init__(self, *, max_cost_usd: float | None = None, max_calls: int | None = None) -> None:
+    def __init__(self, *, max_cost_usd: float | None = None, max_calls: int | None = None,
+                 shared: SharedBudget | None = None) -> None:
         self.max_cost_usd = max_cost_usd
         self.max_calls = max_calls
+        self.shared = shared
         self.total = UsageStats()
         # Uncached calls started, counted when they start so concurrent calls cannot all slip
         # under `max_calls` together. The cost budget can only be checked against money
@@ -85,6 +127,8 @@ class UsageLedger:
                 stats.unpriced_requests += 1
             else:
                 stats.cost_usd += cost_usd
+        if self.shared is not None and cost_usd:
+            self.shared.add_cost(cost_usd)
 
     def record_failed_request(self, role: Role, model: str) -> None:
         """One HTTP request that got no usable answer (a 429, a 5xx, a timeout)."""
@@ -139,23 +183,50 @@ class UsageLedger:
             "budget": {"max_cost_usd": self.max_cost_usd, "max_calls": self.max_calls},
         }
 
+    def export(self) -> ExportedUsage:
+        """The slices as plain data (for a worker process to send its usage to the parent)."""
+        return [(role, model, stats.as_dict()) for (role, model), stats in self._slices.items()]
+
+    def replace_with_sum(self, parts: Iterable[ExportedUsage]) -> None:
+        """Make this ledger's usage the sum of ``parts`` (each an :meth:`export`): the
+        parent's view of its worker processes' ledgers. Budgets are left as they are."""
+        self.total = UsageStats()
+        self._slices = {}
+        for part in parts:
+            for role, model, values in part:
+                stats = UsageStats(**values)
+                self._slice(role, model).add(stats)  # type: ignore[arg-type]
+                self.total.add(stats)
+
     # --- budgets --------------------------------------------------------------------------
 
     def begin_call(self) -> None:
-        """Check the budgets, then count one more uncached call as started. Raises
-        :class:`BudgetExceededError` (and counts nothing) when a budget is reached."""
-        self.check_budget()
+        """Check the budgets, then count one more uncached call as started (in every process
+        of the run with ``shared``). Raises :class:`BudgetExceededError` (and counts nothing)
+        when a budget is reached."""
+        if self.shared is not None:
+            self.shared.begin_call(self)
+        else:
+            self.check_budget()
         self.started_calls += 1
 
     def check_budget(self) -> None:
         """Raise :class:`BudgetExceededError` when a budget is already reached, so the next
         call is not made. Cached calls count for neither budget (they cost nothing)."""
-        if self.max_cost_usd is not None and self.total.cost_usd >= self.max_cost_usd:
+        if self.shared is not None:
+            self.check_against(self.shared.calls, self.shared.cost_usd)
+        else:
+            self.check_against(self.started_calls, self.total.cost_usd)
+
+    def check_against(self, started_calls: int, spent_usd: float) -> None:
+        """Raise :class:`BudgetExceededError` when ``started_calls`` or ``spent_usd`` (this
+        process's, or the run's) reach a budget."""
+        if self.max_cost_usd is not None and spent_usd >= self.max_cost_usd:
             raise BudgetExceededError(
                 f"cost budget of ${self.max_cost_usd:.4f} reached "
-                f"(${self.total.cost_usd:.4f} spent); no further model calls were made"
+                f"(${spent_usd:.4f} spent); no further model calls were made"
             )
-        if self.max_calls is not None and self.started_calls >= self.max_calls:
+        if self.max_calls is not None and started_calls >= self.max_calls:
             raise BudgetExceededError(
                 f"call budget of {self.max_calls} model calls reached; "
                 "no further model calls were made"

@@ -19,7 +19,17 @@ from typing import Any, Literal
 
 from harness.models.hub import ModelHub
 from harness.runs.config import RunConfig
-from harness.runs.engine import Runner, RunState, SampleKey, Suite, epochs_plan, models_config_for
+from harness.runs.engine import (
+    Executor,
+    InProcessExecutor,
+    Runner,
+    RunState,
+    SampleKey,
+    SampleWork,
+    Suite,
+    epochs_plan,
+    models_config_for,
+)
 from harness.runs.sample import SampleRecord
 from harness.runs.shards import coverage, in_shard
 from harness.runs.store import RunStore, StoreError
@@ -90,15 +100,15 @@ async def resume_run(
 ) -> RunResult:
     """Continue a stopped run with its stored configuration; no finished sample is repeated
     (errored ones are, with ``retry_errors``). ``overrides`` may change only settings that do
-    not change finished results: concurrency, budgets and the episode timeout (a run stalled by
-    a hung agent can be resumed with one)."""
+    not change finished results: concurrency, worker processes, budgets and the episode timeout
+    (a run stalled by a hung agent can be resumed with one)."""
     store = RunStore.open(run_dir)
     try:
         stored = store.run_config()
     except StoreError:
         store.close()
         raise
-    allowed = {"concurrency", "max_cost_usd", "max_calls", "episode_timeout_s"}
+    allowed = {"concurrency", "workers", "max_cost_usd", "max_calls", "episode_timeout_s"}
     unknown = set(overrides or {}) - allowed
     if unknown:
         store.close()
@@ -122,7 +132,8 @@ async def _execute(
     retry_errors: bool = False, on_start: OnStart | None, on_sample: OnSample | None,
 ) -> RunResult:
     try:
-        runner = Runner(config, suite, store, hub, on_sample=on_sample)
+        runner = Runner(config, suite, store, hub, executor_for(config, suite, hub),
+                        on_sample=on_sample)
         if on_start is not None:
             on_start(runner)
         done = store.finished_keys(include_errored=not retry_errors)
@@ -131,7 +142,7 @@ async def _execute(
             config.shard.count, [config.shard.index], list(suite.scenarios), config.epochs)
         adaptive = None
         try:
-            async with runner.tools_served():
+            async with runner.executor.started():
                 if config.adaptive is None:
                     await runner.run_samples(
                         in_shard(epochs_plan(suite, config.epochs, done), config.shard))
@@ -159,6 +170,18 @@ async def _execute(
                          ledger=hub.ledger.snapshot())
     finally:
         store.close()
+
+
+def executor_for(config: RunConfig, suite: Suite, hub: ModelHub) -> Executor:
+    """What runs the samples: this process's event loop for one worker, else a pool of worker
+    processes (``config.workers``, see :mod:`harness.runs.workers`) whose usage adds up in
+    ``hub``'s ledger."""
+    from harness.runs.workers import WorkerPool, worker_count
+
+    count = worker_count(config)
+    if count == 1:
+        return InProcessExecutor(SampleWork(config, suite, hub), config.concurrency)
+    return WorkerPool(config, count, hub.ledger)
 
 
 def _stop_message(how: str, state: RunState) -> str:

@@ -8,7 +8,7 @@ file) when the run starts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -60,6 +60,9 @@ class RunConfig(BaseModel):
     offline: bool = False
     epochs: int = Field(default=5, ge=1, le=10_000)
     concurrency: int = Field(default=8, ge=1, le=10_000)
+    workers: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] = Field(
+        default=1, description="worker processes (auto: one per usable core); changes how "
+        "fast a run goes, never its results, so --resume may change it")
     error_policy: ErrorPolicy = "exclude"
     confidence: float = Field(default=0.95, gt=0, lt=1)
     seed: int = 0

@@ -1,6 +1,11 @@
 """The runner: scenarios x epochs as concurrent episodes, each checked, judged and stored the
 moment it finishes. One engine serves the CLI and the Python API.
 
+Three parts: :class:`SampleWork` runs, checks and judges one sample and returns what it came
+to (a record, or a stop), storing nothing; :class:`Runner` stores and counts outcomes; an
+:class:`Executor` runs the first for the second: :class:`InProcessExecutor` on this event loop,
+or :class:`~harness.runs.workers.WorkerPool` in worker processes (``--workers``).
+
 Stops are clean: when a budget is reached, or a model call fails in a way no retry can fix
 (a missing or refused key, an unknown model, a replay-only cache miss), no new sample starts,
 samples in flight are abandoned unstored (``--resume`` runs them again), and everything
@@ -14,10 +19,10 @@ import gc
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Protocol
 
 from harness.checks.run import PreparedExpectations, prepare_expectations, run_checks
 from harness.errors import (
@@ -146,35 +151,37 @@ class RunState:
         return self.stop is not None
 
 
-class Runner:
-    """Runs samples of a suite into a store, under the run's concurrency bound."""
+SampleOutcome = SampleRecord | RunStop
 
-    def __init__(
-        self,
-        config: RunConfig,
-        suite: Suite,
-        store: RunStore,
-        hub: ModelHub,
-        *,
-        on_sample: ProgressCallback | None = None,
-    ) -> None:
+
+class SampleSink(Protocol):
+    """Where an executor puts what its samples came to: the runner, which stores and counts
+    them. ``stopped`` tells the executor to start no further sample."""
+
+    @property
+    def stopped(self) -> bool: ...
+
+    def accept(self, outcome: SampleOutcome) -> None: ...
+
+
+class SampleWork:
+    """Runs, checks and judges one sample, and stores nothing: the work every executor calls
+    (in this process, in each worker process), given the suite and a model hub of its own
+    process."""
+
+    def __init__(self, config: RunConfig, suite: Suite, hub: ModelHub, *,
+                 http_share: tuple[int, int] = (0, 1)) -> None:
         self.config = config
         self.suite = suite
-        self.store = store
         self.hub = hub
-        self.on_sample = on_sample
-        self.state = RunState()
         self._judge_base = JudgeSettings(temperature=config.judge_temperature)
         self._judges: list[ChatModel] = [hub.get(name) for name in config.judges]
         self._tool_server: ToolServer | None = None
         self.http_endpoints = HttpEndpoints(
             hub.services.retry,
             specs=[s.agent.http for s in suite.scenarios.values() if s.agent.http is not None],
+            share=http_share,
         )
-
-    def ledger_total(self) -> UsageStats:
-        """Model usage so far in this invocation (for progress displays)."""
-        return self.hub.ledger.total
 
     # -- models ------------------------------------------------------------------------
 
@@ -192,26 +199,6 @@ class Runner:
         name = self.config.simulator or scenario.user.model
         assert name is not None  # Suite.load checked
         return self.hub.get(name)
-
-    @staticmethod
-    def preflight(config: RunConfig, suite: Suite, hub: ModelHub) -> None:
-        """Before anything is created or called: every model name resolves, and a real
-        provider's key is present unless a cache may answer for it (read-write or replay
-        mode; a missing key then stops the run at the first call that needs it)."""
-        names: set[tuple[str, str | None]] = set()
-        for s in suite.scenarios.values():
-            if s.agent.callable is None and s.agent.http is None:
-                names.add((config.agent, config.agent_base_url) if config.agent
-                          else (s.agent.model or "", None))
-            if not s.user.scripted:
-                names.add((config.simulator or s.user.model or "", None))
-        if any(s.rubrics for s in suite.scenarios.values()):
-            names.update((j, None) for j in config.judges)
-        for name, base_url in sorted(names, key=str):
-            model = hub.get(name, base_url=base_url)
-            spec: ModelSpec = model.spec
-            if not spec.is_offline and config.cache_mode in ("off", "refresh"):
-                hub.endpoint(spec.provider, spec.base_url).require_key(str(spec))
 
     # -- mocked tools over MCP ----------------------------------------------------------
 
@@ -239,33 +226,7 @@ class Runner:
             finally:
                 self._tool_server = None
 
-    # -- samples -----------------------------------------------------------------------
-
-    async def run_samples(self, keys: Sequence[SampleKey]) -> RunState:
-        """Run the given (scenario id, epoch) samples, at most ``concurrency`` at a time,
-        storing each as it finishes. Returns the state (how many finished, why it stopped)."""
-        self.state.planned += len(keys)
-        # `concurrency` workers take the samples in order, rather than a task per sample
-        # waiting on a semaphore: the same bound and order, without holding thousands of
-        # pending tasks (memory, and garbage-collector passes over them) in a long run.
-        pending = iter(keys)
-
-        async def worker() -> None:
-            for key in pending:
-                if self.state.stopped:
-                    return
-                await self._run_one(*key)
-
-        workers = min(self.config.concurrency, len(keys))
-        with collector_tuned_for_run():
-            tasks = [asyncio.create_task(worker()) for _ in range(workers)]
-            try:
-                await asyncio.gather(*tasks)
-            finally:
-                for task in tasks:
-                    task.cancel()
-                await self.http_endpoints.aclose()
-        return self.state
+    # -- one sample --------------------------------------------------------------------
 
     def _rubric_for(
         self, scenario: Scenario, rubric_id: str
@@ -285,12 +246,12 @@ class Runner:
         )
         return rubric, settings
 
-    def _stop(self, reason: Literal["budget", "model_configuration"], message: str) -> None:
-        if self.state.stop is None:
-            self.state.stop = RunStop(reason=reason, message=message)
-            self.store.log_event("stopped", self.state.stop.model_dump(mode="json"))
-
-    async def _run_one(self, scenario_id: str, epoch: int) -> None:
+    async def run(self, scenario_id: str, epoch: int) -> SampleOutcome:
+        """Run, check and judge sample ``epoch`` of ``scenario_id``. Returns its record (an
+        errored one when the episode, a judge or user code failed), or a :class:`RunStop` when
+        the run must stop: a budget was reached, or a model call failed in a way no retry can
+        fix. Raises :class:`HarnessError` for a problem of the run itself (e.g. bad input
+        found late)."""
         scenario = self.suite.scenarios[scenario_id]
         started = time.time()
         try:
@@ -305,8 +266,7 @@ class Runner:
             )
             fatal = _fatal_error(transcript.error)
             if fatal:
-                self._stop("model_configuration", fatal)
-                return
+                return RunStop(reason="model_configuration", message=fatal)
             checks = run_checks(transcript, self.suite.expectations[scenario_id])
             judgments = []
             if not transcript.errored and scenario.rubrics and self._judges:
@@ -319,16 +279,13 @@ class Runner:
                 judge_fatal = next((e for j in judgments if (e := j.fatal_error()) is not None),
                                    None)
                 if judge_fatal is not None:
-                    self._stop("model_configuration", judge_fatal.message)
-                    return
+                    return RunStop(reason="model_configuration", message=judge_fatal.message)
             record = build_sample(transcript, checks, judgments, started_at=started,
                                   finished_at=time.time(), weights=scenario.scoring.weights)
         except BudgetExceededError as err:
-            self._stop("budget", str(err))
-            return
+            return RunStop(reason="budget", message=str(err))
         except ModelConfigError as err:
-            self._stop("model_configuration", str(err))
-            return
+            return RunStop(reason="model_configuration", message=str(err))
         except HarnessError:
             raise
         except Exception as err:  # a bug in user code or ours must not lose the run
@@ -339,14 +296,129 @@ class Runner:
                                       stop_reason="agent_error"),
                 started_at=started, finished_at=time.time(),
             )
-        if self.state.stop is not None and self.state.stop.reason != "budget":
-            return
         record.tags = list(scenario.tags)
-        self.store.write_sample(record)
+        return record
+
+
+class Runner:
+    """Runs samples of a suite into a store: an executor runs them (in this process or in
+    worker processes), the runner stores and counts what they come to."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        suite: Suite,
+        store: RunStore,
+        hub: ModelHub,
+        executor: Executor,
+        *,
+        on_sample: ProgressCallback | None = None,
+    ) -> None:
+        self.config = config
+        self.suite = suite
+        self.store = store
+        self.hub = hub
+        self.executor = executor
+        self.on_sample = on_sample
+        self.state = RunState()
+
+    def ledger_total(self) -> UsageStats:
+        """Model usage so far in this invocation (for progress displays)."""
+        return self.hub.ledger.total
+
+    @staticmethod
+    def preflight(config: RunConfig, suite: Suite, hub: ModelHub) -> None:
+        """Before anything is created or called: every model name resolves, and a real
+        provider's key is present unless a cache may answer for it (read-write or replay
+        mode; a missing key then stops the run at the first call that needs it)."""
+        names: set[tuple[str, str | None]] = set()
+        for s in suite.scenarios.values():
+            if s.agent.callable is None and s.agent.http is None:
+                names.add((config.agent, config.agent_base_url) if config.agent
+                          else (s.agent.model or "", None))
+            if not s.user.scripted:
+                names.add((config.simulator or s.user.model or "", None))
+        if any(s.rubrics for s in suite.scenarios.values()):
+            names.update((j, None) for j in config.judges)
+        for name, base_url in sorted(names, key=str):
+            model = hub.get(name, base_url=base_url)
+            spec: ModelSpec = model.spec
+            if not spec.is_offline and config.cache_mode in ("off", "refresh"):
+                hub.endpoint(spec.provider, spec.base_url).require_key(str(spec))
+
+    @property
+    def stopped(self) -> bool:
+        return self.state.stopped
+
+    async def run_samples(self, keys: Sequence[SampleKey]) -> RunState:
+        """Run the given (scenario id, epoch) samples through the executor (inside its
+        ``started()``), at most ``concurrency`` at a time, storing each as it finishes.
+        Returns the state (how many finished, why it stopped)."""
+        self.state.planned += len(keys)
+        with collector_tuned_for_run():
+            await self.executor.run(keys, self)
+        return self.state
+
+    def accept(self, outcome: SampleOutcome) -> None:
+        """Store and count one finished sample, or record the stop it brought. After a stop,
+        samples still in flight are stored when the stop was the budget's (they are whole,
+        and made no call past it) and dropped otherwise (``--resume`` runs them again)."""
+        if isinstance(outcome, RunStop):
+            if self.state.stop is None:
+                self.state.stop = outcome
+                self.store.log_event("stopped", outcome.model_dump(mode="json"))
+            return
+        if self.state.stop is not None and self.state.stop.reason == "model_configuration":
+            return
+        self.store.write_sample(outcome)
         self.state.finished += 1
-        self.state.errored += int(record.status == "errored")
+        self.state.errored += int(outcome.status == "errored")
         if self.on_sample is not None:
-            self.on_sample(record)
+            self.on_sample(outcome)
+
+
+class Executor(Protocol):
+    """Runs samples for a :class:`Runner`: :meth:`run` inside :meth:`started`, which sets up
+    what lasts the whole run (a tool server, worker processes) and tears it down."""
+
+    def started(self) -> AbstractAsyncContextManager[None]: ...
+
+    async def run(self, keys: Sequence[SampleKey], sink: SampleSink) -> None:
+        """Run ``keys`` (in order, at most the run's concurrency at a time), giving each
+        outcome to ``sink.accept``; start no sample once ``sink.stopped``."""
+        ...
+
+
+class InProcessExecutor:
+    """The samples run on this process's event loop (``--workers 1``)."""
+
+    def __init__(self, work: SampleWork, concurrency: int) -> None:
+        self.work = work
+        self.concurrency = concurrency
+
+    def started(self) -> AbstractAsyncContextManager[None]:
+        return self.work.tools_served()
+
+    async def run(self, keys: Sequence[SampleKey], sink: SampleSink) -> None:
+        # `concurrency` lanes take the samples in order, rather than a task per sample
+        # waiting on a semaphore: the same bound and order, without holding thousands of
+        # pending tasks (memory, and garbage-collector passes over them) in a long run.
+        pending = iter(keys)
+        work = self.work
+
+        async def lane() -> None:
+            for key in pending:
+                if sink.stopped:
+                    return
+                sink.accept(await work.run(*key))
+
+        tasks = [asyncio.create_task(lane()) for _ in range(min(self.concurrency, len(keys)))]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await work.http_endpoints.aclose()
 
 
 # Allocations between two young-generation collections during a run (Python's default: 700).
@@ -379,8 +451,6 @@ def _fatal_error(error: ErrorInfo | None) -> str | None:
     if error is not None and error.kind in FATAL_MODEL_ERRORS:
         return error.message
     return None
-
-
 
 def epochs_plan(suite: Suite, epochs: int, done: set[SampleKey]) -> list[SampleKey]:
     """Every (scenario, epoch) of a fixed design not yet stored, epoch-major so a stopped run

@@ -32,7 +32,7 @@ from harness.runs.summary_model import RunSummary
 # other field must be equal (tests/test_runs_merge.py holds every field to one of the two).
 INVOCATION_FIELDS = frozenset({
     "shard",  # the point of merging
-    "concurrency", "max_cost_usd", "max_calls",  # how fast, how far each job went
+    "concurrency", "workers", "max_cost_usd", "max_calls",  # how fast, how far each job went
     "episode_timeout_s",  # may be given with --resume, so it may differ within one shard too
     "cache_path", "cache_mode",  # where answers were looked up, not what was asked
 })

@@ -49,7 +49,8 @@ SUMMARY_SCHEMA = "agent-eval-harness/run-summary"
 SUMMARY_SCHEMA_VERSION = 1
 MAX_LISTED_PROBLEMS = 3
 
-StopCause = Literal["budget", "model_configuration", "interrupted", "terminated"]
+StopCause = Literal["budget", "model_configuration", "interrupted", "terminated",
+                    "worker_lost"]
 
 
 class _Part(BaseModel):
@@ -178,8 +179,9 @@ class StopEvent(RunStop, _Event):
 class ResumeEvent(_Event):
     kind: Literal["resumed"]
     retry_errors: bool
-    overrides: dict[str, int | float] = Field(
-        description="the settings changed on resuming (concurrency, budgets, timeout)")
+    overrides: dict[str, int | float | Literal["auto"]] = Field(
+        description="the settings changed on resuming (concurrency, workers, budgets, "
+        "timeout)")
 
 
 class InterruptEvent(_Event):

@@ -28,7 +28,7 @@ import httpx2
 
 from harness.errors import InputError, ModelUnavailableError
 from harness.logs import hide_in_logs
-from harness.models.config import RetryConfig
+from harness.models.config import RetryConfig, share_of
 from harness.models.formats import (
     from_openai_messages,
     openai_tool_calls,
@@ -61,14 +61,17 @@ FAULT_KINDS: dict[str, str] = {
 class HttpEndpoints:
     """What the HTTP agents of a run share: one connection pool, a bound on requests in flight
     per endpoint (its ``url`` template; scenarios naming the same url share the smallest
-    ``max_concurrency`` among ``specs``) and the models' retry policy.
+    ``max_concurrency`` among ``specs``) and the models' retry policy. In worker process
+    ``index`` of ``count`` (``share``), each bound is that process's part of it
+    (:func:`~harness.models.config.share_of`), so the bound holds across the run.
 
     The pool is made on first use in the running event loop; :meth:`aclose` closes it (a later
     request makes a new one)."""
 
     def __init__(self, retry: RetryPolicy | None = None, *,
-                 specs: Iterable[HttpAgentSpec] = ()) -> None:
+                 specs: Iterable[HttpAgentSpec] = (), share: tuple[int, int] = (0, 1)) -> None:
         self.retry = retry or RetryPolicy(RetryConfig())
+        self._share = share
         self._bounds: dict[str, int] = {}
         for spec in specs:
             self._bounds[spec.url] = min(self._bounds.get(spec.url, spec.max_concurrency),
@@ -88,7 +91,8 @@ class HttpEndpoints:
     def semaphore(self, spec: HttpAgentSpec) -> asyncio.Semaphore:
         bound = self._semaphores.get(spec.url)
         if bound is None:
-            bound = asyncio.Semaphore(self._bounds.get(spec.url, spec.max_concurrency))
+            bound = asyncio.Semaphore(share_of(self._bounds.get(spec.url, spec.max_concurrency),
+                                               self._share))
             self._semaphores[spec.url] = bound
         return bound
 

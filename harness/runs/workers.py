@@ -1,0 +1,387 @@
+"""A run's episodes spread over worker processes of this machine (``harness run --workers N``).
+
+The parent process keeps everything a run owns: the store (it writes every finished sample;
+no worker ever opens ``run.sqlite``), the counts, the progress bar, stops, Ctrl-C and SIGTERM.
+Each worker process is started with multiprocessing's *spawn* context (never fork: the parent
+has threads and an event loop), loads the suite itself from the run's resolved configuration,
+and runs the samples it is sent on an event loop of its own, with its own model hub, HTTP
+connections and tool server, through the same :class:`~harness.runs.engine.SampleWork` as a
+one-process run. What a sample came to goes back to the parent as JSON bytes over the worker's
+pipe.
+
+One message is one ``send_bytes``: a JSON header, a newline, then (for a sample) the
+record's JSON, which the parent validates straight from the bytes. Parent to worker:
+``{"run": [scenario_id, epoch]}`` or ``{"exit": true}``. Worker to parent: ``{"sample": key,
+"usage": ...}`` with the record; ``{"stop": RunStop, "key": key, "usage": ...}``; ``{"log":
+[level, logger, message]}`` (logged again in the parent, so it reaches the run's
+``harness.log`` through the parent's handlers and their redaction); ``{"error": message}`` (a
+problem of the run itself, raised in the parent as a :class:`HarnessError`); ``{"bye": true,
+"usage": ...}`` when it leaves. ``usage`` is the worker's whole usage ledger so far
+(:meth:`UsageLedger.export`); the parent's ledger is the sum of the last one of each worker.
+
+The parent keeps at most ``concurrency`` samples in flight over all workers, sending the next
+sample to the worker with the fewest as each one finishes. Budgets hold over all of them
+through a :class:`~harness.models.usage.SharedBudget`. A worker that dies (killed, out of
+memory) stops the run as ``worker_lost``: its samples in flight are abandoned, the other
+workers' finish and are stored, and ``--resume`` runs what is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.models.config import ModelsConfig, share_of
+from harness.models.hub import ModelHub
+from harness.models.usage import ExportedUsage, SharedBudget, UsageLedger
+from harness.runs.config import RunConfig
+from harness.runs.engine import (
+    SampleKey,
+    SampleSink,
+    SampleWork,
+    Suite,
+    collector_tuned_for_run,
+    models_config_for,
+)
+from harness.runs.sample import SampleRecord
+from harness.runs.summary_model import RunStop
+
+log = logging.getLogger("harness.runs.workers")
+
+# How long a worker that was asked to leave may take to send its last usage and exit.
+EXIT_GRACE_S = 30.0
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform says)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+def worker_count(config: RunConfig) -> int:
+    """The worker processes a run uses: ``workers`` (``auto``: one per usable core), never
+    more than the episodes allowed in flight."""
+    wanted = usable_cores() if config.workers == "auto" else config.workers
+    return max(1, min(wanted, config.concurrency))
+
+
+def _encode(header: dict[str, Any], body: bytes = b"") -> bytes:
+    return json.dumps(header).encode() + b"\n" + body
+
+
+def _decode(data: bytes) -> tuple[dict[str, Any], bytes]:
+    header, _, body = data.partition(b"\n")
+    decoded: dict[str, Any] = json.loads(header)
+    return decoded, body
+
+
+# --- the parent's side -----------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Worker:
+    number: int  # 1-based, as messages name it
+    process: BaseProcess
+    conn: Connection
+    in_flight: set[SampleKey] = field(default_factory=set)
+    alive: bool = True
+    leaving: bool = False
+
+
+class WorkerPool:
+    """The executor of ``--workers N`` (N >= 2): see the module docstring. ``ledger`` is the
+    parent's usage ledger, kept equal to the sum of the workers' ledgers."""
+
+    def __init__(self, config: RunConfig, count: int, ledger: UsageLedger) -> None:
+        self.config = config
+        self.count = count
+        self.ledger = ledger
+        self._workers: list[_Worker] = []
+        self._usage: dict[int, ExportedUsage] = {}
+        self._inbox: asyncio.Queue[tuple[_Worker, bytes | None]] = asyncio.Queue()
+
+    @asynccontextmanager
+    async def started(self) -> AsyncIterator[None]:
+        """The worker processes, started (each loads the suite while the first samples are
+        already on their way to it). On the way out they are asked to leave and send their
+        last usage; on an error or a cancellation (Ctrl-C, SIGTERM) they are ended at once,
+        their samples in flight abandoned."""
+        context = multiprocessing.get_context("spawn")
+        budget = SharedBudget(context)
+        loop = asyncio.get_running_loop()
+        config_json = self.config.model_dump_json()
+        try:
+            for index in range(self.count):
+                ours, theirs = context.Pipe(duplex=True)
+                process = context.Process(
+                    target=worker_main, name=f"harness-worker-{index + 1}", daemon=True,
+                    args=(index, self.count, config_json, theirs, budget))
+                process.start()
+                theirs.close()
+                worker = _Worker(index + 1, process, ours)
+                self._workers.append(worker)
+                log.info("worker process %d of %d started (pid %s)", worker.number, self.count,
+                         process.pid)
+                threading.Thread(target=self._read, args=(worker, loop), daemon=True,
+                                 name=f"harness-worker-{index + 1}-reader").start()
+            yield
+        except BaseException:
+            self._end_now()
+            raise
+        await self._dismiss()
+
+    def _read(self, worker: _Worker, loop: asyncio.AbstractEventLoop) -> None:
+        """A thread per worker: its messages into the inbox, then ``None`` when its pipe
+        closes (it left or died)."""
+        while True:
+            try:
+                data: bytes | None = worker.conn.recv_bytes()
+            except (EOFError, OSError):
+                data = None
+            try:
+                loop.call_soon_threadsafe(self._inbox.put_nowait, (worker, data))
+            except RuntimeError:  # the run's event loop is closed: nobody is listening
+                return
+            if data is None:
+                return
+
+    async def run(self, keys: Sequence[SampleKey], sink: SampleSink) -> None:
+        pending = iter(keys)
+        limit = self.config.concurrency
+        in_flight = 0
+        while True:
+            while in_flight < limit and not sink.stopped:
+                live = [w for w in self._workers if w.alive]
+                key = next(pending, None) if live else None
+                if key is None:
+                    break
+                worker = min(live, key=lambda w: len(w.in_flight))
+                try:
+                    worker.conn.send_bytes(_encode({"run": key}))
+                except OSError:
+                    # It died since its last message; its reader's end-of-pipe, still in the
+                    # inbox, stops the run. The key is run again by --resume.
+                    worker.alive = False
+                    continue
+                worker.in_flight.add(key)
+                in_flight += 1
+            if in_flight == 0:
+                return
+            worker, data = await self._inbox.get()
+            before = len(worker.in_flight)
+            outcome = self._handle(worker, data)
+            in_flight -= before - len(worker.in_flight)
+            if outcome is not None:
+                sink.accept(outcome)
+
+    def _handle(self, worker: _Worker, data: bytes | None) -> SampleRecord | RunStop | None:
+        """One message of ``worker``: what it brings for the sink, if anything."""
+        if data is None:
+            return self._lost(worker)
+        header, body = _decode(data)
+        if "log" in header:
+            level, name, message = header["log"]
+            logging.getLogger(name).log(level, "worker %d: %s", worker.number, message)
+            return None
+        if "usage" in header:
+            self._usage[worker.number] = header["usage"]
+            self.ledger.replace_with_sum(self._usage.values())
+        if "error" in header:
+            raise HarnessError(header["error"])
+        if "sample" in header:
+            worker.in_flight.discard(tuple(header["sample"]))
+            return SampleRecord.model_validate_json(body)
+        if "stop" in header:
+            worker.in_flight.discard(tuple(header["key"]))
+            return RunStop.model_validate(header["stop"])
+        if "bye" in header:
+            worker.leaving = True
+        return None
+
+    def _lost(self, worker: _Worker) -> RunStop | None:
+        """``worker``'s pipe closed: fine when it was leaving, else it died."""
+        worker.alive = False
+        abandoned, worker.in_flight = len(worker.in_flight), set()
+        if worker.leaving:
+            return None
+        worker.process.join(timeout=5)
+        code = worker.process.exitcode
+        how = (f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0
+               else f"exited with code {code}")
+        return RunStop(reason="worker_lost", message=(
+            f"worker process {worker.number} (pid {worker.process.pid}) {how}, abandoning "
+            f"{abandoned} sample(s) in flight; every sample finished before was stored"))
+
+    async def _dismiss(self) -> None:
+        """Ask every live worker to leave, collect their last usage, and wait for them. The
+        run's samples are all in by now: a worker's problem on the way out is logged, not
+        raised (it must not cost the run its summary)."""
+        for worker in self._workers:
+            if worker.alive:
+                with suppress(OSError):
+                    worker.conn.send_bytes(_encode({"exit": True}))
+        try:
+            async with asyncio.timeout(EXIT_GRACE_S):
+                while any(w.alive for w in self._workers):
+                    worker, data = await self._inbox.get()
+                    if data is None:
+                        worker.alive = False
+                        continue
+                    try:
+                        self._handle(worker, data)
+                    except HarnessError as err:
+                        log.warning("worker process %d, leaving: %s", worker.number, err)
+        except TimeoutError:
+            log.warning("worker processes still running %.0f s after the run; ended",
+                        EXIT_GRACE_S)
+        finally:
+            self._end_now()
+
+    def _end_now(self) -> None:
+        """End every worker process still running (SIGTERM, then SIGKILL) and close pipes."""
+        for worker in self._workers:
+            if worker.process.is_alive():
+                worker.process.terminate()
+        for worker in self._workers:
+            worker.process.join(timeout=5)
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join(timeout=5)
+            worker.conn.close()
+
+
+# --- the worker's side -----------------------------------------------------------------
+
+
+def worker_main(index: int, count: int, config_json: str, conn: Connection,
+                budget: SharedBudget) -> None:
+    """The entry point of worker process ``index`` (0-based) of ``count``."""
+    # Ctrl-C in a terminal reaches the whole process group: the parent alone decides what
+    # happens (it ends the workers).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pipe = _ToParent(conn)
+    _log_to_parent(pipe)
+    try:
+        asyncio.run(_serve(index, count, RunConfig.model_validate_json(config_json), conn,
+                           pipe, budget))
+    except (BrokenPipeError, EOFError):  # the parent is gone
+        pass
+    except Exception as err:  # a bug: say so in the parent rather than vanish
+        with suppress(OSError):
+            pipe.send({"error": f"worker process {index + 1} failed: "
+                                f"{type(err).__name__}: {err}"})
+
+
+class _ToParent:
+    """A worker's end of its pipe, for sending: one message at a time, whichever thread sends
+    (the event loop's, or a thread that logs)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._lock = threading.Lock()
+
+    def send(self, header: dict[str, Any], body: bytes = b"") -> None:
+        data = _encode(header, body)
+        with self._lock:
+            self.conn.send_bytes(data)
+
+
+class _ParentHandler(logging.Handler):
+    """Sends each log record to the parent, which logs it again."""
+
+    def __init__(self, pipe: _ToParent) -> None:
+        super().__init__()
+        self.pipe = pipe
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with suppress(OSError):
+            self.pipe.send({"log": [record.levelno, record.name, record.getMessage()]})
+
+
+def _log_to_parent(pipe: _ToParent) -> None:
+    """The records a run's log keeps (the harness's own from INFO, the libraries' from
+    WARNING: see :mod:`harness.logs`) go to the parent."""
+    root = logging.getLogger()
+    root.addHandler(_ParentHandler(pipe))
+    root.setLevel(logging.WARNING)
+    logging.getLogger("harness").setLevel(logging.INFO)
+
+
+def _worker_models(config: RunConfig, share: tuple[int, int]) -> ModelsConfig:
+    """The run's model settings, each provider's concurrency bound cut to this worker's part
+    of it, so the bound holds over the run."""
+    models = models_config_for(config)
+    return models.model_copy(update={
+        provider: getattr(models, provider).model_copy(update={
+            "concurrency": share_of(getattr(models, provider).concurrency, share)})
+        for provider in ("openai", "anthropic")})
+
+
+async def _serve(index: int, count: int, config: RunConfig, conn: Connection,
+                 pipe: _ToParent, budget: SharedBudget) -> None:
+    loop = asyncio.get_running_loop()
+    inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+    def read() -> None:
+        while True:
+            try:
+                message: dict[str, Any] | None = _decode(conn.recv_bytes())[0]
+            except (EOFError, OSError):
+                message = None
+            with suppress(RuntimeError):  # the loop is closed: we are leaving anyway
+                loop.call_soon_threadsafe(inbox.put_nowait, message)
+            if message is None:
+                return
+
+    threading.Thread(target=read, daemon=True, name="harness-worker-reader").start()
+    try:
+        suite = Suite.load(config)
+        models = _worker_models(config, (index, count))
+        hub = ModelHub(models, ledger=UsageLedger(max_cost_usd=models.budget.max_cost_usd,
+                                                  max_calls=models.budget.max_calls,
+                                                  shared=budget))
+        work = SampleWork(config, suite, hub, http_share=(index, count))
+    except HarnessError as err:
+        pipe.send({"error": str(err)})
+        return
+
+    async def one(key: SampleKey) -> None:
+        try:
+            outcome = await work.run(*key)
+        except HarnessError as err:
+            pipe.send({"error": str(err)})
+            return
+        usage = hub.ledger.export()
+        if isinstance(outcome, RunStop):
+            pipe.send({"stop": outcome.model_dump(mode="json"), "key": key, "usage": usage})
+        else:
+            pipe.send({"sample": key, "usage": usage}, outcome.model_dump_json().encode())
+
+    tasks: set[asyncio.Task[None]] = set()
+    try:
+        with collector_tuned_for_run():
+            async with work.tools_served():
+                while (message := await inbox.get()) is not None and "run" in message:
+                    sid, epoch = message["run"]
+                    task = asyncio.create_task(one((sid, epoch)))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                for task in list(tasks):
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        await work.http_endpoints.aclose()
+        await hub.aclose()
+    pipe.send({"bye": True, "usage": hub.ledger.export()})
