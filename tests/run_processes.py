@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
+import subprocess
+import time
 from pathlib import Path
 
 
@@ -20,3 +23,38 @@ def stored_count(run_dir: Path) -> int:
             return int(db.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
     except sqlite3.Error:  # not created yet
         return 0
+
+
+# A Python agent that waits SLOW_AGENT_S seconds (from its environment) before answering:
+# slow enough to signal or kill a run mid-way.
+SLOW_AGENT = '''\
+import asyncio, os
+
+async def answer(messages, toolbox):
+    await asyncio.sleep(float(os.environ.get("SLOW_AGENT_S", "0")))
+    return "DONE"
+'''
+
+
+def slow_suite(tmp_path: Path, module: str) -> Path:
+    """Two scripted scenarios whose agent is :data:`SLOW_AGENT`, saved as ``module``.py (a
+    module name of its own per test: the agent is imported by name)."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / f"{module}.py").write_text(SLOW_AGENT)
+    (suite / "s.yaml").write_text(json.dumps([
+        {"id": sid, "user": {"goal": "g", "script": ["hi"]},
+         "agent": {"callable": f"{module}:answer"},
+         "expectations": {"required_phrases": ["DONE"]}} for sid in ("a", "b")]))
+    return suite
+
+
+def wait_for_a_stored_sample(process: subprocess.Popen[str], out: Path,
+                             timeout_s: float = 120) -> None:
+    """Wait until the run in ``process`` has stored a sample in ``out`` (it is under way);
+    fail the test if the process ends first or nothing is stored in time."""
+    deadline = time.monotonic() + timeout_s
+    while stored_count(out) == 0:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the run never stored a sample"
+        time.sleep(0.05)

@@ -9,7 +9,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from harness.simulation import run_episode
 from harness.simulation.agent import CallableAgent
 from tests.conftest import run_cli
 from tests.mcp_scenario import load, write_scenario
-from tests.run_processes import default_sigint, stored_count
+from tests.run_processes import default_sigint, wait_for_a_stored_sample
 
 WEATHER = Path(__file__).resolve().parents[1] / "scenarios" / "weather.yaml"
 
@@ -115,11 +114,7 @@ def test_ctrl_c_stops_a_run_of_mcp_agents_cleanly(tmp_path: Path) -> None:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=default_sigint)
     try:
-        deadline = time.monotonic() + 120
-        while stored_count(out) == 0:  # samples are finishing: the run is under way
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the run never stored a sample"
-            time.sleep(0.1)
+        wait_for_a_stored_sample(process, out)
     finally:
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=60)

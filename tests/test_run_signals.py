@@ -14,34 +14,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from tests.run_processes import default_sigint, stored_count
+from tests.run_processes import default_sigint, slow_suite, wait_for_a_stored_sample
 
-SLOW_AGENT = '''\
-import asyncio, os
-
-async def answer(messages, toolbox):
-    await asyncio.sleep(float(os.environ.get("SLOW_AGENT_S", "0")))
-    return "DONE"
-'''
 EPOCHS = 30
-
-
-def _slow_suite(tmp_path: Path, module: str) -> Path:
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / f"{module}.py").write_text(SLOW_AGENT)
-    (suite / "s.yaml").write_text(json.dumps([
-        {"id": sid, "user": {"goal": "g", "script": ["hi"]},
-         "agent": {"callable": f"{module}:answer"},
-         "expectations": {"required_phrases": ["DONE"]}} for sid in ("a", "b")]))
-    return suite
 
 
 @pytest.mark.parametrize(("signum", "code", "word"), [
@@ -51,7 +32,7 @@ def _slow_suite(tmp_path: Path, module: str) -> Path:
 def test_a_signal_stops_the_run_with_a_summary_a_hint_and_a_resumable_store(
         tmp_path: Path, signum: int, code: int, word: str) -> None:
     module = f"slow_agent_{word}"
-    suite, out = _slow_suite(tmp_path, module), tmp_path / "run"
+    suite, out = slow_suite(tmp_path, module), tmp_path / "run"
     process = subprocess.Popen(
         [sys.executable, "-m", "harness", "run", str(suite), "--epochs", str(EPOCHS),
          "--concurrency", "2", "--cache-mode", "off", "--out", str(out)],
@@ -62,11 +43,7 @@ def test_a_signal_stops_the_run_with_a_summary_a_hint_and_a_resumable_store(
         # run starts with the default disposition, as from a terminal.
         preexec_fn=default_sigint)
     try:
-        deadline = time.monotonic() + 120
-        while stored_count(out) == 0:  # samples are finishing: the run is under way
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the run never stored a sample"
-            time.sleep(0.05)
+        wait_for_a_stored_sample(process, out)
         process.send_signal(signum)
         _, stderr = process.communicate(timeout=120)
     finally:

@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ from tests.conftest import TEST_KEYS, run_cli
 from tests.http_agents import Seen, fake_agent, run_args, scenario, write_suite
 from tests.mcp_scenario import write_scenario
 from tests.run_invariants import comparable_records, comparable_summary
-from tests.run_processes import default_sigint, stored_count
+from tests.run_processes import default_sigint, slow_suite, stored_count, wait_for_a_stored_sample
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -314,25 +313,7 @@ def test_http_agents_run_in_workers_within_the_endpoint_s_bound(tmp_path: Path) 
 
 # -- stopped from outside, and a worker killed ---------------------------------------------
 
-SLOW_AGENT = '''\
-import asyncio, os
-
-async def answer(messages, toolbox):
-    await asyncio.sleep(float(os.environ.get("SLOW_AGENT_S", "0")))
-    return "DONE"
-'''
 EPOCHS = 30
-
-
-def _slow_suite(tmp_path: Path, module: str) -> Path:
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / f"{module}.py").write_text(SLOW_AGENT)
-    (suite / "s.yaml").write_text(json.dumps([
-        {"id": sid, "user": {"goal": "g", "script": ["hi"]},
-         "agent": {"callable": f"{module}:answer"},
-         "expectations": {"required_phrases": ["DONE"]}} for sid in ("a", "b")]))
-    return suite
 
 
 def _start_run(suite: Path, out: Path) -> subprocess.Popen[str]:
@@ -362,11 +343,7 @@ def _workers_of(pid: int) -> list[int]:
 
 def _under_way(process: subprocess.Popen[str], out: Path) -> list[int]:
     """Wait until the run has stored a sample; its worker processes' pids."""
-    deadline = time.monotonic() + 120
-    while stored_count(out) == 0:
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "the run never stored a sample"
-        time.sleep(0.05)
+    wait_for_a_stored_sample(process, out)
     workers = _workers_of(process.pid)
     assert len(workers) == 2
     return workers
@@ -397,7 +374,7 @@ def _resume_completes(out: Path, word: str) -> None:
 def test_a_signal_stops_a_run_of_two_workers_keeping_what_finished(
         tmp_path: Path, signum: int, code: int, word: str) -> None:
     out = tmp_path / "run"
-    process = _start_run(_slow_suite(tmp_path, f"slow_workers_{word}"), out)
+    process = _start_run(slow_suite(tmp_path, f"slow_workers_{word}"), out)
     try:
         workers = _under_way(process, out)
         process.send_signal(signum)
@@ -420,7 +397,7 @@ def test_a_signal_stops_a_run_of_two_workers_keeping_what_finished(
 def test_a_killed_worker_stops_the_run_cleanly_and_resume_completes_it(
         tmp_path: Path) -> None:
     out = tmp_path / "run"
-    process = _start_run(_slow_suite(tmp_path, "slow_workers_killed"), out)
+    process = _start_run(slow_suite(tmp_path, "slow_workers_killed"), out)
     try:
         victim, survivor = _under_way(process, out)
         before = stored_count(out)
