@@ -1,7 +1,7 @@
 """``harness run --executor ray`` (issue 16): episodes on Ray actors give the same samples and
 summary as the local executor; a call budget holds over all actors; the driver stores what
-finished and ``--resume`` completes a stopped run (with any executor); a local instance binds
-only the loopback address and sends no usage statistics; without the ``ray`` extra,
+finished and ``--resume`` completes a stopped run (with any executor); a local instance starts
+without a dashboard and sends no usage statistics; without the ``ray`` extra,
 ``--executor ray`` is one line and exit 2, and nothing else ever imports Ray.
 
 Needs the ``ray`` extra (``pip install -e '.[test,adk,ray]'``); skipped without it, unless
@@ -11,6 +11,7 @@ Needs the ``ray`` extra (``pip install -e '.[test,adk,ray]'``); skipped without 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -26,7 +27,9 @@ from harness.errors import HarnessError
 from harness.models.usage import UsageLedger
 from harness.runs.api import resume_run, run_suite
 from harness.runs.config import RunConfig
+from harness.runs.engine import Runner
 from harness.runs.ray_executor import RayExecutor
+from harness.runs.sample import SampleRecord
 from tests.conftest import run_cli
 from tests.run_invariants import comparable_records, comparable_summary
 
@@ -51,7 +54,7 @@ def ray_instance() -> Iterator[ModuleType]:
     ray = _ray()
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     ray.init(address="local", num_cpus=2, include_dashboard=False, configure_logging=False,
-             log_to_driver=False, _node_ip_address="127.0.0.1")
+             log_to_driver=False)
     yield ray
     ray.shutdown()
 
@@ -94,6 +97,54 @@ async def test_a_call_budget_holds_over_ray_actors_and_resume_completes_locally(
     assert comparable_records(tmp_path / "run") == comparable_records(tmp_path / "full")
 
 
+async def test_a_cancelled_ray_run_kills_its_actors_keeps_what_finished_and_resumes(
+        tmp_path: Path, ray_instance: ModuleType) -> None:
+    runners: list[Runner] = []
+    finished: list[SampleRecord] = []
+
+    def on_sample(record: SampleRecord) -> None:
+        finished.append(record)
+        if len(finished) == 3:
+            task.cancel()  # as Ctrl-C does (harness.cli.interrupts cancels the run's task)
+
+    task = asyncio.create_task(run_suite(
+        _offline(tmp_path, executor="ray", workers=2, concurrency=2), tmp_path / "run",
+        on_start=runners.append, on_sample=on_sample))
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["stopped"]["reason"] == "interrupted"
+    assert 3 <= summary["counts"]["samples"] < 33
+    actors = runners[0].executor._actors  # type: ignore[attr-defined]
+    for actor in actors:  # killed, not left running on the cluster
+        with pytest.raises(ray_instance.exceptions.RayActorError):
+            ray_instance.get(actor.handle.run.remote("files-action-items", 0), timeout=60)
+
+    done = await resume_run(tmp_path / "run", overrides={"executor": "ray"})
+    assert done.summary.counts.samples == 33 and done.summary.stopped is None
+    await run_suite(_offline(tmp_path), tmp_path / "full")
+    assert comparable_records(tmp_path / "run") == comparable_records(tmp_path / "full")
+
+
+async def test_a_killed_actor_stops_the_run_as_worker_lost_and_resume_completes(
+        tmp_path: Path, ray_instance: ModuleType) -> None:
+    runners: list[Runner] = []
+
+    def on_sample(record: SampleRecord) -> None:
+        actor = runners[0].executor._actors[0]  # type: ignore[attr-defined]
+        if actor.alive:
+            ray_instance.kill(actor.handle)
+
+    stopped = await run_suite(_offline(tmp_path, executor="ray", workers=2, concurrency=4),
+                              tmp_path / "run", on_start=runners.append, on_sample=on_sample)
+    assert stopped.summary.stopped is not None
+    assert stopped.summary.stopped.reason == "worker_lost"
+    assert "Ray actor 1 died" in stopped.summary.stopped.message
+    assert 1 <= stopped.summary.counts.samples < 33
+    done = await resume_run(tmp_path / "run")
+    assert done.summary.counts.samples == 33 and done.summary.stopped is None
+
+
 def test_executor_ray_through_the_cli_defaults_to_the_cluster_s_cpus_and_may_change_on_resume(
         tmp_path: Path, ray_instance: ModuleType) -> None:
     out = tmp_path / "run"
@@ -111,7 +162,7 @@ def test_executor_ray_through_the_cli_defaults_to_the_cluster_s_cpus_and_may_cha
     assert summary["config"]["executor"] == "local"
 
 
-def test_a_local_instance_binds_loopback_only_without_dashboard_or_usage_stats(
+def test_a_local_instance_starts_without_dashboard_or_usage_stats(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ray = _ray()
     seen: dict[str, Any] = {}
@@ -126,8 +177,7 @@ def test_a_local_instance_binds_loopback_only_without_dashboard_or_usage_stats(
     executor = RayExecutor(_offline(tmp_path, executor="ray"), UsageLedger())
     with pytest.raises(HarnessError, match="could not start or reach Ray at a local instance"):
         executor._connect()
-    assert seen == {"address": "local", "_node_ip_address": "127.0.0.1",
-                    "include_dashboard": False, "log_to_driver": True,
+    assert seen == {"address": "local", "include_dashboard": False, "log_to_driver": True,
                     "configure_logging": False, "usage_stats": "0"}
 
     seen.clear()

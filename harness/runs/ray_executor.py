@@ -244,8 +244,8 @@ class RayExecutor:
         self._usage: dict[int, tuple[int, ExportedUsage]] = {}
 
     def _connect(self) -> bool:
-        """Connect to the cluster of ``ray_address``, or start a local instance (loopback
-        only, no dashboard, no usage statistics). Returns whether this run owns the
+        """Connect to the cluster of ``ray_address``, or start a local instance (no dashboard,
+        no usage statistics). Returns whether this run owns the
         connection (and shuts it down); a process already connected (a Ray driver calling
         the Python API) keeps its own."""
         ray = self.ray
@@ -255,7 +255,7 @@ class RayExecutor:
                                    "configure_logging": False}
         if self.config.ray_address is None:
             os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-            options.update(address="local", _node_ip_address="127.0.0.1")
+            options["address"] = "local"
         else:
             options["address"] = self.config.ray_address
         try:
@@ -324,9 +324,8 @@ class RayExecutor:
                 return
             # Streamed: each sample is stored as soon as it is back, whichever actor ran it.
             ready, _ = ray.wait(list(refs), num_returns=1, timeout=WAIT_SLICE_S)
-            if not ready:
-                await asyncio.sleep(0)  # signals (Ctrl-C) and the progress display
-                continue
+            # Every turn, ready or not: a cancellation (Ctrl-C, SIGTERM) is delivered here.
+            await asyncio.sleep(0)
             for ref in ready:
                 actor, key = refs.pop(ref)
                 actor.in_flight.discard(key)
