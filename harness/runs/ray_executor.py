@@ -280,12 +280,12 @@ class RayExecutor:
         flight abandoned (what finished is stored; ``--resume`` runs the rest)."""
         ray = self.ray
         owns = self._connect()
+        keeper = None
         try:
             count = self.worker_count()
             cpus = float(ray.cluster_resources().get("CPU", 1))
-            budgets = self.config.max_calls is not None or self.config.max_cost_usd is not None
-            keeper = (ray.remote(BudgetKeeper).options(num_cpus=0).remote() if budgets
-                      else None)
+            if self.config.max_calls is not None or self.config.max_cost_usd is not None:
+                keeper = ray.remote(BudgetKeeper).options(num_cpus=0).remote()
             actor_class = ray.remote(HarnessActor).options(
                 num_cpus=min(1.0, cpus / count),
                 max_concurrency=math.ceil(self.config.concurrency / count) + 1)
@@ -301,9 +301,10 @@ class RayExecutor:
                 raise
             await self._dismiss()
             self._kill_all()
-            if keeper is not None:
-                ray.kill(keeper)
         finally:
+            if keeper is not None:
+                with suppress(Exception):  # the cluster may be gone
+                    ray.kill(keeper)
             if owns:
                 ray.shutdown()
 
