@@ -12,6 +12,9 @@ AggregationMethod = Literal["mean", "majority"]
 CacheMode = Literal["read-write", "refresh", "off", "replay"]
 """How the response cache is used (see :class:`~harness.models.config.CacheConfig`)."""
 
+ExecutorName = Literal["local", "ray"]
+"""What runs a run's episodes: this machine's processes, or Ray actors (``--executor``)."""
+
 GateBasis = Literal["mean", "lower-bound"]
 """Whether the CI gate compares the figure itself or the lower end of its interval."""
 

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.choices import AggregationMethod, CacheMode, GateBasis, PairedTest
+from harness.choices import AggregationMethod, CacheMode, ExecutorName, GateBasis, PairedTest
 from harness.cli.app import (
     EXIT_BUDGET_STOP,
     EXIT_GATE_FAILED,
@@ -180,7 +180,8 @@ def _problems(summary: RunSummary, run_dir: Path) -> list[tuple[int, str]]:
 # Options that may be given with --resume: they change how the run continues or what is
 # printed, never what a finished sample means. Everything else is the stored configuration.
 RESUME_OPTIONS = frozenset({
-    "resume", "concurrency", "workers", "max_cost", "max_calls", "episode_timeout", "retry_errors",
+    "resume", "concurrency", "workers", "executor", "ray_address", "max_cost", "max_calls",
+    "episode_timeout", "retry_errors",
     "as_json", "min_pass_rate", "min_score", "gate_on", "verbose",
 })
 
@@ -212,8 +213,9 @@ def _check_option_combinations(ctx: typer.Context, *, resume: Path | None,
             raise HarnessError(
                 f"--resume continues {resume} with its stored configuration, so "
                 f"{', '.join(fixed)} cannot be given with it. Only --concurrency, --workers, "
-                "--max-cost, --max-calls, --episode-timeout, --retry-errors and the output and "
-                "gate options (--json, --min-pass-rate, --min-score, --gate-on) may change; "
+                "--executor, --ray-address, --max-cost, --max-calls, --episode-timeout, "
+                "--retry-errors and the output and gate options (--json, --min-pass-rate, "
+                "--min-score, --gate-on) may change; "
                 "start a new run (--out DIR) to change the others"
             )
         return
@@ -268,7 +270,14 @@ def run(
     concurrency: Annotated[int, typer.Option(help="episodes in flight")] = 8,
     workers: Annotated[str, typer.Option(
         help="worker processes running the episodes: a number, or auto (one per usable "
-        "core); --concurrency is the total over them")] = "1",
+        "core; with --executor ray: Ray actors, default one per CPU of the cluster); "
+        "--concurrency is the total over them")] = "1",
+    executor: Annotated[ExecutorName, typer.Option(
+        help="what runs the episodes: local (this machine's processes) or ray (Ray actors; "
+        "the ray extra)")] = "local",
+    ray_address: Annotated[str | None, typer.Option(
+        help="with --executor ray: an existing cluster (auto, ray://HOST:PORT); default: "
+        "start a local Ray instance")] = None,
     out: Annotated[Path | None, typer.Option(help="run directory (default runs/<time>)")] = None,
     resume: Annotated[Path | None, typer.Option(help="continue the run in this directory")] = None,
     retry_errors: Annotated[bool, typer.Option(
@@ -319,7 +328,10 @@ def run(
             # Only what was given changes: an option left at its default keeps its stored value.
             given: dict[str, Any] = {
                 "concurrency": concurrency if _given(ctx, {"concurrency"}) else None,
-                "workers": _workers(workers) if _given(ctx, {"workers"}) else None,
+                "workers": _workers(workers) if _given(ctx, {"workers"})
+                else "auto" if executor == "ray" else None,
+                "executor": executor if _given(ctx, {"executor"}) else None,
+                "ray_address": ray_address,
                 "max_cost_usd": max_cost, "max_calls": max_calls,
                 "episode_timeout_s": episode_timeout}
             overrides = {name: value for name, value in given.items() if value is not None}
@@ -333,7 +345,10 @@ def run(
                 judges=judge or [], no_judge=no_judge, judge_samples=judge_samples,
                 judge_temperature=judge_temperature, judge_aggregation=judge_aggregation,
                 rubric_paths=[str(p) for p in rubrics or []], offline=offline, epochs=epochs,
-                concurrency=concurrency, workers=_workers(workers),
+                concurrency=concurrency,
+                workers=_workers(workers) if _given(ctx, {"workers"}) or executor != "ray"
+                else "auto",
+                executor=executor, ray_address=ray_address,
                 error_policy="as_failures" if errors_as_failures else "exclude",
                 confidence=confidence, seed=seed, max_cost_usd=max_cost, max_calls=max_calls,
                 episode_timeout_s=episode_timeout,
@@ -374,7 +389,8 @@ def _run_to_end(coro: Coroutine[Any, Any, RunResult], progress: RunProgress,
 
 
 def _workers(value: str) -> int | str:
-    """``--workers``: ``auto`` or a whole number of processes, 1 or more."""
+    """``--workers``: ``auto`` or a whole number of processes, 1 or more. (Not given with
+    ``--executor ray``, it is ``auto``: one actor per CPU of the cluster.)"""
     if value.strip().lower() == "auto":
         return "auto"
     try:

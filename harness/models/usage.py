@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 from multiprocessing.context import SpawnContext
-from typing import Any
+from typing import Any, Protocol
 
 from harness.errors import BudgetExceededError
 from harness.models.types import Role
@@ -53,6 +53,24 @@ class UsageStats:
 
 # A ledger's slices as plain data, to send to another process: [role, model, stats] each.
 ExportedUsage = list[tuple[str, str, dict[str, Any]]]
+
+
+class RunBudget(Protocol):
+    """The budgets' counts over every process of a run: :class:`SharedBudget` for worker
+    processes of one machine, :class:`harness.runs.ray_executor.RayBudget` for Ray actors."""
+
+    def begin_call(self, ledger: UsageLedger) -> None:
+        """Check ``ledger``'s budgets against the run's counts and count one call started,
+        atomically; raise :class:`BudgetExceededError` (counting nothing) when one is reached."""
+        ...
+
+    def add_cost(self, cost_usd: float) -> None: ...
+
+    @property
+    def calls(self) -> int: ...
+
+    @property
+    def cost_usd(self) -> float: ...
 
 
 class SharedBudget:
@@ -97,7 +115,7 @@ class UsageLedger:
     """
 
     def __init__(self, *, max_cost_usd: float | None = None, max_calls: int | None = None,
-                 shared: SharedBudget | None = None) -> None:
+                 shared: RunBudget | None = None) -> None:
         self.max_cost_usd = max_cost_usd
         self.max_calls = max_calls
         self.shared = shared

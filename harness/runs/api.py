@@ -78,6 +78,7 @@ async def run_suite(
     """Start a new run in ``run_dir``. Everything is checked (scenarios, rubrics, models,
     keys) before the store is created or any model is called."""
     config = config.resolved()
+    _check_executor(config)
     suite = Suite.load(config)
     hub = ModelHub(models_config_for(config))
     try:
@@ -100,15 +101,17 @@ async def resume_run(
 ) -> RunResult:
     """Continue a stopped run with its stored configuration; no finished sample is repeated
     (errored ones are, with ``retry_errors``). ``overrides`` may change only settings that do
-    not change finished results: concurrency, worker processes, budgets and the episode timeout
-    (a run stalled by a hung agent can be resumed with one)."""
+    not change finished results: concurrency, worker processes, the executor and its Ray
+    address, budgets and the episode timeout (a run stalled by a hung agent can be resumed
+    with one)."""
     store = RunStore.open(run_dir)
     try:
         stored = store.run_config()
     except StoreError:
         store.close()
         raise
-    allowed = {"concurrency", "workers", "max_cost_usd", "max_calls", "episode_timeout_s"}
+    allowed = {"concurrency", "workers", "executor", "ray_address", "max_cost_usd",
+               "max_calls", "episode_timeout_s"}
     unknown = set(overrides or {}) - allowed
     if unknown:
         store.close()
@@ -116,6 +119,7 @@ async def resume_run(
                          f"change, not {sorted(unknown)}")
     config = stored.model_copy(update=overrides or {})
     try:
+        _check_executor(config)
         suite = Suite.load(config)
         hub = ModelHub(models_config_for(config))
         Runner.preflight(config, suite, hub)
@@ -172,10 +176,24 @@ async def _execute(
         store.close()
 
 
+def _check_executor(config: RunConfig) -> None:
+    """Before anything is written: ``--executor ray`` needs the ``ray`` extra (imported only
+    then). Raises :class:`HarnessError` naming what to install."""
+    if config.executor == "ray":
+        from harness.runs.ray_executor import import_ray
+
+        import_ray()
+
+
 def executor_for(config: RunConfig, suite: Suite, hub: ModelHub) -> Executor:
-    """What runs the samples: this process's event loop for one worker, else a pool of worker
-    processes (``config.workers``, see :mod:`harness.runs.workers`) whose usage adds up in
-    ``hub``'s ledger."""
+    """What runs the samples: Ray actors with ``executor`` ``ray`` (see
+    :mod:`harness.runs.ray_executor`); else this process's event loop for one worker, or a
+    pool of worker processes (``config.workers``, see :mod:`harness.runs.workers`). Workers'
+    and actors' usage adds up in ``hub``'s ledger."""
+    if config.executor == "ray":
+        from harness.runs.ray_executor import RayExecutor
+
+        return RayExecutor(config, hub.ledger)
     from harness.runs.workers import WorkerPool, worker_count
 
     count = worker_count(config)

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.choices import AggregationMethod, CacheMode
+from harness.choices import AggregationMethod, CacheMode, ExecutorName
 from harness.runs.shards import Shard
 from harness.scenarios.selectors import ScenarioFilter
 
@@ -63,6 +63,12 @@ class RunConfig(BaseModel):
     workers: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] = Field(
         default=1, description="worker processes (auto: one per usable core); changes how "
         "fast a run goes, never its results, so --resume may change it")
+    executor: ExecutorName = Field(
+        default="local", description="what runs the episodes: this machine's processes, or "
+        "Ray actors (--executor ray); never changes results, so --resume may change it")
+    ray_address: str | None = Field(
+        default=None, description="with executor ray: an existing cluster (auto, ray://...); "
+        "None starts a local Ray instance for the run")
     error_policy: ErrorPolicy = "exclude"
     confidence: float = Field(default=0.95, gt=0, lt=1)
     seed: int = 0

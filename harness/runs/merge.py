@@ -33,6 +33,7 @@ from harness.runs.summary_model import RunSummary
 INVOCATION_FIELDS = frozenset({
     "shard",  # the point of merging
     "concurrency", "workers", "max_cost_usd", "max_calls",  # how fast, how far each job went
+    "executor", "ray_address",  # what ran the episodes, and where
     "episode_timeout_s",  # may be given with --resume, so it may differ within one shard too
     "cache_path", "cache_mode",  # where answers were looked up, not what was asked
 })

@@ -179,9 +179,9 @@ class StopEvent(RunStop, _Event):
 class ResumeEvent(_Event):
     kind: Literal["resumed"]
     retry_errors: bool
-    overrides: dict[str, int | float | Literal["auto"]] = Field(
-        description="the settings changed on resuming (concurrency, workers, budgets, "
-        "timeout)")
+    overrides: dict[str, int | float | str] = Field(
+        description="the settings changed on resuming (concurrency, workers, executor, Ray "
+        "address, budgets, timeout)")
 
 
 class InterruptEvent(_Event):
