@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -58,3 +60,27 @@ def wait_for_a_stored_sample(process: subprocess.Popen[str], out: Path,
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline, "the run never stored a sample"
         time.sleep(0.05)
+
+
+def start_run(suite: Path, out: Path, *options: str,
+              env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``harness run SUITE --cache-mode off --out OUT OPTIONS...`` in a subprocess with the
+    default SIGINT disposition, its output captured as text; ``env`` is added to this
+    process's environment (e.g. ``SLOW_AGENT_S``)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", str(suite), *options, "--cache-mode", "off",
+         "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **(env or {})}, preexec_fn=default_sigint)
+
+
+def ended(process: subprocess.Popen[str], timeout_s: float = 120) -> str:
+    """Wait for ``process`` to end and return its stderr; killed if it has not ended in
+    ``timeout_s`` (the test then fails on the exit code)."""
+    try:
+        _, stderr = process.communicate(timeout=timeout_s)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    return stderr

@@ -23,7 +23,7 @@ from harness.simulation import run_episode
 from harness.simulation.agent import CallableAgent
 from tests.conftest import run_cli
 from tests.mcp_scenario import load, write_scenario
-from tests.run_processes import default_sigint, wait_for_a_stored_sample
+from tests.run_processes import ended, start_run, wait_for_a_stored_sample
 
 WEATHER = Path(__file__).resolve().parents[1] / "scenarios" / "weather.yaml"
 
@@ -108,16 +108,12 @@ def test_harness_run_offline_scores_an_mcp_agent(tmp_path: Path) -> None:
 def test_ctrl_c_stops_a_run_of_mcp_agents_cleanly(tmp_path: Path) -> None:
     path = write_scenario(tmp_path, agent="slow_agent")
     out = tmp_path / "run"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", str(path), "--epochs", "40",
-         "--concurrency", "2", "--cache-mode", "off", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=default_sigint)
+    process = start_run(path, out, "--epochs", "40", "--concurrency", "2")
     try:
         wait_for_a_stored_sample(process, out)
     finally:
         process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=60)
+        stderr = ended(process, timeout_s=60)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and "interrupted" in stderr
     finished = stored(out)

@@ -10,17 +10,14 @@ signal lands while samples are in flight.
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from tests.run_processes import default_sigint, slow_suite, wait_for_a_stored_sample
+from tests.run_processes import ended, slow_suite, start_run, wait_for_a_stored_sample
 
 EPOCHS = 30
 
@@ -33,23 +30,15 @@ def test_a_signal_stops_the_run_with_a_summary_a_hint_and_a_resumable_store(
         tmp_path: Path, signum: int, code: int, word: str) -> None:
     module = f"slow_agent_{word}"
     suite, out = slow_suite(tmp_path, module), tmp_path / "run"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", str(suite), "--epochs", str(EPOCHS),
-         "--concurrency", "2", "--cache-mode", "off", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "SLOW_AGENT_S": "0.5", "COLUMNS": "250"},
-        # A job started in the background by a non-interactive shell (as a CI script may
-        # start the tests) inherits an ignored SIGINT, which Python then keeps ignoring: the
-        # run starts with the default disposition, as from a terminal.
-        preexec_fn=default_sigint)
+    # started with the default SIGINT disposition: a job started in the background by a
+    # non-interactive shell (as a CI script may start the tests) would ignore it
+    process = start_run(suite, out, "--epochs", str(EPOCHS), "--concurrency", "2",
+                        env={"SLOW_AGENT_S": "0.5", "COLUMNS": "250"})
     try:
         wait_for_a_stored_sample(process, out)
         process.send_signal(signum)
-        _, stderr = process.communicate(timeout=120)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+        stderr = ended(process)
     assert process.returncode == code, stderr
     assert "Traceback" not in stderr
     assert f"{word}: finished samples are stored" in stderr

@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,13 @@ from tests.conftest import TEST_KEYS, run_cli
 from tests.http_agents import Seen, fake_agent, run_args, scenario, write_suite
 from tests.mcp_scenario import write_scenario
 from tests.run_invariants import comparable_records, comparable_summary
-from tests.run_processes import default_sigint, slow_suite, stored_count, wait_for_a_stored_sample
+from tests.run_processes import (
+    ended,
+    slow_suite,
+    start_run,
+    stored_count,
+    wait_for_a_stored_sample,
+)
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -317,12 +322,8 @@ EPOCHS = 30
 
 
 def _start_run(suite: Path, out: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", str(suite), "--epochs", str(EPOCHS),
-         "--concurrency", "4", "--workers", "2", "--cache-mode", "off", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "SLOW_AGENT_S": "0.3", "COLUMNS": "250"},
-        preexec_fn=default_sigint)
+    return start_run(suite, out, "--epochs", str(EPOCHS), "--concurrency", "4", "--workers",
+                     "2", env={"SLOW_AGENT_S": "0.3", "COLUMNS": "250"})
 
 
 def _workers_of(pid: int) -> list[int]:
@@ -378,11 +379,8 @@ def test_a_signal_stops_a_run_of_two_workers_keeping_what_finished(
     try:
         workers = _under_way(process, out)
         process.send_signal(signum)
-        _, stderr = process.communicate(timeout=120)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+        stderr = ended(process)
     assert process.returncode == code, stderr
     assert "Traceback" not in stderr
     assert f"{word}: finished samples are stored" in stderr
@@ -402,11 +400,8 @@ def test_a_killed_worker_stops_the_run_cleanly_and_resume_completes_it(
         victim, survivor = _under_way(process, out)
         before = stored_count(out)
         os.kill(victim, signal.SIGKILL)
-        _, stderr = process.communicate(timeout=120)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+        stderr = ended(process)
     assert process.returncode == 5, stderr
     assert "Traceback" not in stderr
     [line] = [x for x in stderr.splitlines() if x.startswith("error:")]
