@@ -42,8 +42,8 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from scipy import stats as sps
 
+from harness.stats import lazy_scipy as sps
 from harness.stats.estimate import InsufficientDataError, check_confidence
 from harness.stats.sampling import default_passed
 

@@ -36,7 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
+
+from harness.stats import lazy_scipy as sps
 
 # How an interval was obtained, per entry of the arrays below.
 EFFECTIVE_WILSON = "wilson"

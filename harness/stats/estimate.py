@@ -13,9 +13,9 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from scipy import stats as sps
 
 from harness.errors import HarnessError
+from harness.stats import lazy_scipy as sps
 from harness.stats.bounded import T_INTERVAL, mean_intervals, rule_text
 
 

@@ -20,7 +20,8 @@ import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
-from scipy import stats as sps
+
+from harness.stats import lazy_scipy as sps
 
 
 class PowerAnalysis(BaseModel):

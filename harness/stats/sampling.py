@@ -12,8 +12,8 @@ from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from scipy import stats as sps
 
+from harness.stats import lazy_scipy as sps
 from harness.stats.bounded import mean_intervals, wilson_bounds
 from harness.stats.columns import UNIT_RANGE, ScoreColumns, default_passed
 from harness.stats.estimate import check_confidence

@@ -20,8 +20,8 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from scipy import stats as sps
 
+from harness.stats import lazy_scipy as sps
 from harness.stats.bounded import (
     EFFECTIVE_WILSON,
     NO_SPREAD_BOTTOM,
