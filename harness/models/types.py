@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 Role = Literal["agent", "simulator", "judge"]
 """Who a model call was made for; usage and cost are attributed to it."""
@@ -29,8 +29,10 @@ def without_lone_surrogates(value: Any) -> Any:
     """``value`` with every lone UTF-16 surrogate in its strings (dict keys and values, list
     and tuple items, nested) replaced by U+FFFD, the replacement character; other values are
     returned as they are (the same object when nothing changes)."""
+    if not _has_lone_surrogate(value):
+        return value
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+        return _SURROGATE.sub("\ufffd", value)
     if isinstance(value, dict):
         return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -38,13 +40,34 @@ def without_lone_surrogates(value: Any) -> Any:
     return value
 
 
+def _has_lone_surrogate(value: Any) -> bool:
+    # Looked for before anything is copied: almost no text has one, and every model built
+    # from outside text passes through here.
+    if isinstance(value, str):
+        return not value.isascii() and _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+SCRUBBED: dict[str, Any] = {"scrubbed": True}
+"""The validation context for records this harness wrote itself (a sample read back from a
+run's store, or sent back by one of its worker processes): their text was scrubbed when they
+were first built, and looking through it again costs more than the rest of the parsing."""
+
+
 class OutsideText(BaseModel):
     """A model whose fields may hold text from outside (a model, a tool, a Python agent): lone
-    surrogates become U+FFFD on the way in, so the text can always be written as UTF-8."""
+    surrogates become U+FFFD on the way in, so the text can always be written as UTF-8
+    (unless validated with the :data:`SCRUBBED` context)."""
 
     @model_validator(mode="before")
     @classmethod
-    def _scrub(cls, data: Any) -> Any:
+    def _scrub(cls, data: Any, info: ValidationInfo) -> Any:
+        if info.context is SCRUBBED:
+            return data
         return without_lone_surrogates(data)
 
 

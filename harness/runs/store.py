@@ -19,6 +19,7 @@ from harness import __version__
 from harness.errors import HarnessError
 from harness.files import connect_read_only, make_directory, sqlite_damage
 from harness.models.provenance import RoleCollector, RoleModels
+from harness.models.types import SCRUBBED
 from harness.runs.config import RunConfig
 from harness.runs.sample import SampleRecord
 
@@ -268,7 +269,7 @@ class RunStore:
             "SELECT record FROM samples ORDER BY scenario_id, epoch"
         ):
             try:
-                yield SampleRecord.model_validate_json(text)
+                yield SampleRecord.model_validate_json(text, context=SCRUBBED)
             except ValueError as err:
                 raise StoreError(f"{self.path}: a stored sample does not parse ({err})") from err
 
