@@ -145,12 +145,38 @@ async def test_malformed_body_is_retried(provider, loopback, make_hub):
     assert loopback.request_count == 2
 
 
-async def test_dropped_connection_is_retried_then_reported(make_hub):
-    # Nothing listens on this port: every attempt fails to connect.
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_refused_connection_is_retried_then_reported(provider, make_hub):
+    # Nothing listens on this port: every attempt fails to connect, which is not a timeout
+    # (the SDKs' aiohttp transport calls it one; the cause says otherwise).
     hub = make_hub(max_attempts=2)
-    model = hub.get("openai:m", base_url="http://127.0.0.1:9/v1")
-    with pytest.raises(ModelUnavailableError, match="connection failed"):
+    model = hub.get(f"{provider}:m", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ModelUnavailableError, match="connection failed or dropped"):
         await model.chat(HI, role="agent")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_server_hanging_up_is_retried_then_reported(provider, make_hub):
+    accepted = 0
+
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepted
+        accepted += 1
+        await reader.readline()  # the request has started arriving
+        writer.close()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        model = make_hub(max_attempts=3).get(f"{provider}:m",
+                                              base_url=f"http://127.0.0.1:{port}/v1")
+        with pytest.raises(ModelUnavailableError,
+                           match="3 attempts; last failure: connection failed or dropped"):
+            await model.chat(HI, role="agent")
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert accepted == 3
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -164,14 +190,13 @@ async def test_concurrency_limit_is_honoured(provider, loopback, make_hub):
     assert loopback.max_in_flight == 3  # reached, never exceeded
 
 
-async def test_sharded_pools_keep_the_bound_exact(loopback, make_hub):
-    # 70 is split over 3 pools of 24 connections; least-loaded placement never lets a
-    # request wait inside a pool, so 70 run at once, and never more.
+async def test_the_bound_is_exact_at_high_concurrency(loopback, make_hub):
+    # 70 in flight: the pool holds as many connections as the bound allows, so all 70 run at
+    # once, and never more.
     hub = make_hub(concurrency=70)
     loopback.latency = 0.2
     model = hub.get("openai:m")
     await asyncio.gather(*(model.chat(HI, role="agent") for _ in range(140)))
-    assert len(hub.endpoint("openai").clients) == 3
     assert loopback.max_in_flight == 70
 
 

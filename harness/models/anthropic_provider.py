@@ -40,6 +40,10 @@ FINISH_REASONS = {
 }
 
 
+# The SDK's HTTP client over aiohttp (see harness.models.endpoint for why not its default).
+HTTP_CLIENT = anthropic.DefaultAioHttpClient
+
+
 def make_client(api_key: str, base_url: str, http_client: httpx2.AsyncClient,
                 timeout_s: float) -> anthropic.AsyncAnthropic:
     """An SDK client on the shared pool, with the SDK's own retries off (ours apply)."""

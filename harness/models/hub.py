@@ -27,7 +27,7 @@ from harness.errors import ModelConfigError
 from harness.models.base import ChatModel, ModelSpec
 from harness.models.cache import ResponseCache
 from harness.models.config import ModelsConfig, ProviderConfig
-from harness.models.endpoint import ClientFactory, Endpoint
+from harness.models.endpoint import ClientFactory, Endpoint, HttpClientClass
 from harness.models.mock import MockChatModel, resolve_mock
 from harness.models.prices import PriceTable
 from harness.models.remote import ModelServices
@@ -135,9 +135,12 @@ class ModelHub:
             api_key = self._environ.get(env_var) or None
             key_source = env_var
         factory: ClientFactory
+        http_client_class: HttpClientClass
         if provider == "openai":
+            from harness.models.openai_provider import HTTP_CLIENT as http_client_class
             from harness.models.openai_provider import make_client as factory
         else:
+            from harness.models.anthropic_provider import HTTP_CLIENT as http_client_class
             from harness.models.anthropic_provider import make_client as factory
         endpoint = Endpoint(
             provider=provider,
@@ -151,6 +154,7 @@ class ModelHub:
             concurrency=settings.concurrency,
             timeout_s=self.config.timeout_s,
             client_factory=factory,
+            http_client_class=http_client_class,
         )
         self._endpoints[(provider, resolved)] = endpoint
         return endpoint

@@ -35,6 +35,10 @@ from harness.models.types import GenerationParams, Message, ToolChoice, ToolSpec
 OFFICIAL_BASE_URL = "https://api.openai.com/v1"
 
 
+# The SDK's HTTP client over aiohttp (see harness.models.endpoint for why not its default).
+HTTP_CLIENT = openai.DefaultAioHttpClient
+
+
 def make_client(api_key: str, base_url: str, http_client: httpx2.AsyncClient,
                 timeout_s: float) -> openai.AsyncOpenAI:
     """An SDK client on the shared pool, with the SDK's own retries off (ours apply)."""

@@ -317,10 +317,10 @@ class RemoteChatModel(ChatModel):
         timeout_s, label, ctx = self.services.timeout_s, self.label, self._error_context
 
         async def attempt() -> Any:
-            shard = await endpoint.acquire()
+            client = await endpoint.acquire()
             try:
                 async with asyncio.timeout(timeout_s):
-                    raw = await create_function(endpoint.clients[shard])(**request)
+                    raw = await create_function(client)(**request)
                 input_tokens, output_tokens = self._usage(raw)
             except TransientFailure:
                 ledger.record_failed_request(role, label)
@@ -332,7 +332,7 @@ class RemoteChatModel(ChatModel):
                     raise
                 raise failure from None
             finally:
-                endpoint.release(shard)
+                endpoint.release()
             cost = prices.cost(label, input_tokens, output_tokens)
             ledger.record_request(role, label, input_tokens, output_tokens, cost)
             tally.add(input_tokens, output_tokens, cost)
