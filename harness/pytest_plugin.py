@@ -130,8 +130,7 @@ class ScenarioCollection:
         )
 
     def _run(self, items: list[ScenarioItem], first: ScenarioItem) -> RunResult:
-        import asyncio
-
+        from harness.runs import event_loop
         from harness.runs.api import run_suite
         from harness.testing.evaluation import write_report
 
@@ -144,7 +143,7 @@ class ScenarioCollection:
             run_dir = Path(out).resolve()
             if hasattr(self.config, "workerinput"):
                 run_dir = run_dir / first.nodeid.replace("/", "_").replace(":", "_")
-        result = asyncio.run(run_suite(self._config(items), run_dir))
+        result = event_loop.run(run_suite(self._config(items), run_dir))
         write_report(result.run_dir)
         return result
 

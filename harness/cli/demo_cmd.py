@@ -43,10 +43,9 @@ def demo(
 
 
 def _demo(out: Path, epochs: int) -> None:
-    import asyncio
-
     from harness.report.html.run_page import write_run_report
     from harness.report.terminal import render_run
+    from harness.runs import event_loop
     from harness.runs.api import run_suite
     from harness.runs.config import RunConfig
 
@@ -58,7 +57,7 @@ def _demo(out: Path, epochs: int) -> None:
         scenario_paths=[str(EXAMPLE_SCENARIOS)], offline=True, agent="mock:agent-flaky",
         epochs=epochs, cache_mode="off",
     )
-    result = asyncio.run(run_suite(config, out / "suite"))
+    result = event_loop.run(run_suite(config, out / "suite"))
     render_run(result.summary, console, run_dir=str(out / "suite"), brief=True)
     write_run_report(out / "suite")
 
@@ -90,14 +89,13 @@ def _shown(path: Path) -> str:
 
 
 def _calibration(out: Path, console: Console) -> None:
-    import asyncio
-
     from harness.calibration.render import render_report
     from harness.calibration.study import run_calibration
+    from harness.runs import event_loop
 
     dataset = EXAMPLE_CALIBRATION / "pointwise_items.jsonl"
     console.print(f"labelled items: {terminal_text(dataset)}; judge mock:judge, 3 samples per item")
-    report = asyncio.run(run_calibration(
+    report = event_loop.run(run_calibration(
         dataset, ["mock:judge"], "final_response_quality", samples=3, out_dir=out))
     render_report(report, console, brief=True)
     console.print(f"the whole report (every statistic, the confusion matrix, the threshold "

@@ -68,4 +68,6 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
             if handled:
                 loop.remove_signal_handler(signal.SIGTERM)
 
-    return asyncio.run(main())
+    from harness.runs.event_loop import run
+
+    return run(main())

@@ -4,7 +4,6 @@ for :func:`~harness.testing.outcome.assert_passes` to judge."""
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.runs import event_loop
 from harness.runs.api import RunResult, run_suite
 from harness.runs.config import RunConfig
 
@@ -57,6 +57,6 @@ def evaluate(scenarios: str | Path | Sequence[str | Path], *, out: str | Path | 
     config = run_config(scenarios, agent=agent, simulator=simulator, judge=judge,
                         offline=offline, epochs=epochs, **options)
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="harness-run-"))
-    result = asyncio.run(run_suite(config, run_dir))
+    result = event_loop.run(run_suite(config, run_dir))
     write_report(result.run_dir)
     return result
