@@ -27,10 +27,11 @@ Each measurement runs in a fresh Python process so CPU and memory figures are it
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
+import logging
 import math
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -97,6 +98,7 @@ def serve(latency: float) -> None:
 
 
 def measure(args: argparse.Namespace) -> None:
+    from harness.runs import event_loop
     from harness.runs.api import run_suite
     from harness.runs.config import RunConfig
 
@@ -119,12 +121,23 @@ def measure(args: argparse.Namespace) -> None:
     out = work / f"run-{args.label}"
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    result = asyncio.run(run_suite(config, out))
+    left: list[str] = []  # what each worker process reported when it left
+    reporter = logging.Handler(logging.INFO)
+    reporter.emit = lambda record: left.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("harness.runs.workers").addHandler(reporter)
+    logging.getLogger("harness.runs.workers").setLevel(logging.INFO)
+    result = event_loop.run(run_suite(config, out))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-    # The worker processes' CPU (they have all been waited for when the run returns).
+    # The worker processes' CPU and memory, as each reported when it left (they are forked
+    # from multiprocessing's fork server, so they are not this process's children), and the
+    # fork server's own (its imports, made once for all workers; it lives on until we exit).
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    reports = [(float(cpu_s), float(rss)) for cpu_s, rss in re.findall(
+        r"worker process \d+ left: ([\d.]+) s of CPU, peak memory ([\d.]+) MB",
+        "\n".join(left))]
     workers_cpu = ((children.ru_utime - children0.ru_utime)
-                   + (children.ru_stime - children0.ru_stime))
+                   + (children.ru_stime - children0.ru_stime)
+                   + sum(c for c, _ in reports) + _fork_server_cpu())
     total = result.ledger["total"]
     lines = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
     # Sequential model calls in one episode: simulator turns + agent steps + the judge call.
@@ -136,8 +149,22 @@ def measure(args: argparse.Namespace) -> None:
         "errored": result.summary.counts.errored,
         "sequential_calls_per_episode": max(sequential) if sequential else 0,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "worker_peak_rss_mb": children.ru_maxrss / 1024 if args.workers != "1" else None,
+        "worker_peak_rss_mb": max((r for _, r in reports), default=None),
     }))
+
+
+def _fork_server_cpu() -> float:
+    """CPU seconds of this process's children still running (the fork server), from /proc
+    (0 where there is none)."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():  # ppid
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 # --- the driver -------------------------------------------------------------------------

@@ -316,6 +316,29 @@ def test_http_agents_run_in_workers_within_the_endpoint_s_bound(tmp_path: Path) 
     assert agent.max_in_flight == 2  # each worker had one of the 2; together, the bound
 
 
+async def test_workers_see_the_environment_as_the_run_starts(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    # Worker processes are forked from a fork server that outlives a run: a variable set
+    # after it started (here, between two runs of one program) must still reach them, since
+    # each worker loads the suite, and resolves its ${env:...} values, itself.
+    async def answer(seen: Seen) -> web.Response:
+        return web.json_response({"reply": "done"})
+
+    monkeypatch.delenv("FAKE_AGENT_URL", raising=False)
+    await run_suite(_offline(tmp_path, workers=2), tmp_path / "warm")
+    http = {"url": "${env:FAKE_AGENT_URL}/chat", "protocol": "json",
+            "request": {"m": "${messages}"}, "reply_path": "reply"}
+    with fake_agent(answer) as agent:
+        monkeypatch.setenv("FAKE_AGENT_URL", agent.url)
+        suite = write_suite(tmp_path / "suite", [scenario("a", http)])
+        config = _offline(tmp_path, workers=2).model_copy(
+            update={"scenario_paths": [str(suite)]})
+        result = await run_suite(config, tmp_path / "run")
+    assert result.summary.counts.scored == 3
+    assert len(agent.requests) == 3
+
+
 # -- stopped from outside, and a worker killed ---------------------------------------------
 
 EPOCHS = 30
@@ -326,8 +349,8 @@ def _start_run(suite: Path, out: Path) -> subprocess.Popen[str]:
                      "2", env={"SLOW_AGENT_S": "0.3", "COLUMNS": "250"})
 
 
-def _workers_of(pid: int) -> list[int]:
-    """The worker processes (spawned by multiprocessing) whose parent is ``pid``."""
+def _children(pid: int, marker: bytes) -> list[int]:
+    """The processes whose parent is ``pid`` and whose command line holds ``marker``."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -337,9 +360,16 @@ def _workers_of(pid: int) -> list[int]:
             command = (entry / "cmdline").read_bytes()
         except (OSError, IndexError, ValueError):
             continue
-        if ppid == pid and b"spawn_main" in command:
+        if ppid == pid and marker in command:
             found.append(int(entry.name))
     return found
+
+
+def _workers_of(pid: int) -> list[int]:
+    """The worker processes of the run in process ``pid``: the children of its fork server
+    (multiprocessing's, a child of ``pid``; the workers run its command line)."""
+    return [worker for server in _children(pid, b"forkserver")
+            for worker in _children(server, b"forkserver")]
 
 
 def _under_way(process: subprocess.Popen[str], out: Path) -> list[int]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
-from multiprocessing.context import SpawnContext
+from multiprocessing.context import BaseContext
 from typing import Any, Protocol
 
 from harness.errors import BudgetExceededError
@@ -83,7 +83,7 @@ class SharedBudget:
     is reached, as in one process. Made in the parent and handed to the worker processes when
     they start (multiprocessing's shared values travel only that way)."""
 
-    def __init__(self, context: SpawnContext) -> None:
+    def __init__(self, context: BaseContext) -> None:
         self._lock = context.Lock()
         self._calls = context.RawValue("q", 0)
         self._cost = context.RawValue("d", 0.0)

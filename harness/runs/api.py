@@ -80,6 +80,7 @@ async def run_suite(
     config = config.resolved()
     _check_executor(config)
     suite = Suite.load(config)
+    _prepare_executor(config, suite)
     hub = ModelHub(models_config_for(config))
     try:
         Runner.preflight(config, suite, hub)
@@ -121,6 +122,7 @@ async def resume_run(
     try:
         _check_executor(config)
         suite = Suite.load(config)
+        _prepare_executor(config, suite)
         hub = ModelHub(models_config_for(config))
         Runner.preflight(config, suite, hub)
     except BaseException:
@@ -183,6 +185,19 @@ def _check_executor(config: RunConfig) -> None:
         from harness.runs.ray_executor import import_ray
 
         import_ray()
+
+
+def _prepare_executor(config: RunConfig, suite: Suite) -> None:
+    """With worker processes, start what they are forked from now, so its imports overlap
+    the preflight (see :func:`harness.runs.workers.prepare_worker_processes`)."""
+    from harness.runs.workers import prepare_worker_processes, worker_count
+
+    if config.executor != "ray" and worker_count(config) > 1:
+        prepare_worker_processes(name.partition(":")[0]
+                                 for name, _ in Runner.model_names(config, suite))
+        # The summary at the end needs scipy.stats (half a second to import): import it now,
+        # while the fork server imports on another core, rather than after the last sample.
+        import scipy.stats  # noqa: F401
 
 
 def executor_for(config: RunConfig, suite: Suite, hub: ModelHub) -> Executor:

@@ -327,10 +327,8 @@ class Runner:
         return self.hub.ledger.total
 
     @staticmethod
-    def preflight(config: RunConfig, suite: Suite, hub: ModelHub) -> None:
-        """Before anything is created or called: every model name resolves, and a real
-        provider's key is present unless a cache may answer for it (read-write or replay
-        mode; a missing key then stops the run at the first call that needs it)."""
+    def model_names(config: RunConfig, suite: Suite) -> set[tuple[str, str | None]]:
+        """Every ``(model name, base URL)`` the run calls: agents, simulators, judges."""
         names: set[tuple[str, str | None]] = set()
         for s in suite.scenarios.values():
             if s.agent.callable is None and s.agent.http is None:
@@ -340,7 +338,14 @@ class Runner:
                 names.add((config.simulator or s.user.model or "", None))
         if any(s.rubrics for s in suite.scenarios.values()):
             names.update((j, None) for j in config.judges)
-        for name, base_url in sorted(names, key=str):
+        return names
+
+    @staticmethod
+    def preflight(config: RunConfig, suite: Suite, hub: ModelHub) -> None:
+        """Before anything is created or called: every model name resolves, and a real
+        provider's key is present unless a cache may answer for it (read-write or replay
+        mode; a missing key then stops the run at the first call that needs it)."""
+        for name, base_url in sorted(Runner.model_names(config, suite), key=str):
             model = hub.get(name, base_url=base_url)
             spec: ModelSpec = model.spec
             if not spec.is_offline and config.cache_mode in ("off", "refresh"):

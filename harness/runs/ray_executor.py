@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from harness.errors import HarnessError
 from harness.models.hub import ModelHub
+from harness.models.types import SCRUBBED
 from harness.models.usage import ExportedUsage, UsageLedger
 from harness.runs.config import RunConfig
 from harness.runs.engine import SampleKey, SampleSink, SampleWork, Suite
@@ -351,7 +352,7 @@ class RayExecutor:
         if "error" in header:
             raise HarnessError(header["error"])
         if "sample" in header:
-            return SampleRecord.model_validate_json(body)
+            return SampleRecord.model_validate_json(body, context=SCRUBBED)
         if "stop" in header:
             return RunStop.model_validate(header["stop"])
         return None

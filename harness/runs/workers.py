@@ -2,12 +2,15 @@
 
 The parent process keeps everything a run owns: the store (it writes every finished sample;
 no worker ever opens ``run.sqlite``), the counts, the progress bar, stops, Ctrl-C and SIGTERM.
-Each worker process is started with multiprocessing's *spawn* context (never fork: the parent
-has threads and an event loop), loads the suite itself from the run's resolved configuration,
-and runs the samples it is sent on an event loop of its own, with its own model hub, HTTP
-connections and tool server, through the same :class:`~harness.runs.engine.SampleWork` as a
-one-process run. What a sample came to goes back to the parent as JSON bytes over the worker's
-pipe.
+Each worker process is forked from multiprocessing's *fork server* (never from the parent
+itself, which has threads and an event loop; *spawn* where the platform has no fork server),
+loads the suite itself from the run's resolved configuration, and runs the samples it is sent
+on an event loop of its own, with its own model hub, HTTP connections and tool server, through
+the same :class:`~harness.runs.engine.SampleWork` as a one-process run. The fork server is
+started by :func:`prepare_worker_processes` while the parent checks the run, and imports once
+what every worker needs (the engine, and the provider SDKs the suite uses: a second or two), so
+each worker starts in milliseconds instead of importing everything itself. What a sample
+came to goes back to the parent as JSON bytes over the worker's pipe.
 
 One message is one ``send_bytes``: a JSON header, a newline, then (for a sample) the
 record's JSON, which the parent validates straight from the bytes. Parent to worker:
@@ -16,7 +19,8 @@ record's JSON, which the parent validates straight from the bytes. Parent to wor
 [level, logger, message]}`` (logged again in the parent, so it reaches the run's
 ``harness.log`` through the parent's handlers and their redaction); ``{"error": message}`` (a
 problem of the run itself, raised in the parent as a :class:`HarnessError`); ``{"bye": true,
-"usage": ...}`` when it leaves. ``usage`` is the worker's whole usage ledger so far
+"usage": ..., "cpu_s": ..., "peak_rss_mb": ...}`` when it leaves (its own CPU time and peak
+memory, logged by the parent). ``usage`` is the worker's whole usage ledger so far
 (:meth:`UsageLedger.export`); the parent's ledger is the sum of the last one of each worker.
 
 The parent keeps at most ``concurrency`` samples in flight over all workers, sending the next
@@ -35,7 +39,7 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -45,7 +49,9 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.models.config import ModelsConfig, share_of
 from harness.models.hub import ModelHub
+from harness.models.types import SCRUBBED
 from harness.models.usage import ExportedUsage, SharedBudget, UsageLedger
+from harness.runs import event_loop
 from harness.runs.config import RunConfig
 from harness.runs.engine import (
     SampleKey,
@@ -75,6 +81,32 @@ def worker_count(config: RunConfig) -> int:
     more than the episodes allowed in flight."""
     wanted = usable_cores() if config.workers == "auto" else config.workers
     return max(1, min(wanted, config.concurrency))
+
+
+# The modules of each provider's client, imported in the fork server when the suite uses it.
+PROVIDER_MODULES = {"openai": "harness.models.openai_provider",
+                    "anthropic": "harness.models.anthropic_provider"}
+
+
+def start_method() -> str:
+    """``forkserver`` where the platform has it (Linux, macOS), else ``spawn`` (Windows)."""
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def prepare_worker_processes(providers: Iterable[str]) -> None:
+    """Start the fork server the worker processes will be forked from, now, with the engine
+    and the client modules of ``providers`` to import, so that its imports overlap the rest
+    of the parent's start (call it before the pool's :meth:`WorkerPool.started`; a server
+    already running from an earlier run in this process is used as it is). Nothing to do
+    where there is no fork server."""
+    if start_method() != "forkserver":
+        return
+    from multiprocessing import forkserver
+
+    modules = [PROVIDER_MODULES[p] for p in sorted(set(providers)) if p in PROVIDER_MODULES]
+    multiprocessing.get_context("forkserver").set_forkserver_preload(
+        ["__main__", "harness.runs.workers", *modules])
+    forkserver.ensure_running()
 
 
 def _encode(header: dict[str, Any], body: bytes = b"") -> bytes:
@@ -118,7 +150,8 @@ class WorkerPool:
         already on their way to it). On the way out they are asked to leave and send their
         last usage; on an error or a cancellation (Ctrl-C, SIGTERM) they are ended at once,
         their samples in flight abandoned."""
-        context = multiprocessing.get_context("spawn")
+        context = (multiprocessing.get_context("forkserver") if start_method() == "forkserver"
+                   else multiprocessing.get_context("spawn"))
         budget = SharedBudget(context)
         loop = asyncio.get_running_loop()
         config_json = self.config.model_dump_json()
@@ -127,7 +160,7 @@ class WorkerPool:
                 ours, theirs = context.Pipe(duplex=True)
                 process = context.Process(
                     target=worker_main, name=f"harness-worker-{index + 1}", daemon=True,
-                    args=(index, self.count, config_json, theirs, budget))
+                    args=(index, self.count, config_json, theirs, budget, dict(os.environ)))
                 process.start()
                 theirs.close()
                 worker = _Worker(index + 1, process, ours)
@@ -202,12 +235,15 @@ class WorkerPool:
             raise HarnessError(header["error"])
         if "sample" in header:
             worker.in_flight.discard(tuple(header["sample"]))
-            return SampleRecord.model_validate_json(body)
+            return SampleRecord.model_validate_json(body, context=SCRUBBED)
         if "stop" in header:
             worker.in_flight.discard(tuple(header["key"]))
             return RunStop.model_validate(header["stop"])
         if "bye" in header:
             worker.leaving = True
+            if "cpu_s" in header:
+                log.info("worker process %d left: %.1f s of CPU, peak memory %.0f MB",
+                         worker.number, header["cpu_s"], header["peak_rss_mb"])
         return None
 
     def _lost(self, worker: _Worker) -> RunStop | None:
@@ -266,15 +302,20 @@ class WorkerPool:
 
 
 def worker_main(index: int, count: int, config_json: str, conn: Connection,
-                budget: SharedBudget) -> None:
-    """The entry point of worker process ``index`` (0-based) of ``count``."""
+                budget: SharedBudget, environ: dict[str, str]) -> None:
+    """The entry point of worker process ``index`` (0-based) of ``count``. ``environ`` is the
+    parent's environment as the run started: a process forked from the fork server has the
+    environment the server started with, which may be older (keys and ``${env:...}`` values
+    set since, by a program that runs several suites, would be missing)."""
+    os.environ.clear()
+    os.environ.update(environ)
     # Ctrl-C in a terminal reaches the whole process group: the parent alone decides what
     # happens (it ends the workers).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     pipe = _ToParent(conn)
     _log_to_parent(pipe)
     try:
-        asyncio.run(_serve(index, count, RunConfig.model_validate_json(config_json), conn,
+        event_loop.run(_serve(index, count, RunConfig.model_validate_json(config_json), conn,
                            pipe, budget))
     except (BrokenPipeError, EOFError):  # the parent is gone
         pass
@@ -384,4 +425,14 @@ async def _serve(index: int, count: int, config: RunConfig, conn: Connection,
     finally:
         await work.http_endpoints.aclose()
         await hub.aclose()
-    pipe.send({"bye": True, "usage": hub.ledger.export()})
+    pipe.send({"bye": True, "usage": hub.ledger.export(), **_own_resources()})
+
+
+def _own_resources() -> dict[str, float]:
+    """This process's CPU seconds and peak memory (where the platform tells)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return {}
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return {"cpu_s": own.ru_utime + own.ru_stime, "peak_rss_mb": own.ru_maxrss / 1024}
