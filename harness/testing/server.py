@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from harness.runs.event_loop import loop_factory
 from harness.testing.replies import Api, RecordedRequest, Rendered, Reply, auto_reply, render
 
 # What aiohttp logs about a request (a client that hung up mid-reply, as the timeout tests make
@@ -116,7 +117,10 @@ class LoopbackServer:
         failure: list[BaseException] = []
 
         def run() -> None:
-            loop = asyncio.new_event_loop()
+            # The loop runs use (uvloop where installed): the server's CPU is taken from the
+            # run it serves when both share a machine (benchmarks/run_throughput.py).
+            factory = loop_factory() or asyncio.new_event_loop
+            loop = factory()
             self._loop = loop
             asyncio.set_event_loop(loop)
             try:
@@ -164,8 +168,8 @@ class LoopbackServer:
                            reuse_address=True)
         await site.start()
         server = site._server
-        assert server is not None and isinstance(server, asyncio.base_events.Server)
-        self._port = int(server.sockets[0].getsockname()[1])
+        assert server is not None  # asyncio's Server, or uvloop's
+        self._port = int(server.sockets[0].getsockname()[1])  # type: ignore[attr-defined]
 
     async def _shutdown(self) -> None:
         if self._runner is not None:
