@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import logging
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -59,7 +61,8 @@ def _usage_without_latency(result: RunResult) -> dict[str, Any]:
 
 
 async def test_two_workers_store_the_same_samples_and_summary_as_one_each_once(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
     one = await run_suite(_offline(tmp_path), tmp_path / "one")
     written: list[tuple[str, int]] = []
     write = RunStore.write_sample
@@ -69,7 +72,8 @@ async def test_two_workers_store_the_same_samples_and_summary_as_one_each_once(
         write(self, record)
 
     monkeypatch.setattr(RunStore, "write_sample", counting)
-    two = await run_suite(_offline(tmp_path, workers=2), tmp_path / "two")
+    with caplog.at_level(logging.INFO, logger="harness.runs.workers"):
+        two = await run_suite(_offline(tmp_path, workers=2), tmp_path / "two")
 
     planned = one.state.planned
     assert planned == 33 and two.state.planned == two.state.finished == planned
@@ -80,6 +84,14 @@ async def test_two_workers_store_the_same_samples_and_summary_as_one_each_once(
     # The parent's ledger is the sum of the workers': the same usage as one process had.
     assert _usage_without_latency(two) == _usage_without_latency(one)
     assert two.ledger["total"]["calls"] == one.ledger["total"]["calls"] > 0
+    # Each worker says what it used as it leaves (the benchmark reads these lines).
+    left = [r.getMessage() for r in caplog.records if " left: " in r.getMessage()]
+    assert sorted(m.split(" left")[0] for m in left) == ["worker process 1",
+                                                         "worker process 2"]
+    for message in left:
+        cpu, rss = re.fullmatch(r"worker process \d left: ([\d.]+) s of CPU, "
+                                r"peak memory (\d+) MB", message).groups()
+        assert float(cpu) > 0 and int(rss) > 10
 
 
 # -- against the loopback server: a simulated user, a tool-calling agent, a judge ---------
