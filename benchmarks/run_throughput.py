@@ -1,7 +1,8 @@
 """Throughput of the whole runner against the loopback model server.
 
 A 3-turn scenario (a simulator model plays the user, the agent answers with one tool call per
-turn, one judge scores the final response) is run for 1,000 episodes at 50 and at 200
+turn, one judge scores the final response), in 10 versions that differ in their prompts (so no
+call of one is answered from the cache by another's), is run for 1,000 episodes at 50 and at 200
 episodes in flight, each with 1 worker process, 2 and ``auto`` (``--workers``), with every
 reply delayed 200 ms by the server. The server runs in its own process, so only the harness's
 CPU is measured. For each setting it prints:
@@ -13,7 +14,8 @@ CPU is measured. For each setting it prints:
   the samples sent to the parent);
 - peak memory (RSS) of the parent, and of the largest worker;
 - the re-run of the same 1,000 episodes from the response cache (replay mode: a miss would be
-  an error), with its model requests (must be 0).
+  an error), with its model requests (must be 0). The measured run fills the cache in refresh
+  mode, so that every one of its calls reaches the server.
 
 Then 10,000 episodes (no artificial latency) for peak memory.
 
@@ -44,12 +46,12 @@ SCENARIO = """\
 - id: bench-{i}
   description: A three-turn support conversation for the throughput benchmark.
   user:
-    persona: A customer with three questions about their order.
+    persona: A customer of shop {i} with three questions about their order.
     goal: Get answers to three questions about order A-1.
     model: openai:bench-simulator
   agent:
     model: openai:bench-agent
-    system_prompt: You answer order questions; look orders up with get_order first.
+    system_prompt: Shop {i}. You answer order questions; look orders up with get_order first.
   tools:
     - name: get_order
       description: Look up an order by id.
@@ -215,7 +217,11 @@ def main() -> None:
     parser.add_argument("--work", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--label", default="run", help=argparse.SUPPRESS)
-    parser.add_argument("--cache-mode", default="read-write", help=argparse.SUPPRESS)
+    # The measured run writes the cache without reading it: every call reaches the server.
+    # (In read-write mode the judge's call of a later epoch, whose transcript the scripted
+    # server makes identical to an earlier one's, would be answered from the cache, and its
+    # episode would be one model call shorter than the ideal counts.)
+    parser.add_argument("--cache-mode", default="refresh", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(args.latency)
