@@ -70,4 +70,7 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
 
     from harness.runs.event_loop import run
 
-    return run(main())
+    try:
+        return run(main())
+    finally:
+        coro.close()  # unstarted if no loop could be chosen; else done by now, a no-op

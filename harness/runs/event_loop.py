@@ -4,7 +4,8 @@ Linux and macOS), else asyncio's own.
 uvloop is a drop-in asyncio loop written on libuv; with the aiohttp transport under both SDKs
 it takes about a tenth off the CPU per model call (``benchmarks/run_throughput.py``), which is
 what bounds a run's throughput. ``HARNESS_EVENT_LOOP=asyncio`` in the environment chooses
-asyncio's loop instead (to rule uvloop out when something behaves oddly).
+asyncio's loop instead (to rule uvloop out when something behaves oddly); ``uvloop`` insists
+on uvloop.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import os
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from harness.errors import InputError
+
 T = TypeVar("T")
 
 ENV_VAR = "HARNESS_EVENT_LOOP"
@@ -21,12 +24,22 @@ ENV_VAR = "HARNESS_EVENT_LOOP"
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop's ``new_event_loop`` unless it is missing or asyncio's loop was asked for;
-    ``None`` means asyncio's default."""
-    if os.environ.get(ENV_VAR, "").strip().lower() == "asyncio":
+    ``None`` means asyncio's default. Raises :class:`InputError` for a value of
+    ``HARNESS_EVENT_LOOP`` other than ``asyncio`` or ``uvloop``, or ``uvloop`` asked for
+    where it is not installed."""
+    wanted = os.environ.get(ENV_VAR, "").strip().lower()
+    if wanted == "asyncio":
         return None
+    if wanted not in ("", "uvloop"):
+        raise InputError(f"the environment variable {ENV_VAR}", None,
+                         f"expected asyncio or uvloop, got {os.environ[ENV_VAR]!r}")
     try:
         import uvloop
     except ImportError:
+        if wanted == "uvloop":
+            raise InputError(f"the environment variable {ENV_VAR}", None,
+                             "uvloop is not installed (pip install uvloop; there is "
+                             "none for Windows)") from None
         return None
     factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
     return factory
@@ -34,6 +47,12 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(coro)`` on the loop :func:`loop_factory` chooses (Ctrl-C handled as
-    ``asyncio.run`` handles it)."""
-    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+    ``asyncio.run`` handles it). When no loop can be chosen, ``coro`` is closed unstarted and
+    the error raised."""
+    try:
+        factory = loop_factory()
+    except BaseException:
+        coro.close()
+        raise
+    with asyncio.Runner(loop_factory=factory) as runner:
         return runner.run(coro)
