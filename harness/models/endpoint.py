@@ -113,12 +113,6 @@ class Endpoint:
         assert self._semaphore is not None
         self._semaphore.release()
 
-    @property
-    def client(self) -> Any:
-        """The SDK client (built for the running loop)."""
-        self._ensure()
-        return self._client
-
     def _build(self, loop: asyncio.AbstractEventLoop) -> None:
         # As many pooled connections as requests may be in flight: none ever waits for one.
         self._http = self._http_client_class(

@@ -97,8 +97,9 @@ def prepare_worker_processes(providers: Iterable[str]) -> None:
     """Start the fork server the worker processes will be forked from, now, with the engine
     and the client modules of ``providers`` to import, so that its imports overlap the rest
     of the parent's start (call it before the pool's :meth:`WorkerPool.started`; a server
-    already running from an earlier run in this process is used as it is). Nothing to do
-    where there is no fork server."""
+    already running from an earlier run in this process is used as it is). The main module is
+    imported there too (as ``__mp_main__``, as *spawn* imports it in each worker). Nothing to
+    do where there is no fork server."""
     if start_method() != "forkserver":
         return
     from multiprocessing import forkserver
@@ -316,7 +317,7 @@ def worker_main(index: int, count: int, config_json: str, conn: Connection,
     _log_to_parent(pipe)
     try:
         event_loop.run(_serve(index, count, RunConfig.model_validate_json(config_json), conn,
-                           pipe, budget))
+                              pipe, budget))
     except (BrokenPipeError, EOFError):  # the parent is gone
         pass
     except Exception as err:  # a bug: say so in the parent rather than vanish
