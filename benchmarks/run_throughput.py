@@ -12,7 +12,8 @@ CPU is measured. For each setting it prints:
 - CPU milliseconds per model call, the parent's and its worker processes' together,
   everything included (SDK, instructor, cache and store writes, checks, judging, summary,
   the samples sent to the parent);
-- peak memory (RSS) of the parent, and of the largest worker;
+- peak memory (RSS) of the parent, and of the largest worker (which counts the pages it
+  shares with the fork server);
 - the re-run of the same 1,000 episodes from the response cache (replay mode: a miss would be
   an error), with its model requests (must be 0). The measured run fills the cache in refresh
   mode, so that every one of its calls reaches the server.
@@ -135,7 +136,7 @@ def measure(args: argparse.Namespace) -> None:
     # fork server's own (its imports, made once for all workers; it lives on until we exit).
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     reports = [(float(cpu_s), float(rss)) for cpu_s, rss in re.findall(
-        r"worker process \d+ left: ([\d.]+) s of CPU, peak memory ([\d.]+) MB",
+        r"worker process \d+ left: ([\d.]+) s of CPU, peak RSS ([\d.]+) MB",
         "\n".join(left))]
     workers_cpu = ((children.ru_utime - children0.ru_utime)
                    + (children.ru_stime - children0.ru_stime)

@@ -243,8 +243,9 @@ class WorkerPool:
         if "bye" in header:
             worker.leaving = True
             if "cpu_s" in header:
-                log.info("worker process %d left: %.1f s of CPU, peak memory %.0f MB",
-                         worker.number, header["cpu_s"], header["peak_rss_mb"])
+                log.info("worker process %d left: %.1f s of CPU, peak RSS %.0f MB (pages "
+                         "shared with the fork server included)", worker.number,
+                         header["cpu_s"], header["peak_rss_mb"])
         return None
 
     def _lost(self, worker: _Worker) -> RunStop | None:
@@ -430,7 +431,7 @@ async def _serve(index: int, count: int, config: RunConfig, conn: Connection,
 
 
 def _own_resources() -> dict[str, float]:
-    """This process's CPU seconds and peak memory (where the platform tells)."""
+    """This process's CPU seconds and peak resident memory (where the platform tells)."""
     try:
         import resource
     except ImportError:  # Windows
