@@ -19,6 +19,7 @@ key.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
 from types import TracebackType
@@ -36,6 +37,11 @@ from harness.models.usage import UsageLedger
 
 _OFFICIAL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 _ENV_KEY = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# Each provider's module (its ``make_client``, ``HTTP_CLIENT`` and model class), imported when
+# a model of the provider is first asked for; the fork server of --workers imports the ones a
+# suite uses ahead.
+PROVIDER_MODULES = {"openai": "harness.models.openai_provider",
+                    "anthropic": "harness.models.anthropic_provider"}
 _ENV_BASE_URL = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 
@@ -134,14 +140,9 @@ class ModelHub:
         else:
             api_key = self._environ.get(env_var) or None
             key_source = env_var
-        factory: ClientFactory
-        http_client_class: HttpClientClass
-        if provider == "openai":
-            from harness.models.openai_provider import HTTP_CLIENT as http_client_class
-            from harness.models.openai_provider import make_client as factory
-        else:
-            from harness.models.anthropic_provider import HTTP_CLIENT as http_client_class
-            from harness.models.anthropic_provider import make_client as factory
+        module = importlib.import_module(PROVIDER_MODULES[provider])
+        factory: ClientFactory = module.make_client
+        http_client_class: HttpClientClass = module.HTTP_CLIENT
         endpoint = Endpoint(
             provider=provider,
             base_url=resolved,

@@ -29,14 +29,17 @@ def without_lone_surrogates(value: Any) -> Any:
     """``value`` with every lone UTF-16 surrogate in its strings (dict keys and values, list
     and tuple items, nested) replaced by U+FFFD, the replacement character; other values are
     returned as they are (the same object when nothing changes)."""
-    if not _has_lone_surrogate(value):
-        return value
+    return _replaced(value) if _has_lone_surrogate(value) else value
+
+
+def _replaced(value: Any) -> Any:
+    # Only reached when something holds a lone surrogate: rebuilt without looking again.
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value)
     if isinstance(value, dict):
-        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+        return {_replaced(k): _replaced(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(without_lone_surrogates(v) for v in value)
+        return type(value)(_replaced(v) for v in value)
     return value
 
 

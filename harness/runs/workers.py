@@ -48,7 +48,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.models.config import ModelsConfig, share_of
-from harness.models.hub import ModelHub
+from harness.models.hub import PROVIDER_MODULES, ModelHub
 from harness.models.types import SCRUBBED
 from harness.models.usage import ExportedUsage, SharedBudget, UsageLedger
 from harness.runs import event_loop
@@ -81,11 +81,6 @@ def worker_count(config: RunConfig) -> int:
     more than the episodes allowed in flight."""
     wanted = usable_cores() if config.workers == "auto" else config.workers
     return max(1, min(wanted, config.concurrency))
-
-
-# The modules of each provider's client, imported in the fork server when the suite uses it.
-PROVIDER_MODULES = {"openai": "harness.models.openai_provider",
-                    "anthropic": "harness.models.anthropic_provider"}
 
 
 def start_method() -> str:
