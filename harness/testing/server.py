@@ -73,8 +73,12 @@ class FaultInjection:
 class LoopbackServer:
     """The server, run on its own event loop in a background thread.
 
-    ``latency`` (seconds) is added to every answer. ``record=False`` stops keeping request
-    bodies (for long benchmarks); counters are kept either way.
+    ``latency`` (seconds) is how long every answer takes, from the moment its request is
+    read to the moment the answer is sent: the server's own work (parsing, the responder,
+    rendering) is inside it, as a model server's is inside its latency, rather than added to
+    it (under a benchmark's hundreds of requests at once, that work would otherwise add up
+    to a latency the clients never asked for). ``record=False`` stops keeping request bodies
+    (for long benchmarks); counters are kept either way.
     """
 
     def __init__(
@@ -267,8 +271,10 @@ class LoopbackServer:
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
         try:
+            data = await request.read()
+            due = asyncio.get_running_loop().time() + self.latency
             try:
-                body = json.loads(await request.read())
+                body = json.loads(data)
             except ValueError:
                 return _json_response(Rendered(400, b'{"error": {"message": "body is not JSON"}}'))
             if not isinstance(body, dict):
@@ -285,12 +291,13 @@ class LoopbackServer:
                 scripted = self._next_reply()
             # The responder is user code: called outside the lock, so it may script the server.
             reply = scripted or self._fallback(recorded)
+            rendered = None if reply.kind == "slow" else render(reply, recorded)
             if self.latency:
-                await asyncio.sleep(self.latency)
-            while reply.kind == "slow":
+                await asyncio.sleep(due - asyncio.get_running_loop().time())
+            while reply.kind == "slow":  # its delay comes on top of the latency
                 await asyncio.sleep(reply.delay)
                 reply = reply.then or self._fallback(recorded)
-            return _json_response(render(reply, recorded))
+            return _json_response(rendered or render(reply, recorded))
         finally:
             with self._lock:
                 if generation == self._generation:
@@ -329,7 +336,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run the server in the foreground: print the port on the first line, then serve until
     SIGTERM/SIGINT or until stdin closes (so it dies with the process that started it)."""
     parser = argparse.ArgumentParser(description="Loopback model server (OpenAI + Anthropic).")
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to each reply")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds each reply takes")
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     parser.add_argument("--rate-429", type=float, default=0.0)
     parser.add_argument("--rate-500", type=float, default=0.0)
