@@ -4,7 +4,7 @@ A 3-turn scenario (a simulator model plays the user, the agent answers with one 
 turn, one judge scores the final response), in 10 versions that differ in their prompts (so no
 call of one is answered from the cache by another's), is run for 1,000 episodes at 50 and at 200
 episodes in flight, each with 1 worker process, 2 and ``auto`` (``--workers``), with every
-reply delayed 200 ms by the server. The server runs in its own process, so only the harness's
+reply sent 200 ms after the server read its request. The server runs in its own process, so only the harness's
 CPU is measured. For each setting it prints:
 
 - wall time (worker start-up included) and its ratio to the ideal: ceil(episodes /
@@ -13,7 +13,7 @@ CPU is measured. For each setting it prints:
   everything included (SDK, instructor, cache and store writes, checks, judging, summary,
   the samples sent to the parent);
 - peak memory (RSS) of the parent, and of the largest worker (which counts the pages it
-  shares with the fork server);
+  shares with the process it was forked from);
 - the re-run of the same 1,000 episodes from the response cache (replay mode: a miss would be
   an error), with its model requests (must be 0). The measured run fills the cache in refresh
   mode, so that every one of its calls reaches the server.
@@ -131,16 +131,19 @@ def measure(args: argparse.Namespace) -> None:
     logging.getLogger("harness.runs.workers").setLevel(logging.INFO)
     result = event_loop.run(run_suite(config, out))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-    # The worker processes' CPU and memory, as each reported when it left (they are forked
-    # from multiprocessing's fork server, so they are not this process's children), and the
-    # fork server's own (its imports, made once for all workers; it lives on until we exit).
+    # The worker processes' CPU and memory, as each reported when it left. Workers forked
+    # from this process are its children, waited for, so their CPU is in RUSAGE_CHILDREN;
+    # workers forked from multiprocessing's fork server are not, so their reports count, and
+    # the fork server's own CPU (its imports, made once for all workers; it lives on until we
+    # exit).
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    log = "\n".join(left)
     reports = [(float(cpu_s), float(rss)) for cpu_s, rss in re.findall(
-        r"worker process \d+ left: ([\d.]+) s of CPU, peak RSS ([\d.]+) MB",
-        "\n".join(left))]
+        r"worker process \d+ left: ([\d.]+) s of CPU, peak RSS ([\d.]+) MB", log)]
     workers_cpu = ((children.ru_utime - children0.ru_utime)
-                   + (children.ru_stime - children0.ru_stime)
-                   + sum(c for c, _ in reports) + _fork_server_cpu())
+                   + (children.ru_stime - children0.ru_stime))
+    if "forkserver)" in log:
+        workers_cpu += sum(c for c, _ in reports) + _fork_server_cpu()
     total = result.ledger["total"]
     lines = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
     # Sequential model calls in one episode: simulator turns + agent steps + the judge call.

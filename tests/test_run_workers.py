@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,10 @@ from harness.cli import app
 from harness.errors import BudgetExceededError, HarnessError
 from harness.models.config import share_of
 from harness.models.usage import SharedBudget, UsageLedger
+from harness.runs import workers
 from harness.runs.api import RunResult, resume_run, run_suite
 from harness.runs.config import RunConfig
-from harness.runs.engine import SampleOutcome
+from harness.runs.engine import SampleOutcome, Suite
 from harness.runs.store import RunStore
 from harness.runs.workers import WorkerPool
 from harness.testing.replies import RecordedRequest, Reply
@@ -90,7 +92,8 @@ async def test_two_workers_store_the_same_samples_and_summary_as_one_each_once(
                                                          "worker process 2"]
     for message in left:
         cpu, rss = re.fullmatch(r"worker process \d left: ([\d.]+) s of CPU, peak RSS "
-                                r"(\d+) MB \(pages shared with the fork server included\)",
+                                r"(\d+) MB \(pages shared with the process it was forked from "
+                                r"included\)",
                                 message).groups()
         assert float(cpu) > 0 and int(rss) > 10
 
@@ -264,14 +267,50 @@ class _Sink:
         self.outcomes.append(outcome)
 
 
-async def test_a_suite_a_worker_cannot_load_is_an_error_in_the_parent(tmp_path: Path) -> None:
-    gone = tmp_path / "gone.yaml"  # e.g. deleted after the parent loaded it
-    pool = WorkerPool(RunConfig(scenario_paths=[str(gone)], offline=True, workers=2),
-                      2, UsageLedger())
+async def test_a_suite_a_worker_cannot_load_is_an_error_in_the_parent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A worker from the fork server loads the suite itself (one forked from the parent has
+    # the parent's): here the file is deleted after the parent loaded it.
+    monkeypatch.setattr(workers, "start_method", lambda: "forkserver")
+    gone = tmp_path / "gone.yaml"
+    gone.write_text("- id: a\n  user: {goal: g, script: [hi]}\n  agent: {model: 'mock:a'}\n")
+    config = RunConfig(scenario_paths=[str(gone)], offline=True, workers=2).resolved()
+    suite = Suite.load(config)
+    gone.unlink()
+    pool = WorkerPool(config, suite, 2, UsageLedger())
     with pytest.raises(HarnessError, match="gone.yaml"):
         async with pool.started():
             await pool.run([("a", 0)], _Sink())
     assert all(not w.process.is_alive() for w in pool._workers)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers are forked from the parent on Linux")
+def test_workers_are_forked_from_the_parent_only_while_it_runs_no_other_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(workers.threading, "active_count", lambda: 1)
+    assert workers.start_method() == "fork"
+    monkeypatch.setattr(workers.threading, "active_count", lambda: 2)
+    assert workers.start_method() == "forkserver"
+
+
+def test_workers_forked_from_the_command_line_log_through_it_once(
+        tmp_path: Path, loopback: LoopbackServer) -> None:
+    # A forked worker starts with the parent's log handlers (the run's harness.log): it must
+    # drop them and send its records to the parent, or each would be written twice, once
+    # without the worker's name.
+    loopback.set_responder(_simulated_user)
+    loopback.enqueue(Reply.server_error(), times=2)
+    suite = _loopback_suite(tmp_path, loopback, provider_bound=4)
+    out = tmp_path / "run"
+    process = start_run(suite, out, "--epochs", "1", "--workers", "2", "--judge",
+                        "openai:judge", "--models-config", str(tmp_path / "models.yaml"))
+    stderr = ended(process)
+    assert process.returncode == 0, stderr
+    assert list(_workers_of(out).values()) == ["fork", "fork"]
+    retries = [line for line in (out / "harness.log").read_text().splitlines()
+               if "retrying (attempt 2 of 2)" in line]
+    assert len(retries) == 2, retries
+    assert all(re.search(r"worker [12]: ", line) for line in retries), retries
 
 
 # -- the command line --------------------------------------------------------------------
@@ -332,9 +371,11 @@ def test_http_agents_run_in_workers_within_the_endpoint_s_bound(tmp_path: Path) 
 async def test_workers_see_the_environment_as_the_run_starts(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch
                                                             ) -> None:
-    # Worker processes are forked from a fork server that outlives a run: a variable set
-    # after it started (here, between two runs of one program) must still reach them, since
-    # each worker loads the suite, and resolves its ${env:...} values, itself.
+    # Worker processes forked from a fork server start with the environment the server
+    # started with, and it outlives a run: a variable set after it started (here, between two
+    # runs of one program) must still reach them, since each such worker loads the suite,
+    # and resolves its ${env:...} values, itself.
+    monkeypatch.setattr(workers, "start_method", lambda: "forkserver")
     async def answer(seen: Seen) -> web.Response:
         return web.json_response({"reply": "done"})
 
@@ -362,35 +403,22 @@ def _start_run(suite: Path, out: Path) -> subprocess.Popen[str]:
                      "2", env={"SLOW_AGENT_S": "0.3", "COLUMNS": "250"})
 
 
-def _children(pid: int, marker: bytes) -> list[int]:
-    """The processes whose parent is ``pid`` and whose command line holds ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            command = (entry / "cmdline").read_bytes()
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == pid and marker in command:
-            found.append(int(entry.name))
-    return found
-
-
-def _workers_of(pid: int) -> list[int]:
-    """The worker processes of the run in process ``pid``: the children of its fork server
-    (multiprocessing's, a child of ``pid``; the workers run its command line)."""
-    return [worker for server in _children(pid, b"forkserver")
-            for worker in _children(server, b"forkserver")]
+def _workers_of(out: Path) -> dict[int, str]:
+    """The worker processes of the run writing ``out``, as its log names them: pid -> how
+    each was started."""
+    log = out / "harness.log"
+    text = log.read_text() if log.exists() else ""
+    return {int(pid): how for pid, how in re.findall(
+        r"worker process \d of \d started \(pid (\d+), (\w+)\)", text)}
 
 
 def _under_way(process: subprocess.Popen[str], out: Path) -> list[int]:
-    """Wait until the run has stored a sample; its worker processes' pids."""
+    """Wait until the run has stored a sample; its worker processes' pids. The command line
+    runs no other thread when it starts them, so they are forked from it."""
     wait_for_a_stored_sample(process, out)
-    workers = _workers_of(process.pid)
-    assert len(workers) == 2
-    return workers
+    workers = _workers_of(out)
+    assert list(workers.values()) == ["fork", "fork"]
+    return list(workers)
 
 
 def _gone(pid: int) -> bool:

@@ -140,8 +140,6 @@ async def _execute(
     try:
         runner = Runner(config, suite, store, hub, executor_for(config, suite, hub),
                         on_sample=on_sample)
-        if on_start is not None:
-            on_start(runner)
         done = store.finished_keys(include_errored=not retry_errors)
         store.record_scenarios(list(suite.scenarios))
         shards = None if config.shard is None else coverage(
@@ -149,6 +147,10 @@ async def _execute(
         adaptive = None
         try:
             async with runner.executor.started():
+                # Called once the executor is up, not before: what it starts (a progress bar's
+                # thread) would stop worker processes from being forked from this one.
+                if on_start is not None:
+                    on_start(runner)
                 if config.adaptive is None:
                     await runner.run_samples(
                         in_shard(epochs_plan(suite, config.epochs, done), config.shard))
@@ -188,15 +190,17 @@ def _check_executor(config: RunConfig) -> None:
 
 
 def _prepare_executor(config: RunConfig, suite: Suite) -> None:
-    """With worker processes, start what they are forked from now, so its imports overlap
-    the preflight (see :func:`harness.runs.workers.prepare_worker_processes`)."""
+    """With worker processes that will come from a fork server, start it now, so its imports
+    overlap the preflight (see :func:`harness.runs.workers.prepare_worker_processes`)."""
     from harness.runs.workers import prepare_worker_processes, worker_count
 
     if config.executor != "ray" and worker_count(config) > 1:
         prepare_worker_processes(name.partition(":")[0]
                                  for name, _ in Runner.model_names(config, suite))
-        # The summary at the end needs scipy.stats (half a second to import): import it now,
-        # while the fork server imports on another core, rather than after the last sample.
+        # The summary at the end needs scipy.stats, the workers' trajectory checks part of
+        # scipy (half a second to import): imported here, where it overlaps a fork server's
+        # imports or is inherited by workers forked from this process, rather than after the
+        # last sample.
         import scipy.stats  # noqa: F401
 
 
@@ -214,7 +218,7 @@ def executor_for(config: RunConfig, suite: Suite, hub: ModelHub) -> Executor:
     count = worker_count(config)
     if count == 1:
         return InProcessExecutor(SampleWork(config, suite, hub), config.concurrency)
-    return WorkerPool(config, count, hub.ledger)
+    return WorkerPool(config, suite, count, hub.ledger)
 
 
 def _stop_message(how: str, state: RunState) -> str:

@@ -2,14 +2,16 @@
 
 The parent process keeps everything a run owns: the store (it writes every finished sample;
 no worker ever opens ``run.sqlite``), the counts, the progress bar, stops, Ctrl-C and SIGTERM.
-Each worker process is forked from multiprocessing's *fork server* (never from the parent
-itself, which has threads and an event loop; *spawn* where the platform has no fork server),
-loads the suite itself from the run's resolved configuration, and runs the samples it is sent
-on an event loop of its own, with its own model hub, HTTP connections and tool server, through
-the same :class:`~harness.runs.engine.SampleWork` as a one-process run. The fork server is
-started by :func:`prepare_worker_processes` while the parent checks the run, and imports once
-what every worker needs (the engine, and the provider SDKs the suite uses: a second or two), so
-each worker starts in milliseconds instead of importing everything itself. What a sample
+Each worker process is forked from the parent
+itself on Linux when the parent runs no other thread at that moment (the CLI's case: the run is
+checked and the provider SDKs imported, the progress bar not yet shown), and then uses the
+suite the parent loaded; else it is forked from multiprocessing's *fork server* (*spawn* where
+the platform has none), which :func:`prepare_worker_processes` starts while the parent checks
+the run, importing once what every worker needs (the engine, and the provider SDKs the suite
+uses), and loads the suite itself from the run's resolved configuration. Either way it runs
+the samples it is sent on an event loop of its own, with its own model hub, HTTP connections
+and tool server, through the same :class:`~harness.runs.engine.SampleWork` as a one-process
+run. What a sample
 came to goes back to the parent as JSON bytes over the worker's pipe.
 
 One message is one ``send_bytes``: a JSON header, a newline, then (for a sample) the
@@ -38,6 +40,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -84,8 +87,16 @@ def worker_count(config: RunConfig) -> int:
 
 
 def start_method() -> str:
-    """``forkserver`` where the platform has it (Linux, macOS), else ``spawn`` (Windows)."""
-    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    """How worker processes start, decided when they do: ``fork`` (from this process, which
+    has everything they need imported and loaded by then, so they start at once) on Linux
+    while this process runs no other thread (forking a process with threads can leave the
+    child with a lock held by a thread it does not have); else ``forkserver`` where the
+    platform has it (macOS, or Linux with threads: a test's server, a progress bar, a caller's
+    own); else ``spawn`` (Windows)."""
+    methods = multiprocessing.get_all_start_methods()
+    if sys.platform == "linux" and "fork" in methods and threading.active_count() == 1:
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
 
 
 def prepare_worker_processes(providers: Iterable[str]) -> None:
@@ -94,7 +105,7 @@ def prepare_worker_processes(providers: Iterable[str]) -> None:
     of the parent's start (call it before the pool's :meth:`WorkerPool.started`; a server
     already running from an earlier run in this process is used as it is). The main module is
     imported there too (as ``__mp_main__``, as *spawn* imports it in each worker). Nothing to
-    do where there is no fork server."""
+    do where the workers will be forked from this process, or there is no fork server."""
     if start_method() != "forkserver":
         return
     from multiprocessing import forkserver
@@ -132,8 +143,9 @@ class WorkerPool:
     """The executor of ``--workers N`` (N >= 2): see the module docstring. ``ledger`` is the
     parent's usage ledger, kept equal to the sum of the workers' ledgers."""
 
-    def __init__(self, config: RunConfig, count: int, ledger: UsageLedger) -> None:
+    def __init__(self, config: RunConfig, suite: Suite, count: int, ledger: UsageLedger) -> None:
         self.config = config
+        self.suite = suite
         self.count = count
         self.ledger = ledger
         self._workers: list[_Worker] = []
@@ -142,29 +154,37 @@ class WorkerPool:
 
     @asynccontextmanager
     async def started(self) -> AsyncIterator[None]:
-        """The worker processes, started (each loads the suite while the first samples are
-        already on their way to it). On the way out they are asked to leave and send their
-        last usage; on an error or a cancellation (Ctrl-C, SIGTERM) they are ended at once,
-        their samples in flight abandoned."""
-        context = (multiprocessing.get_context("forkserver") if start_method() == "forkserver"
+        """The worker processes, started (a worker that loads the suite itself does so while
+        the first samples are already on their way to it). On the way out they are asked to
+        leave and send their last usage; on an error or a cancellation (Ctrl-C, SIGTERM) they
+        are ended at once, their samples in flight abandoned."""
+        method = start_method()
+        context = (multiprocessing.get_context("fork") if method == "fork"
+                   else multiprocessing.get_context("forkserver") if method == "forkserver"
                    else multiprocessing.get_context("spawn"))
         budget = SharedBudget(context)
         loop = asyncio.get_running_loop()
         config_json = self.config.model_dump_json()
+        # A forked worker has the parent's memory: the suite as loaded here, and the
+        # environment as it is. Elsewhere the suite is loaded again from the configuration.
+        suite = self.suite if method == "fork" else None
         try:
             for index in range(self.count):
                 ours, theirs = context.Pipe(duplex=True)
                 process = context.Process(
                     target=worker_main, name=f"harness-worker-{index + 1}", daemon=True,
-                    args=(index, self.count, config_json, theirs, budget, dict(os.environ)))
+                    args=(index, self.count, config_json, theirs, budget, dict(os.environ),
+                          suite))
                 process.start()
                 theirs.close()
                 worker = _Worker(index + 1, process, ours)
                 self._workers.append(worker)
-                log.info("worker process %d of %d started (pid %s)", worker.number, self.count,
-                         process.pid)
+                log.info("worker process %d of %d started (pid %s, %s)", worker.number,
+                         self.count, process.pid, method)
+            # Only now the threads that read their pipes: the forks above had none to copy.
+            for worker in self._workers:
                 threading.Thread(target=self._read, args=(worker, loop), daemon=True,
-                                 name=f"harness-worker-{index + 1}-reader").start()
+                                 name=f"harness-worker-{worker.number}-reader").start()
             yield
         except BaseException:
             self._end_now()
@@ -239,7 +259,7 @@ class WorkerPool:
             worker.leaving = True
             if "cpu_s" in header:
                 log.info("worker process %d left: %.1f s of CPU, peak RSS %.0f MB (pages "
-                         "shared with the fork server included)", worker.number,
+                         "shared with the process it was forked from included)", worker.number,
                          header["cpu_s"], header["peak_rss_mb"])
         return None
 
@@ -299,21 +319,20 @@ class WorkerPool:
 
 
 def worker_main(index: int, count: int, config_json: str, conn: Connection,
-                budget: SharedBudget, environ: dict[str, str]) -> None:
+                budget: SharedBudget, environ: dict[str, str], suite: Suite | None) -> None:
     """The entry point of worker process ``index`` (0-based) of ``count``. ``environ`` is the
     parent's environment as the run started: a process forked from the fork server has the
     environment the server started with, which may be older (keys and ``${env:...}`` values
-    set since, by a program that runs several suites, would be missing)."""
+    set since, by a program that runs several suites, would be missing). ``suite`` is the
+    parent's, in a worker forked from it (else ``None``: loaded here)."""
     os.environ.clear()
     os.environ.update(environ)
-    # Ctrl-C in a terminal reaches the whole process group: the parent alone decides what
-    # happens (it ends the workers).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _forget_parent_signals()
     pipe = _ToParent(conn)
     _log_to_parent(pipe)
     try:
         event_loop.run(_serve(index, count, RunConfig.model_validate_json(config_json), conn,
-                              pipe, budget))
+                              pipe, budget, suite))
     except (BrokenPipeError, EOFError):  # the parent is gone
         pass
     except Exception as err:  # a bug: say so in the parent rather than vanish
@@ -348,9 +367,26 @@ class _ParentHandler(logging.Handler):
             self.pipe.send({"log": [record.levelno, record.name, record.getMessage()]})
 
 
+def _forget_parent_signals() -> None:
+    """A worker's signals are its own. Ctrl-C in a terminal reaches the whole process group:
+    the parent alone decides what happens (it ends the workers), so SIGINT is ignored here.
+    A worker forked from the parent also has the parent's SIGTERM handling, whose wake-up
+    file descriptor is the parent's event loop's: a SIGTERM that ends this worker would be
+    taken by the parent as its own."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _log_to_parent(pipe: _ToParent) -> None:
     """The records a run's log keeps (the harness's own from INFO, the libraries' from
-    WARNING: see :mod:`harness.logs`) go to the parent."""
+    WARNING: see :mod:`harness.logs`) go to the parent, and only there (a worker forked from
+    the parent has the parent's handlers: its run log file, its terminal)."""
+    loggers = [logging.getLogger(), *(x for x in logging.Logger.manager.loggerDict.values()
+                                       if isinstance(x, logging.Logger))]
+    for logger in loggers:
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
     root = logging.getLogger()
     root.addHandler(_ParentHandler(pipe))
     root.setLevel(logging.WARNING)
@@ -368,7 +404,7 @@ def _worker_models(config: RunConfig, share: tuple[int, int]) -> ModelsConfig:
 
 
 async def _serve(index: int, count: int, config: RunConfig, conn: Connection,
-                 pipe: _ToParent, budget: SharedBudget) -> None:
+                 pipe: _ToParent, budget: SharedBudget, suite: Suite | None) -> None:
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
 
@@ -385,7 +421,7 @@ async def _serve(index: int, count: int, config: RunConfig, conn: Connection,
 
     threading.Thread(target=read, daemon=True, name="harness-worker-reader").start()
     try:
-        suite = Suite.load(config)
+        suite = suite or Suite.load(config)
         models = _worker_models(config, (index, count))
         hub = ModelHub(models, ledger=UsageLedger(max_cost_usd=models.budget.max_cost_usd,
                                                   max_calls=models.budget.max_calls,
