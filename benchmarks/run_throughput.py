@@ -4,8 +4,8 @@ A 3-turn scenario (a simulator model plays the user, the agent answers with one 
 turn, one judge scores the final response), in 10 versions that differ in their prompts (so no
 call of one is answered from the cache by another's), is run for 1,000 episodes at 50 and at 200
 episodes in flight, each with 1 worker process, 2 and ``auto`` (``--workers``), with every
-reply sent 200 ms after the server read its request. The server runs in its own process, so only the harness's
-CPU is measured. For each setting it prints:
+reply sent 200 ms after the server read its request. The server runs in its own process, so
+only the harness's CPU is measured. For each setting it prints:
 
 - wall time (worker start-up included) and its ratio to the ideal: ceil(episodes /
   concurrency) x (sequential model calls per episode) x latency;
@@ -142,7 +142,7 @@ def measure(args: argparse.Namespace) -> None:
         r"worker process \d+ left: ([\d.]+) s of CPU, peak RSS ([\d.]+) MB", log)]
     workers_cpu = ((children.ru_utime - children0.ru_utime)
                    + (children.ru_stime - children0.ru_stime))
-    if "forkserver)" in log:
+    if ", fork)" not in log:
         workers_cpu += sum(c for c, _ in reports) + _fork_server_cpu()
     total = result.ledger["total"]
     lines = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
