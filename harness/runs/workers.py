@@ -2,16 +2,15 @@
 
 The parent process keeps everything a run owns: the store (it writes every finished sample;
 no worker ever opens ``run.sqlite``), the counts, the progress bar, stops, Ctrl-C and SIGTERM.
-Each worker process is forked from the parent
-itself on Linux when the parent runs no other thread at that moment (the CLI's case: the run is
-checked and the provider SDKs imported, the progress bar not yet shown), and then uses the
-suite the parent loaded; else it is forked from multiprocessing's *fork server* (*spawn* where
-the platform has none), which :func:`prepare_worker_processes` starts while the parent checks
-the run, importing once what every worker needs (the engine, and the provider SDKs the suite
-uses), and loads the suite itself from the run's resolved configuration. Either way it runs
-the samples it is sent on an event loop of its own, with its own model hub, HTTP connections
-and tool server, through the same :class:`~harness.runs.engine.SampleWork` as a one-process
-run. What a sample
+Each worker process is forked from the parent itself on Linux while the parent runs no other
+thread (the command line's case: the run is checked and the provider SDKs are imported, the
+progress bar not yet shown), and uses the suite the parent loaded; else it is forked from
+multiprocessing's *fork server* (*spawn* where the platform has none), which
+:func:`prepare_worker_processes` starts while the parent checks the run, importing once what
+every worker needs (the engine, and the provider SDKs the suite uses), and loads the suite
+itself from the run's resolved configuration. Either way it runs the samples it is sent on an
+event loop of its own, with its own model hub, HTTP connections and tool server, through the
+same :class:`~harness.runs.engine.SampleWork` as a one-process run. What a sample
 came to goes back to the parent as JSON bytes over the worker's pipe.
 
 One message is one ``send_bytes``: a JSON header, a newline, then (for a sample) the
