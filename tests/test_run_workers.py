@@ -293,6 +293,37 @@ def test_workers_are_forked_from_the_parent_only_while_it_runs_no_other_thread(
     assert workers.start_method() == "forkserver"
 
 
+FORKED_SIGTERM = """
+import asyncio, os, signal
+from harness.runs import event_loop, workers
+
+async def main():
+    seen = []
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, seen.append, "parent")
+    pid = os.fork()
+    if pid == 0:  # as a worker forked from the parent starts
+        workers._forget_parent_signals()
+        os.kill(os.getpid(), signal.SIGTERM)
+        os._exit(0)  # not reached if SIGTERM ends it
+    _, status = os.waitpid(pid, 0)
+    await asyncio.sleep(0.3)  # time for a wake-up byte to reach this loop
+    print(os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM, seen)
+
+event_loop.run(main())
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers are forked from the parent on Linux")
+def test_a_worker_forked_from_the_parent_takes_sigterm_as_its_own() -> None:
+    # The parent handles SIGTERM on its event loop, through a wake-up descriptor the fork
+    # copies: a SIGTERM ending a worker (as the parent ends them) must end it, and must not
+    # reach the parent as if it were the parent's.
+    done = subprocess.run([sys.executable, "-c", FORKED_SIGTERM], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True []"
+
+
 def test_workers_forked_from_the_command_line_log_through_it_once(
         tmp_path: Path, loopback: LoopbackServer) -> None:
     # A forked worker starts with the parent's log handlers (the run's harness.log): it must
