@@ -20,11 +20,18 @@ only the harness's CPU is measured. For each setting it prints:
 
 Then 10,000 episodes (no artificial latency) for peak memory.
 
+Shared virtual machines change speed from minute to minute: the same code's CPU per model
+call then moves with the ratio (on the 2-core machine of issue 16, five runs of 2 workers at
+200 in flight: 1.41 to 1.82 ms a call, 0.77 to 0.67 of ideal). ``--repeat N`` measures each
+setting N times and prints the median and the range of its ratio.
+
 Each measurement runs in a fresh Python process so CPU and memory figures are its own.
 
     python benchmarks/run_throughput.py                 # the full set (a few minutes)
     python benchmarks/run_throughput.py --episodes 200 --memory-episodes 0   # quick look
     python benchmarks/run_throughput.py --workers 1 2 --concurrency 200      # a subset
+    python benchmarks/run_throughput.py --workers 2 --concurrency 200 --repeat 5 \
+        --memory-episodes 0                                                     # the target
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import math
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -193,9 +201,14 @@ def _server(latency: float) -> tuple[subprocess.Popen[str], int]:
     return proc, int(proc.stdout.readline())
 
 
+def _ratio(r: dict[str, Any], *, concurrency: int, latency: float) -> float:
+    ideal = math.ceil(r["episodes"] / concurrency) * r["sequential_calls_per_episode"] * latency
+    return ideal / r["wall_s"] if r["wall_s"] else float("nan")
+
+
 def _report(label: str, r: dict[str, Any], *, concurrency: int, latency: float) -> None:
     ideal = math.ceil(r["episodes"] / concurrency) * r["sequential_calls_per_episode"] * latency
-    ratio = ideal / r["wall_s"] if r["wall_s"] else float("nan")
+    ratio = _ratio(r, concurrency=concurrency, latency=latency)
     print(f"{label}: {r['episodes']} episodes, {r['calls']} model calls "
           f"({r['sequential_calls_per_episode']} sequential per episode), "
           f"{r['errored']} errored")
@@ -216,6 +229,8 @@ def main() -> None:
                         help="worker process settings to measure (numbers or auto)")
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--memory-episodes", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="measure each setting this many times (median and range)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
@@ -246,19 +261,26 @@ def main() -> None:
         try:
             for c in args.concurrency:
                 for w in args.workers:
-                    label = f"c{c}-w{w}"
-                    run = ("--episodes", str(args.episodes), "--concurrency", str(c),
-                           "--workers", w)
-                    first = _child(*run, "--label", label, work=work, port=port)
-                    _report(f"concurrency {c}, workers {w}", first, concurrency=c,
-                            latency=args.latency)
-                    again = _child(*run, "--label", label + "-replay", "--cache-mode",
-                                   "replay", work=work, port=port)
-                    print(f"  re-run from cache: {again['wall_s']:.1f} s, "
-                          f"{again['requests']} model requests, "
-                          f"{again['cached_calls']} cached calls")
-                    for stale in work.glob("cache.sqlite*"):  # the -wal and -shm files too
-                        stale.unlink()
+                    ratios = []
+                    for attempt in range(args.repeat):
+                        label = f"c{c}-w{w}-{attempt}"
+                        run = ("--episodes", str(args.episodes), "--concurrency", str(c),
+                               "--workers", w)
+                        first = _child(*run, "--label", label, work=work, port=port)
+                        ratios.append(_ratio(first, concurrency=c, latency=args.latency))
+                        _report(f"concurrency {c}, workers {w}", first, concurrency=c,
+                                latency=args.latency)
+                        again = _child(*run, "--label", label + "-replay", "--cache-mode",
+                                       "replay", work=work, port=port)
+                        print(f"  re-run from cache: {again['wall_s']:.1f} s, "
+                              f"{again['requests']} model requests, "
+                              f"{again['cached_calls']} cached calls")
+                        for stale in work.glob("cache.sqlite*"):  # the -wal and -shm too
+                            stale.unlink()
+                    if len(ratios) > 1:
+                        print(f"concurrency {c}, workers {w}, {len(ratios)} runs: median "
+                              f"{statistics.median(ratios):.2f} of ideal (from "
+                              f"{min(ratios):.2f} to {max(ratios):.2f})")
         finally:
             assert server.stdin is not None
             server.stdin.close()
