@@ -64,6 +64,9 @@ def test_the_page_shows_the_figures_and_the_latency_per_scenario(tmp_path: Path)
     assert re.search(r"<td>episode</td><td class=\"num\">5</td><td class=\"num\">3\.80 s</td>"
                      r"<td class=\"num\">3\.00 s</td><td class=\"num\">8\.00 s</td>"
                      r"<td class=\"num\">9\.00 s</td>", overall)
+    # Named as the terminal names them: an agent's step may be a request to an HTTP agent.
+    assert re.search(r"<td>simulator call</td><td class=\"num\">1</td>", overall)
+    assert "model call</td>" not in overall
     scenarios = latency[latency.index('id="latency-scenarios"'):]
     assert '<td rowspan="3">s1</td>' in scenarios and '<td rowspan="3">s2</td>' in scenarios
     # s2's episodes: 2, 1 and 9 s (mean 4, median 2)

@@ -12,7 +12,9 @@ What each duration is (seconds, wall clock):
   (:meth:`~harness.transcript.Transcript.turn_latencies`, which the ``latency_budget`` check
   reads too); the simulator's time is not in it.
 - **tool call**: one mocked tool call.
-- **model call**: one model call, per role (``agent``, ``simulator``).
+- **model call**: one step, per role: ``agent`` (one model call of the agent, or one request
+  to an HTTP agent) and ``simulator`` (one model call of the simulator); the terminal and the
+  HTML report call them "agent call" and "simulator call".
 
 Every sample with a timed conversation counts, errored ones included (a time-limited episode
 is part of how slow the agent is). Percentiles are numpy's (linear interpolation).
