@@ -9,7 +9,7 @@ import asyncio
 import json
 import socket
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +26,7 @@ class Seen:
 
     path: str
     query: dict[str, str]
-    headers: dict[str, str]
+    headers: Mapping[str, str]  # case-insensitive names (a client may send them lowercase)
     body: Any
 
 
@@ -49,7 +49,7 @@ class FakeAgent:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         text = await request.text()
-        seen = Seen(request.path, dict(request.query), dict(request.headers),
+        seen = Seen(request.path, dict(request.query), request.headers.copy(),
                     json.loads(text) if text else None)
         self.requests.append(seen)
         self.in_flight += 1

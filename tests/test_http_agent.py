@@ -16,6 +16,7 @@ from http_agents import (
     WEATHER_TOOL,
     Seen,
     chat_reply,
+    closed_port_url,
     fake_agent,
     run_args,
     samples,
@@ -247,6 +248,46 @@ async def test_a_request_that_times_out_is_retried() -> None:
     assert len(server.requests) == 2
     [(step, latency)] = turn.callable_steps  # the answered attempt's time
     assert step == 0 and latency < 1
+
+
+async def test_what_kept_the_answer_away_is_named_when_the_retries_run_out() -> None:
+    # The pool's transport (aiohttp) reports a refused or dropped connection as a connect
+    # timeout: the failure must still say which it was.
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(100)
+        writer.close()
+
+    async def slow(seen: Seen) -> web.Response:
+        await asyncio.sleep(2)
+        return web.json_response({"reply": "late"})
+
+    async def failure(url: str) -> str:
+        spec = parse_scenario(scenario("x", {
+            "url": url, "protocol": "json", "request": {"m": "${messages}"},
+            "reply_path": "reply", "timeout_s": 0.3})).agent.http
+        assert spec is not None
+        endpoints = HttpEndpoints(RetryPolicy(RetryConfig(max_attempts=2, backoff_initial_s=0,
+                                                          backoff_jitter_s=0)))
+        agent = HttpAgent(spec, endpoints=endpoints, scenario_id="x", epoch=0, max_steps=1)
+        turn = await agent.respond([Message(role="user", content="hi")], Toolbox([]), turn=0)
+        await endpoints.aclose()
+        assert turn.error is not None
+        return f"{turn.error.kind}: {turn.error.message.split('; ')[-1]}"
+
+    hanger = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = hanger.sockets[0].getsockname()[1]
+    try:
+        dropped = await failure(f"http://127.0.0.1:{port}/x")
+    finally:
+        hanger.close()
+    with fake_agent(slow) as server:
+        timed_out = await failure(f"{server.url}/x")
+    refused = await failure(closed_port_url())
+    assert dropped == ("agent_unavailable: last failure: connection failed or dropped "
+                       "(ServerDisconnectedError)")
+    assert timed_out == "agent_unavailable: last failure: no answer within 0.3s (timeout_s)"
+    assert refused == ("agent_unreachable: last failure: connection refused or host "
+                       "unreachable")
 
 
 def test_requests_in_flight_to_one_endpoint_stay_within_max_concurrency(tmp_path: Path) -> None:

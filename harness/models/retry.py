@@ -121,18 +121,25 @@ def classify(err: BaseException, ctx: ErrorContext) -> TransientFailure | ModelC
     return None
 
 
-def _dropped_connection(err: BaseException) -> bool:
-    """Whether an SDK timeout error was really a refused or dropped connection. The SDKs'
-    aiohttp transport reports every aiohttp connection error (a server that hung up, a port
-    nobody listens on) as a connect *timeout*; the aiohttp error it came from, kept as the
-    cause, says which it was."""
+def connection_failure(err: BaseException) -> BaseException | None:
+    """The aiohttp connection error behind ``err``, if it was one and not a timeout. The
+    aiohttp transport the SDKs ship (``DefaultAioHttpClient``, used for model calls and HTTP
+    agents alike) reports every aiohttp connection error (a server that hung up, a port nobody
+    listens on) as an ``httpx2.ConnectTimeout``; the aiohttp error it came from, kept as the
+    cause, says which it was (``aiohttp.ClientConnectorError``: no connection was made)."""
     aiohttp = sys.modules.get("aiohttp")
     cause = err.__cause__ or err.__context__
     while cause is not None:
         if aiohttp is not None and isinstance(cause, aiohttp.ClientConnectionError):
-            return not isinstance(cause, TimeoutError)
+            return None if isinstance(cause, TimeoutError) else cause
         cause = cause.__cause__ or cause.__context__
-    return False
+    return None
+
+
+def _dropped_connection(err: BaseException) -> bool:
+    """Whether an SDK timeout error was really a refused or dropped connection (see
+    :func:`connection_failure`)."""
+    return connection_failure(err) is not None
 
 
 def _classify_status(status: int, headers: Mapping[str, str], body: Any,
