@@ -201,13 +201,17 @@ def _server(latency: float) -> tuple[subprocess.Popen[str], int]:
     return proc, int(proc.stdout.readline())
 
 
+def _ideal(r: dict[str, Any], *, concurrency: int, latency: float) -> float:
+    return math.ceil(r["episodes"] / concurrency) * r["sequential_calls_per_episode"] * latency
+
+
 def _ratio(r: dict[str, Any], *, concurrency: int, latency: float) -> float:
-    ideal = math.ceil(r["episodes"] / concurrency) * r["sequential_calls_per_episode"] * latency
+    ideal = _ideal(r, concurrency=concurrency, latency=latency)
     return ideal / r["wall_s"] if r["wall_s"] else float("nan")
 
 
 def _report(label: str, r: dict[str, Any], *, concurrency: int, latency: float) -> None:
-    ideal = math.ceil(r["episodes"] / concurrency) * r["sequential_calls_per_episode"] * latency
+    ideal = _ideal(r, concurrency=concurrency, latency=latency)
     ratio = _ratio(r, concurrency=concurrency, latency=latency)
     print(f"{label}: {r['episodes']} episodes, {r['calls']} model calls "
           f"({r['sequential_calls_per_episode']} sequential per episode), "
