@@ -202,7 +202,8 @@ def _server(latency: float) -> tuple[subprocess.Popen[str], int]:
 
 
 def _ideal(r: dict[str, Any], *, concurrency: int, latency: float) -> float:
-    return math.ceil(r["episodes"] / concurrency) * r["sequential_calls_per_episode"] * latency
+    return float(math.ceil(r["episodes"] / concurrency) * r["sequential_calls_per_episode"]
+                 * latency)
 
 
 def _ratio(r: dict[str, Any], *, concurrency: int, latency: float) -> float:
