@@ -112,7 +112,7 @@ def classify(err: BaseException, ctx: ErrorContext) -> TransientFailure | ModelC
             continue
         if isinstance(err, sdk.APIStatusError):
             return _classify_status(err.status_code, err.response.headers, err.body, ctx)
-        if isinstance(err, sdk.APITimeoutError) and not _dropped_connection(err):
+        if isinstance(err, sdk.APITimeoutError) and connection_failure(err) is None:
             return TransientFailure(f"timed out after {ctx.timeout_s:g}s")
         if isinstance(err, sdk.APIConnectionError):
             return TransientFailure("connection failed or dropped")
@@ -134,12 +134,6 @@ def connection_failure(err: BaseException) -> BaseException | None:
             return None if isinstance(cause, TimeoutError) else cause
         cause = cause.__cause__ or cause.__context__
     return None
-
-
-def _dropped_connection(err: BaseException) -> bool:
-    """Whether an SDK timeout error was really a refused or dropped connection (see
-    :func:`connection_failure`)."""
-    return connection_failure(err) is not None
 
 
 def _classify_status(status: int, headers: Mapping[str, str], body: Any,
