@@ -17,6 +17,7 @@ item runs its own scenario (one run directory per item).
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -136,9 +137,13 @@ class ScenarioCollection:
 
         out = self.config.getoption("harness_out")
         if out is None:
-            # the session's tmp_path_factory (items are not fixtures' requesters)
-            factory: pytest.TempPathFactory = self.config._tmp_path_factory  # type: ignore[attr-defined]
-            run_dir = factory.mktemp("harness-run")
+            # The session's tmp_path_factory (items are not fixtures' requesters, so it is
+            # read where pytest keeps it, a private attribute); a directory of our own should
+            # a pytest release drop it.
+            factory = getattr(self.config, "_tmp_path_factory", None)
+            run_dir = (factory.mktemp("harness-run")
+                       if isinstance(factory, pytest.TempPathFactory)
+                       else Path(tempfile.mkdtemp(prefix="harness-run-")))
         else:
             run_dir = Path(out).resolve()
             if hasattr(self.config, "workerinput"):

@@ -82,6 +82,28 @@ def test_one_item_per_scenario_a_pass_and_a_failure(project: pytest.Pytester) ->
     assert (run_dir / "report.html").is_file()
 
 
+def test_a_pytest_without_its_private_tmp_path_factory_still_gets_a_run_directory(
+        project: pytest.Pytester) -> None:
+    # The run directory comes from pytest's session factory, a private attribute: a pytest
+    # release without it must still run the scenarios, in a directory of their own.
+    project.makeconftest(
+        "import pytest\n"
+        "saved = {}\n"
+        "def pytest_collection_finish(session):\n"  # gone while the items run
+        "    saved['factory'] = session.config._tmp_path_factory\n"
+        "    del session.config._tmp_path_factory\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_sessionfinish(session):\n"  # back for pytest's own clean-up
+        "    session.config._tmp_path_factory = saved['factory']\n")
+    done = project.runpytest("--harness-scenarios", "evals", "--harness-epochs", "1",
+                             "--harness-agent", "mock:echo", "-k", "offers")
+    done.assert_outcomes(failed=1)
+    message = str(next(r for r in done.reprec.getreports(  # type: ignore[attr-defined]
+        "pytest_runtest_logreport") if r.failed).longrepr)
+    run_dir = Path(message.split("run directory: ")[1].splitlines()[0])
+    assert run_dir.name.startswith("harness-run-") and (run_dir / "summary.json").is_file()
+
+
 def test_one_run_for_the_session(project: pytest.Pytester) -> None:
     out = project.path / "run"
     project.runpytest("--harness-scenarios", "evals", "--harness-epochs", "2",
