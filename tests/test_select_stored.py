@@ -78,6 +78,9 @@ def test_compare_compares_only_the_selected_scenarios(runs: tuple[Path, Path]) -
     assert data["n_scenarios"] == 6 < whole["n_scenarios"]
     same = {s["scenario_id"]: s for s in whole["scenarios"]}
     assert all(s == same[s["scenario_id"]] for s in data["scenarios"])
+    # The JSON says which scenarios it is about.
+    assert data["selection"] == {"tags": ["weather"], "exclude_tags": [], "keywords": []}
+    assert whole["selection"] is None
 
 
 def test_pairwise_judges_only_the_selected_scenarios(runs: tuple[Path, Path]) -> None:
@@ -88,6 +91,7 @@ def test_pairwise_judges_only_the_selected_scenarios(runs: tuple[Path, Path]) ->
     data = json.loads(done.stdout)
     assert sorted(s["scenario_id"] for s in data["scenarios"]) == [
         "weather-current-paris", "weather-two-turns-paris"]
+    assert data["selection"] == {"tags": [], "exclude_tags": [], "keywords": ["paris"]}
 
 
 def test_a_store_without_tags_says_so_for_a_tag_filter(runs: tuple[Path, Path],

@@ -34,7 +34,8 @@ def compare_run_dirs(baseline: Path, candidate: Path, *, alpha: float = 0.05,
     """The paired comparison of two run directories as a JSON-ready dict: the fields of
     :class:`~harness.stats.compare.PairedComparison` plus ``offline`` and
     ``offline_samples`` (per run), ``roles`` (per run and role, the models used) and
-    ``notice`` (the offline notice, or ``None``). Each run's scores are read under its own
+    ``notice`` (the offline notice, or ``None``) and ``selection`` (``selector``, or ``None``
+    when it keeps everything). Each run's scores are read under its own
     error policy. ``selector`` (``--tag``, ``--exclude-tag``, ``-k``) keeps the scenarios it
     selects in each run.
 
@@ -68,4 +69,6 @@ def compare_run_dirs(baseline: Path, candidate: Path, *, alpha: float = 0.05,
     data["roles"] = {which: {role: r.model_dump(mode="json") for role, r in by_role.items()}
                      for which, by_role in roles.items()}
     data["notice"] = comparison_notice(notices)
+    data["selection"] = (selector.model_dump(mode="json")
+                         if selector is not None and selector.active else None)
     return data

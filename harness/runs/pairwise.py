@@ -212,7 +212,8 @@ async def compare_runs_pairwise(
         pairing, outcomes, run_a=str(run_a), run_b=str(run_b),
         rubric={"id": rubric.id, "version": rubric.version, "target": rubric.target,
                 "prompt_version": PROMPT_VERSION, "prompt_hash": template_hash("pairwise")},
-        judges=judge_names, samples=samples, run_roles=run_roles, usage=usage, notes=notes)
+        judges=judge_names, samples=samples, run_roles=run_roles, usage=usage, notes=notes,
+        selection=selector)
     return PairwiseRunResult(report=report, lines=jsonl_lines(pairing, outcomes))
 
 

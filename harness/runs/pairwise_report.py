@@ -45,6 +45,7 @@ from harness.judging.pairwise import (
 from harness.models.base import ModelSpec
 from harness.models.provenance import RoleCollector, RoleModels
 from harness.runs.sample import SampleRecord
+from harness.scenarios.selectors import ScenarioFilter
 from harness.stats.bounded import mean_intervals
 from harness.stats.estimate import Estimate, mean_of_cluster_means
 from harness.transcript import Transcript
@@ -290,6 +291,9 @@ class PairwiseRunReport(BaseModel):
     judge_errors: list[PairError]
     usage: dict[str, Any] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    selection: ScenarioFilter | None = Field(
+        default=None, description="the --tag, --exclude-tag and -k that chose the scenarios "
+        "compared; null when all were")
 
 
 def b_win_rate(outcomes: Sequence[PairOutcome], confidence: float = CONFIDENCE
@@ -364,6 +368,7 @@ def summarise_runs_pairwise(
     run_roles: Mapping[str, RunRoles] | None = None,
     usage: dict[str, Any] | None = None,
     notes: Sequence[str] = (),
+    selection: ScenarioFilter | None = None,
 ) -> PairwiseRunReport:
     """The report from judged pairs (pure). ``run_roles`` says, per run, which models made
     its samples (see :func:`pairwise_notice`); ``usage`` is the judges' calls and cost."""
@@ -419,6 +424,7 @@ def summarise_runs_pairwise(
                                 error_type=r.error_type, message=r.message)
                       for o in outcomes for r in o.comparisons if r.status != "decided"],
         usage=usage or {}, notes=all_notes,
+        selection=selection if selection is not None and selection.active else None,
     )
 
 
