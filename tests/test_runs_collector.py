@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import gc
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from harness.runs import api
+from harness.runs.config import RunConfig
 from harness.runs.engine import RUN_GC_THRESHOLD, collector_tuned_for_run
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
 
 def test_tuned_inside_and_restored_after_errors_too() -> None:
@@ -29,3 +35,31 @@ def test_garbage_made_inside_is_still_collected() -> None:
     with collector_tuned_for_run():
         Node()  # an unreachable cycle
         assert gc.collect() >= 1
+
+
+async def test_a_run_is_tuned_from_before_its_workers_fork_until_its_summary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Worker processes forked from the parent inherit its frozen objects (no full pass over
+    them in the parent holds up the first samples, none in the workers copies their pages),
+    and the summary runs tuned too; afterwards everything is as it was."""
+    before = gc.get_threshold()
+    seen: dict[str, tuple[int, int]] = {}
+    summarise = api.summarise
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        seen["summary"] = (gc.get_freeze_count(), gc.get_threshold()[0])
+        return summarise(*args, **kwargs)
+
+    monkeypatch.setattr(api, "summarise", watched)
+    config = RunConfig(scenario_paths=[str(SCENARIOS)], offline=True, epochs=1, workers=2,
+                       bootstrap_resamples=200)
+    result = await api.run_suite(config, tmp_path / "run", on_start=lambda runner: seen.update(
+        started=(gc.get_freeze_count(), gc.get_threshold()[0])))
+
+    assert result.state.finished == result.state.planned > 0
+    for when in ("started", "summary"):  # on_start: the workers are forked by then
+        frozen, young = seen[when]
+        assert frozen > 0, when
+        assert young == max(before[0], RUN_GC_THRESHOLD), when
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0

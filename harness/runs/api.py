@@ -12,6 +12,8 @@ A run directory holds ``run.sqlite`` (the store), ``summary.json`` and ``samples
 from __future__ import annotations
 
 import asyncio
+import importlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,7 @@ from harness.runs.engine import (
     SampleKey,
     SampleWork,
     Suite,
+    collector_tuned_for_run,
     epochs_plan,
     models_config_for,
 )
@@ -138,46 +141,67 @@ async def _execute(
     retry_errors: bool = False, on_start: OnStart | None, on_sample: OnSample | None,
 ) -> RunResult:
     try:
-        runner = Runner(config, suite, store, hub, executor_for(config, suite, hub),
-                        on_sample=on_sample)
-        done = store.finished_keys(include_errored=not retry_errors)
-        store.record_scenarios(list(suite.scenarios))
-        shards = None if config.shard is None else coverage(
-            config.shard.count, [config.shard.index], list(suite.scenarios), config.epochs)
-        adaptive = None
-        try:
-            async with runner.executor.started():
-                # Called once the executor is up, not before: what it starts (a progress bar's
-                # thread) would stop worker processes from being forked from this one.
-                if on_start is not None:
-                    on_start(runner)
-                if config.adaptive is None:
-                    await runner.run_samples(
-                        in_shard(epochs_plan(suite, config.epochs, done), config.shard))
-                else:
-                    adaptive = await _adaptive(runner, store, done)
-        except (KeyboardInterrupt, asyncio.CancelledError) as err:
-            # Stopped from outside (Ctrl-C, SIGTERM, a cancelled task): the samples in flight
-            # are abandoned, but what finished is summarised, so `harness report` works and
-            # `--resume` knows where to go on.
-            how: Literal["interrupted", "terminated"] = (
-                "terminated" if TERMINATED in err.args else "interrupted")
-            store.log_event(how, {"finished_this_session": runner.state.finished})
-            stop = RunStop(reason=how, message=_stop_message(how, runner.state))
-            write_summary(run_dir, summarise(store, config, run_dir=run_dir, stopped=stop,
-                                             scenarios_loaded=len(suite.scenarios),
-                                             shards=shards))
-            raise
-        finally:
-            await hub.aclose()
-        summary = summarise(store, config, run_dir=run_dir, stopped=runner.state.stop,
-                            adaptive=adaptive, scenarios_loaded=len(suite.scenarios),
-                            shards=shards)
-        write_summary(run_dir, summary)
-        return RunResult(run_dir=run_dir, state=runner.state, summary=summary,
-                         ledger=hub.ledger.snapshot())
+        # The collector is tuned from before worker processes are forked (they inherit the
+        # frozen objects, and no full collection holds up the first samples) until the
+        # summary is written.
+        with collector_tuned_for_run():
+            return await _run_and_summarise(config, suite, store, hub, run_dir,
+                                            retry_errors=retry_errors, on_start=on_start,
+                                            on_sample=on_sample)
     finally:
         store.close()
+
+
+async def _run_and_summarise(
+    config: RunConfig, suite: Suite, store: RunStore, hub: ModelHub, run_dir: Path, *,
+    retry_errors: bool, on_start: OnStart | None, on_sample: OnSample | None,
+) -> RunResult:
+    runner = Runner(config, suite, store, hub, executor_for(config, suite, hub),
+                    on_sample=on_sample)
+    done = store.finished_keys(include_errored=not retry_errors)
+    store.record_scenarios(list(suite.scenarios))
+    shards = None if config.shard is None else coverage(
+        config.shard.count, [config.shard.index], list(suite.scenarios), config.epochs)
+    adaptive = None
+    # The summary's scipy.stats (half a second to import), imported while the first samples
+    # wait on their models rather than after the last one; from once the executor is up, as
+    # worker processes are forked only from a process without threads.
+    summary_imports = threading.Thread(target=importlib.import_module, args=("scipy.stats",),
+                                       name="harness-summary-imports", daemon=True)
+    try:
+        async with runner.executor.started():
+            # Called once the executor is up, not before: what it starts (a progress bar's
+            # thread) would stop worker processes from being forked from this one.
+            if on_start is not None:
+                on_start(runner)
+            summary_imports.start()
+            if config.adaptive is None:
+                await runner.run_samples(
+                    in_shard(epochs_plan(suite, config.epochs, done), config.shard))
+            else:
+                adaptive = await _adaptive(runner, store, done)
+    except (KeyboardInterrupt, asyncio.CancelledError) as err:
+        # Stopped from outside (Ctrl-C, SIGTERM, a cancelled task): the samples in flight
+        # are abandoned, but what finished is summarised, so `harness report` works and
+        # `--resume` knows where to go on.
+        how: Literal["interrupted", "terminated"] = (
+            "terminated" if TERMINATED in err.args else "interrupted")
+        store.log_event(how, {"finished_this_session": runner.state.finished})
+        stop = RunStop(reason=how, message=_stop_message(how, runner.state))
+        write_summary(run_dir, summarise(store, config, run_dir=run_dir, stopped=stop,
+                                         scenarios_loaded=len(suite.scenarios),
+                                         shards=shards))
+        raise
+    finally:
+        await hub.aclose()
+        if summary_imports.is_alive():
+            summary_imports.join()
+    summary = summarise(store, config, run_dir=run_dir, stopped=runner.state.stop,
+                        adaptive=adaptive, scenarios_loaded=len(suite.scenarios),
+                        shards=shards)
+    write_summary(run_dir, summary)
+    return RunResult(run_dir=run_dir, state=runner.state, summary=summary,
+                     ledger=hub.ledger.snapshot())
 
 
 def _check_executor(config: RunConfig) -> None:
@@ -197,11 +221,6 @@ def _prepare_executor(config: RunConfig, suite: Suite) -> None:
     if config.executor != "ray" and worker_count(config) > 1:
         prepare_worker_processes(name.partition(":")[0]
                                  for name, _ in Runner.model_names(config, suite))
-        # The summary at the end needs scipy.stats, the workers' trajectory checks part of
-        # scipy (half a second to import): imported here, where it overlaps a fork server's
-        # imports or is inherited by workers forked from this process, rather than after the
-        # last sample.
-        import scipy.stats  # noqa: F401
 
 
 def executor_for(config: RunConfig, suite: Suite, hub: ModelHub) -> Executor:

@@ -360,8 +360,7 @@ class Runner:
         ``started()``), at most ``concurrency`` at a time, storing each as it finishes.
         Returns the state (how many finished, why it stopped)."""
         self.state.planned += len(keys)
-        with collector_tuned_for_run():
-            await self.executor.run(keys, self)
+        await self.executor.run(keys, self)
         return self.state
 
     def accept(self, outcome: SampleOutcome) -> None:
