@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sqlite3
@@ -10,7 +11,13 @@ import pytest
 from pydantic import BaseModel
 
 from harness.errors import CacheMissError
-from harness.models.cache import ResponseCache, cache_key, canonical_json
+from harness.models.cache import (
+    WRITE_BATCH,
+    WRITE_DELAY_S,
+    ResponseCache,
+    cache_key,
+    canonical_json,
+)
 from harness.models.types import GenerationParams, Message, ToolSpec
 from harness.testing.replies import Reply
 
@@ -48,7 +55,9 @@ async def test_hit_makes_no_request(provider, loopback, make_hub, cache_path):
 
 
 async def test_a_new_hub_replays_from_the_file(loopback, make_hub, cache_path):
-    await make_hub(cache_path=cache_path).get("anthropic:m").chat(HI, role="agent")
+    first = make_hub(cache_path=cache_path)
+    await first.get("anthropic:m").chat(HI, role="agent")
+    await first.aclose()  # its answers are written by now
     replay = make_hub(cache_path=cache_path, cache_mode="replay", keys=False, environ={})
     # Replaying needs no key: a cached answer makes no request.
     reply = await replay.get("anthropic:m").chat(HI, role="agent")
@@ -78,9 +87,12 @@ async def test_sample_index_changes_the_key(loopback, make_hub, cache_path):
 
 async def test_refresh_calls_again_and_overwrites(loopback, make_hub, cache_path):
     loopback.enqueue(Reply.text_reply("old"), Reply.text_reply("new"))
-    await make_hub(cache_path=cache_path).get("openai:m").chat(HI, role="agent")
-    refreshed = await make_hub(cache_path=cache_path, cache_mode="refresh").get(
-        "openai:m").chat(HI, role="agent")
+    first = make_hub(cache_path=cache_path)
+    await first.get("openai:m").chat(HI, role="agent")
+    await first.aclose()
+    refreshing = make_hub(cache_path=cache_path, cache_mode="refresh")
+    refreshed = await refreshing.get("openai:m").chat(HI, role="agent")
+    await refreshing.aclose()
     assert refreshed.message.content == "new" and not refreshed.cached
     reread = await make_hub(cache_path=cache_path).get("openai:m").chat(HI, role="agent")
     assert reread.cached and reread.message.content == "new"
@@ -132,6 +144,8 @@ async def test_unreadable_row_is_a_miss(loopback, make_hub, cache_path):
     hub = make_hub(cache_path=cache_path)
     model = hub.get("openai:m")
     await model.chat(HI, role="agent")
+    assert hub.cache is not None
+    hub.cache.flush()
     with sqlite3.connect(cache_path) as db:
         db.execute("UPDATE responses SET payload = '{\"message\": 5}'")
     reply = await model.chat(HI, role="agent")
@@ -196,3 +210,56 @@ def test_cache_file_is_wal(cache_path):
     mode = cache._db.execute("PRAGMA journal_mode").fetchone()[0]
     cache.close()
     assert mode == "wal"
+
+
+def _rows_in_file(path) -> int:
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+
+async def test_answers_are_written_together_shortly_after(cache_path):
+    cache = ResponseCache(cache_path)
+    for i in range(3):
+        cache.put(f"k{i}", kind="chat", model="openai:m", payload={"i": i})
+    assert cache.get("k1") == {"i": 1}  # this cache finds them at once ...
+    assert _rows_in_file(cache_path) == 0  # ... the file a moment later, in one write
+    await asyncio.sleep(WRITE_DELAY_S * 3)
+    assert _rows_in_file(cache_path) == 3
+    cache.put("k1", kind="chat", model="openai:m", payload={"i": "again"})
+    cache.close()  # what waits is written on the way out
+    assert _rows_in_file(cache_path) == 3
+    assert ResponseCache(cache_path).get("k1") == {"i": "again"}
+
+
+async def test_a_full_batch_is_written_at_once(cache_path):
+    cache = ResponseCache(cache_path)
+    for i in range(WRITE_BATCH):
+        cache.put(f"k{i}", kind="chat", model="openai:m", payload={"i": i})
+    assert _rows_in_file(cache_path) == WRITE_BATCH
+    cache.close()
+
+
+def test_without_an_event_loop_each_answer_is_written_at_once(cache_path):
+    cache = ResponseCache(cache_path)
+    cache.put("k", kind="chat", model="openai:m", payload={"x": 1})
+    assert _rows_in_file(cache_path) == 1
+    cache.close()
+
+
+async def test_a_failed_write_is_a_warning_and_the_run_goes_on(cache_path, caplog):
+    cache = ResponseCache(cache_path)
+    cache._db.execute("PRAGMA busy_timeout=10")
+    holder = sqlite3.connect(cache_path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the file's write lock
+    cache.put("k", kind="chat", model="openai:m", payload={"x": 1})
+    with caplog.at_level("WARNING", logger="harness.models.cache"):
+        cache.flush()
+    holder.execute("ROLLBACK")
+    holder.close()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"cannot write 1 answer(s) to the response cache {cache_path} (database is locked); "
+        "they are not cached"]
+    assert cache.get("k") is None  # not kept in memory either: asked again next time
+    cache.put("k", kind="chat", model="openai:m", payload={"x": 2})
+    cache.close()
+    assert ResponseCache(cache_path).get("k") == {"x": 2}  # the cache still works
