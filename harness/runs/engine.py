@@ -426,7 +426,10 @@ class InProcessExecutor:
 
 
 # Allocations between two young-generation collections during a run (Python's default: 700).
-RUN_GC_THRESHOLD = 10_000
+# Each collection looks at every young object still alive, most of them the episodes in
+# flight: at 200 in flight, 50,000 took a worker process 0.08 s of collections over 5,500
+# calls against 0.2 s at 10,000. Only cyclic garbage waits longer to be freed.
+RUN_GC_THRESHOLD = 50_000
 
 
 @contextmanager
