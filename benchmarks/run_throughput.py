@@ -22,7 +22,7 @@ Then 10,000 episodes (no artificial latency) for peak memory.
 
 Shared virtual machines change speed from minute to minute: the same code's CPU per model
 call then moves with the ratio (on the 2-core machine of issue 16, five runs of 2 workers at
-200 in flight: 1.41 to 1.82 ms a call, 0.77 to 0.67 of ideal). ``--repeat N`` measures each
+200 in flight: 1.37 to 1.62 ms a call, 0.79 to 0.74 of ideal). ``--repeat N`` measures each
 setting N times and prints the median and the range of its ratio.
 
 Each measurement runs in a fresh Python process so CPU and memory figures are its own.
