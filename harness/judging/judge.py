@@ -49,7 +49,7 @@ from harness.judging.verdicts import (
     Judgment,
     raw_verdicts,
     response_model_for,
-    verdict_from_raw,
+    verdicts_from_raw,
 )
 from harness.models.base import ChatModel
 from harness.models.types import GenerationParams, StructuredResponse
@@ -111,9 +111,7 @@ async def _ask(
         reply = cast(GroundingReply, response.value)  # asked for with that model
         return response, [], sentence_verdicts(reply, answers, prompt.material)
     raw = raw_verdicts(rubric, response.value)
-    verdicts = [verdict_from_raw(rubric, crit, raw[crit.id], prompt.material, turn=turn)
-                for crit in rubric.criteria]
-    return response, verdicts, []
+    return response, verdicts_from_raw(rubric, raw, prompt.material, turn=turn), []
 
 
 NO_USER_PROFILE = (

@@ -174,15 +174,21 @@ class JudgeError(_JudgeRecord):
 JudgeOutcome = Judgment | JudgeError
 
 
-def verdict_from_raw(
-    rubric: Rubric, criterion: Criterion, raw: dict[str, Any], material: str,
-    *, turn: int | None = None,
-) -> CriterionVerdict:
-    """Turn one criterion's validated reply into a stored verdict, checking each evidence
-    quote against ``material`` (the text the judge was shown), whitespace-insensitively."""
+def verdicts_from_raw(
+    rubric: Rubric, raw: dict[str, dict[str, Any]], material: str, *, turn: int | None = None,
+) -> list[CriterionVerdict]:
+    """Turn each criterion's validated reply (``raw``, by criterion id) into a stored
+    verdict, checking each evidence quote against ``material`` (the text the judge was
+    shown), whitespace-insensitively."""
+    haystack = _squash(material)
+    return [_verdict(rubric, criterion, raw[criterion.id], haystack, turn)
+            for criterion in rubric.criteria]
+
+
+def _verdict(rubric: Rubric, criterion: Criterion, raw: dict[str, Any], haystack: str,
+             turn: int | None) -> CriterionVerdict:
     score = raw["score"]
     scale = rubric.scale_of(criterion)
-    haystack = _squash(material)
     evidence = [str(q) for q in raw.get("evidence") or []]
     return CriterionVerdict(
         criterion_id=criterion.id,
