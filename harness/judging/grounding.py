@@ -93,8 +93,16 @@ class SentenceVerdict(LabelledSentence):
     in_answer: bool = True
 
 
-def _squash(text: str) -> str:
+def squash(text: str) -> str:
+    """``text`` in lower case with each run of whitespace as one space: how a judge's quotes
+    are compared with what it was shown."""
     return " ".join(text.split()).lower()
+
+
+def quoted_in(quote: str, squashed: str) -> bool:
+    """Whether ``quote`` (its surrounding quotation marks aside) is in ``squashed`` text (see
+    :func:`squash`)."""
+    return squash(quote).strip(' "\'') in squashed
 
 
 def sentence_verdicts(reply: GroundingReply, answers: Sequence[AgentAnswer],
@@ -102,14 +110,13 @@ def sentence_verdicts(reply: GroundingReply, answers: Sequence[AgentAnswer],
     """The reply's labels checked against what the judge was shown: each evidence quote
     against ``material`` and each sentence against the answer it names (whitespace- and
     case-insensitively)."""
-    haystack = _squash(material)
-    texts = {a.index: _squash(a.text) for a in answers}
+    haystack = squash(material)
+    texts = {a.index: squash(a.text) for a in answers}
     return [
         SentenceVerdict(
             **s.model_dump(),
-            unverified_evidence=[q for q in s.evidence
-                                 if _squash(q).strip(' "\'') not in haystack],
-            in_answer=_squash(s.sentence).strip(' "\'') in texts.get(s.answer, ""),
+            unverified_evidence=[q for q in s.evidence if not quoted_in(q, haystack)],
+            in_answer=quoted_in(s.sentence, texts.get(s.answer, "")),
         )
         for s in reply.sentences
     ]

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
-from harness.judging.grounding import SentenceVerdict
+from harness.judging.grounding import SentenceVerdict, quoted_in, squash
 from harness.judging.rubric import Criterion, Rubric, RubricTarget
 from harness.models.types import OutsideText
 from harness.transcript import UsageTotals
@@ -180,7 +180,7 @@ def verdicts_from_raw(
     """Turn each criterion's validated reply (``raw``, by criterion id) into a stored
     verdict, checking each evidence quote against ``material`` (the text the judge was
     shown), whitespace-insensitively."""
-    haystack = _squash(material)
+    haystack = squash(material)
     return [_verdict(rubric, criterion, raw[criterion.id], haystack, turn)
             for criterion in rubric.criteria]
 
@@ -195,14 +195,10 @@ def _verdict(rubric: Rubric, criterion: Criterion, raw: dict[str, Any], haystack
         turn=turn,
         reasoning=raw["reasoning"],
         evidence=evidence,
-        unverified_evidence=[q for q in evidence if _squash(q).strip(' "\'') not in haystack],
+        unverified_evidence=[q for q in evidence if not quoted_in(q, haystack)],
         score=None if score == NA else int(score),
         normalised=None if score == NA else scale.normalise(int(score)),
     )
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split()).lower()
 
 
 def outcome_from_json(data: str | dict[str, Any]) -> JudgeOutcome:
