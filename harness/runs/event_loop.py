@@ -45,6 +45,12 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return factory
 
 
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """A new event loop of the kind :func:`loop_factory` chooses, for a thread that runs one
+    itself (the loopback server's, a Ray actor's)."""
+    return (loop_factory() or asyncio.new_event_loop)()
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(coro)`` on the loop :func:`loop_factory` chooses (Ctrl-C handled as
     ``asyncio.run`` handles it). When no loop can be chosen, ``coro`` is closed unstarted and

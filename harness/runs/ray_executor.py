@@ -35,7 +35,7 @@ from harness.models.types import SCRUBBED
 from harness.models.usage import ExportedUsage, UsageLedger
 from harness.runs.config import RunConfig
 from harness.runs.engine import SampleKey, SampleSink, SampleWork, Suite
-from harness.runs.event_loop import loop_factory
+from harness.runs.event_loop import new_event_loop
 from harness.runs.sample import SampleRecord
 from harness.runs.summary_model import RunStop
 from harness.runs.workers import _decode, _encode, _worker_models
@@ -156,7 +156,7 @@ class HarnessActor:
         self._usage_lock = threading.Lock()
         self._sequence = 0
         # The runs' event loop, as in a worker process (uvloop where installed).
-        self._loop = (loop_factory() or asyncio.new_event_loop)()
+        self._loop = new_event_loop()
         threading.Thread(target=self._loop.run_forever, daemon=True,
                          name="harness-actor-loop").start()
         self._error: str | None = None

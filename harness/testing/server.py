@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from harness.runs.event_loop import loop_factory
+from harness.runs.event_loop import new_event_loop
 from harness.testing.replies import Api, RecordedRequest, Rendered, Reply, auto_reply, render
 
 # What aiohttp logs about a request (a client that hung up mid-reply, as the timeout tests make
@@ -123,8 +123,7 @@ class LoopbackServer:
         def run() -> None:
             # The loop runs use (uvloop where installed): the server's CPU is taken from the
             # run it serves when both share a machine (benchmarks/run_throughput.py).
-            factory = loop_factory() or asyncio.new_event_loop
-            loop = factory()
+            loop = new_event_loop()
             self._loop = loop
             asyncio.set_event_loop(loop)
             try:
