@@ -20,7 +20,7 @@ GateBasis = Literal["mean", "lower-bound"]
 
 PersonaPresetName = Literal["NOVICE", "EXPERT", "EVALUATOR"]
 """A pre-built simulated-user persona (``user.persona_preset``; see
-:mod:`harness.simulation.personas`)."""
+:mod:`harness.scenarios.personas`)."""
 
 PairedTest = Literal["t", "permutation"]
 """The test behind a paired comparison's verdict."""

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.redact import redact
-from harness.report.safe import TerminalLogHandler, visible_controls
+from harness.safe_text import TerminalLogHandler, visible_controls
 
 LOG_FILENAME = "harness.log"
 LOG_DIR = Path(".harness") / "logs"

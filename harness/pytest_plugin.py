@@ -86,10 +86,9 @@ class ScenarioCollection:
         if self.tree and path.name.endswith(TREE_SUFFIXES):
             return True
         if any(path.is_relative_to(root) for root in self.roots):
-            from harness.adk import ADK_SUFFIXES
-            from harness.scenarios.loading import SCENARIO_SUFFIXES
+            from harness.formats import is_scenario_file
 
-            return path.suffix in SCENARIO_SUFFIXES or path.name.endswith(ADK_SUFFIXES)
+            return is_scenario_file(path)
         return False
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector
@@ -157,7 +156,7 @@ class ScenarioFile(pytest.File):
     """A scenario file (or ADK eval set): one item per scenario in it."""
 
     def collect(self) -> Iterator[ScenarioItem]:
-        from harness.scenarios.loading import load_scenarios
+        from harness.formats import load_scenarios
 
         for scenario in load_scenarios([self.path]):
             yield ScenarioItem.from_parent(self, name=scenario.id, scenario_id=scenario.id)

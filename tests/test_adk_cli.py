@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.adk.evalset import read_eval_set
+from harness.formats.adk.evalset import read_eval_set
 from harness.scenarios.loading import load_scenarios
 from harness.scenarios.schema import Scenario
 from tests.conftest import run_cli

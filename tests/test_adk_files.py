@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from harness.adk.convert import eval_set_to_scenarios, infer_parameters
-from harness.adk.criteria import (
+from harness.errors import InputError
+from harness.formats.adk.convert import eval_set_to_scenarios, infer_parameters
+from harness.formats.adk.criteria import (
     KNOWN_CRITERIA,
     TrajectoryCriterion,
     config_for,
     default_config,
     parse_config,
 )
-from harness.adk.evalset import parse_eval_set, read_eval_set
-from harness.adk.loading import adk_scenario_mappings
-from harness.errors import InputError
+from harness.formats.adk.evalset import parse_eval_set, read_eval_set
+from harness.formats.adk.loading import adk_scenario_mappings
 from harness.scenarios.loading import load_scenarios
 
 ADK = Path(__file__).parent / "data" / "adk"

@@ -119,8 +119,8 @@ def test_a_bad_pattern_or_schema_is_refused_before_scoring(
 
 
 def test_an_adk_export_names_the_new_checks_as_not_carried() -> None:
-    from harness.adk.export import export_eval_set
     from harness.checks.spec import CheckSpec
+    from harness.formats.adk.export import export_eval_set
     from harness.scenarios.schema import Scenario
 
     scenario = Scenario.model_validate({

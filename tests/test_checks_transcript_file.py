@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from test_score_transcripts_cli import _line
 
-from harness.checks.transcript_file import load_transcript_file, score_records
 from harness.errors import InputError
+from harness.formats.transcript_file import load_transcript_file, score_records
 
 FIELDS = ("id, messages, expected_tool_calls, expectations, reference_answer, final_state, "
           "tools, system_prompt, metadata")
@@ -113,7 +113,7 @@ def test_summary_intervals_match_statsmodels_and_scipy() -> None:
     import scipy.stats as sps
     from statsmodels.stats.proportion import proportion_confint
 
-    from harness.checks.transcript_file import summarise_metrics
+    from harness.formats.transcript_file import summarise_metrics
 
     rows = [{"binary": b, "graded": g, "same": 1.0, "one": o}
             for b, g, o in zip([1, 0, 1, 1, 0, 1], [0.2, 0.9, 0.55, 0.7, 0.35, 0.8],

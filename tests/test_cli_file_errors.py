@@ -217,7 +217,7 @@ def test_calibrate_out_and_cache_that_are_files(tmp_path: Path, cli: Cli) -> Non
 
 def test_pairwise_out_is_refused_before_any_judging(run_dir: Path, tmp_path: Path, cli: Cli,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.runs.pairwise as pairwise
+    import harness.runs.pairwise_runs as pairwise
 
     def no_judging(*args: object, **kwargs: object) -> None:
         raise AssertionError("judged before refusing --out")

@@ -109,6 +109,6 @@ def test_the_version_is_written_once_and_harness_version_prints_it() -> None:
     assert "version" not in PYPROJECT["project"]
     assert "version" in PYPROJECT["project"]["dynamic"]
     assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {
-        "attr": "harness.__version__"}
+        "attr": "harness.version.__version__"}
     done = run_cli("version")
     assert (done.returncode, done.stdout) == (0, f"{harness.__version__}\n")

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from judging_fakes import BehaviourModel, ScriptedJudge, criterion_reply
 
-from harness.checks.transcript_file import load_transcript_file, score_records
 from harness.errors import InputError, ModelUnavailableError
+from harness.formats.transcript_file import load_transcript_file, score_records
+from harness.formats.transcript_judging import context_for_record
 from harness.judging.batch import (
     OFFLINE_NOTE,
     JudgeItem,
     answer_transcript,
-    context_for_record,
     judge_items,
     resolve_rubrics,
     summarise_run,

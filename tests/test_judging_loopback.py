@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.judging.judge import JudgeSettings, judge_once, judge_transcript
-from harness.judging.pairwise import PairwiseCriterion, compare_pairs, summarise_pairwise
+from harness.judging.pairwise_judge import PairwiseCriterion, compare_pairs, summarise_pairwise
 from harness.judging.rubric import parse_rubric
 from harness.judging.verdicts import JudgeError, Judgment
 from harness.testing.replies import RecordedRequest, Reply

@@ -9,7 +9,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from harness.errors import ModelUnavailableError
 from harness.judging.offline import MockJudge
-from harness.judging.pairwise import (
+from harness.judging.pairwise_judge import (
     PairCandidate,
     PairwiseCriterion,
     compare_pair,

@@ -8,11 +8,11 @@ from pathlib import Path
 from harness.judging import (
     JudgeSettings,
     build_judge_prompt,
-    context_for_scenario,
     judge_transcript,
     load_rubrics,
 )
 from harness.models.hub import ModelHub
+from harness.scenarios.judge_context import context_for_scenario
 from harness.scenarios.loading import load_scenarios
 from harness.simulation.episode import run_episode
 

@@ -26,8 +26,8 @@ from harness.judging.prompts import render_for_pairwise
 from harness.models.base import MockBehaviour
 from harness.models.mock import register_mock, unregister_mock
 from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
-from harness.runs.pairwise import compare_runs_pairwise
-from harness.runs.pairwise_report import combine_pair, majority_preference, pair_samples
+from harness.runs.pairwise_runs import compare_runs_pairwise
+from harness.runs.pairwise_runs_report import combine_pair, majority_preference, pair_samples
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.testing.replies import RecordedRequest, Reply

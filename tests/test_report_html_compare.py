@@ -22,7 +22,7 @@ from harness.report.html.compare_page import (
     difference_rows,
     side_by_side_data,
 )
-from harness.report.html.plots import Scale, symmetric_domain
+from harness.report.html.plots import PixelScale, symmetric_domain
 from harness.runs.comparison import compare_run_dirs
 
 
@@ -121,7 +121,7 @@ def test_forest_puts_zero_in_the_middle_and_each_difference_on_the_scale(
     assert f.reference_x == (f.plot_left + f.plot_right) / 2
     assert "0" in [t.label for t in f.ticks] and len(f.ticks) == 5
     assert [r.label for r in f.rows] == ["all scenarios (mean)"] + [r.scenario_id for r in rows]
-    scale = Scale(-1.0, 1.0, f.plot_left, f.plot_right)  # the intervals reach past ±0.5
+    scale = PixelScale(-1.0, 1.0, f.plot_left, f.plot_right)  # the intervals reach past ±0.5
     d = comparison["difference"]
     assert (f.rows[0].x, f.rows[0].low, f.rows[0].high) == (
         scale(d["value"]), scale(d["ci_low"]), scale(d["ci_high"]))

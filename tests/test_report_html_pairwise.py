@@ -26,7 +26,7 @@ from harness.report.html.pairwise_page import (
     scenario_order,
     win_rate_forest,
 )
-from harness.report.html.plots import Scale
+from harness.report.html.plots import PixelScale
 
 RUBRIC = "task_completion"
 
@@ -113,7 +113,7 @@ def test_forest_of_win_rates(judged: dict[str, Any]) -> None:
     assert f is not None
     assert f.reference_x == (f.plot_left + f.plot_right) / 2  # 0.5: no preference
     assert [t.label for t in f.ticks] == ["0", "0.25", "0.5", "0.75", "1"]
-    scale = Scale(0.0, 1.0, f.plot_left, f.plot_right)
+    scale = PixelScale(0.0, 1.0, f.plot_left, f.plot_right)
     rate = report["b_win_rate"]
     assert (f.rows[0].x, f.rows[0].low, f.rows[0].high, f.rows[0].tone) == (
         scale(rate["value"]), scale(rate["ci_low"]), scale(rate["ci_high"]), "total")

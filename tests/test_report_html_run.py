@@ -19,7 +19,14 @@ from hostile import HOSTILE, hostile_run
 from markupsafe import escape
 
 from harness.report.html import page
-from harness.report.html.plots import Estimate, Scale, Series, forest, line_chart, shares_bar
+from harness.report.html.plots import (
+    ForestPoint,
+    PixelScale,
+    Series,
+    forest,
+    line_chart,
+    shares_bar,
+)
 from harness.report.html.run_page import REPORT_FILENAME, write_run_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,15 +181,15 @@ def test_large_data_is_gzipped_and_reads_back(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_scale_maps_and_clamps() -> None:
-    scale = Scale(0.0, 1.0, 100.0, 300.0)
+    scale = PixelScale(0.0, 1.0, 100.0, 300.0)
     assert (scale(0.0), scale(0.25), scale(1.0)) == (100.0, 150.0, 300.0)
     assert scale(-3) == 100.0 and scale(7) == 300.0
-    assert Scale(-1, 1, 0, 200)(0) == 100.0
+    assert PixelScale(-1, 1, 0, 200)(0) == 100.0
 
 
 def test_forest_rows_keep_order_and_missing_intervals() -> None:
-    plot = forest([Estimate("a", 0.5, 0.25, 0.75), Estimate("b", 0.9, None, None, marked=True)],
-                  (0.0, 1.0), reference=0.7)
+    plot = forest([ForestPoint("a", 0.5, 0.25, 0.75),
+                   ForestPoint("b", 0.9, None, None, marked=True)], (0.0, 1.0), reference=0.7)
     a, b = plot.rows
     assert a.label == "a" and b.label == "b" and a.y < b.y
     assert a.low is not None and a.x is not None and a.high is not None

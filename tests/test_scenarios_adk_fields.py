@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from harness.errors import InputError, InputErrors
-from harness.judging.context import context_for_scenario
+from harness.scenarios.judge_context import context_for_scenario
 from harness.scenarios.loading import load_scenarios, parse_scenario
 from tests.conftest import run_cli
 

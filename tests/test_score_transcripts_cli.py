@@ -11,9 +11,9 @@ import pytest
 from conftest import run_cli
 from typer.testing import CliRunner
 
-from harness.checks.transcript_file import load_transcript_file
 from harness.cli import app
 from harness.errors import InputError
+from harness.formats.transcript_file import load_transcript_file
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "transcripts"
 EXAMPLE = EXAMPLES / "seed_transcripts.jsonl"
@@ -207,7 +207,7 @@ TOOLS_IN_THREE_SHAPES = [
 
 def test_tools_and_system_prompt_reach_the_transcript_and_the_tool_use_judge(
         tmp_path: Path) -> None:
-    from harness.judging.batch import context_for_record
+    from harness.formats.transcript_judging import context_for_record
     from harness.judging.prompts import build_judge_prompt
     from harness.judging.rubric import load_rubrics
 

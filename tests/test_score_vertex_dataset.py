@@ -16,8 +16,8 @@ import pytest
 from conftest import run_cli
 from statsmodels.stats.proportion import proportion_confint
 
-from harness.checks.transcript_file import load_transcript_file, score_records
 from harness.errors import InputError
+from harness.formats.transcript_file import load_transcript_file, score_records
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "transcripts"
 JSONL = EXAMPLES / "vertex_dataset.jsonl"

@@ -14,12 +14,12 @@ from conftest import run_cli
 
 from harness.choices import PersonaPresetName
 from harness.errors import InputError
-from harness.judging.context import context_for_scenario
 from harness.models.hub import ModelHub
+from harness.scenarios.judge_context import context_for_scenario
 from harness.scenarios.loading import parse_scenario
+from harness.scenarios.personas import PERSONA_PRESETS, persona_text
 from harness.simulation.episode import run_episode
 from harness.simulation.offline import EXPERT_SIGN_OFF, NOVICE_QUESTION, SIGN_OFF
-from harness.simulation.personas import PERSONA_PRESETS, persona_text
 from harness.simulation.simulator import simulator_messages
 
 OWN = "A retired teacher in Lyon who types slowly."

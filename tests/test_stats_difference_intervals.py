@@ -12,7 +12,7 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from harness.runs.pairwise_report import scenario_win_rate_interval
+from harness.runs.pairwise_runs_report import scenario_win_rate_interval
 from harness.stats import compare_runs
 from harness.stats.compare import difference_interval
 

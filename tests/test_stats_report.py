@@ -15,7 +15,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.report.terminal import fmt_p, handful_of_k, render_comparison
+from harness.report.formatting import fmt_p
+from harness.report.terminal import handful_of_k, render_comparison
 from harness.runs.gate import evaluate_gate
 from harness.stats import compare_runs
 from harness.stats.summary import StatsReport, SuiteFigures

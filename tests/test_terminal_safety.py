@@ -233,8 +233,8 @@ def test_validate_lists_problems_with_values_shown_safely(harness: Harness,
 
 
 def test_compare_table(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.report.safe import terminal_console
     from harness.report.terminal import render_comparison
+    from harness.safe_text import terminal_console
     from harness.stats.compare import compare_runs
 
     monkeypatch.setenv("COLUMNS", "400")

@@ -10,7 +10,7 @@ import unicodedata
 import pytest
 from rich.console import Console
 
-from harness.report.safe import TerminalLogHandler, terminal_console, terminal_text
+from harness.safe_text import TerminalLogHandler, terminal_console, terminal_text
 
 
 def printed(text: str) -> str:

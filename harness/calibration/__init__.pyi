@@ -20,5 +20,5 @@ from .judgments import (
     pairwise_judgments,
     pointwise_judgment,
 )
-from .report import AnalysisOptions, CalibrationReport, Estimate
+from .report import AnalysisOptions, BootstrapEstimate, CalibrationReport
 from .scale import Scale

@@ -26,7 +26,11 @@ from harness.calibration.judgments import (
     build_pointwise,
     restore_off_scale,
 )
-from harness.calibration.pairwise import PairwiseUnits, analyse_pairwise_judge, pairwise_statistics
+from harness.calibration.pairwise_agreement import (
+    PairwiseUnits,
+    analyse_pairwise_judge,
+    pairwise_statistics,
+)
 from harness.calibration.pointwise import analyse_pointwise_judge, category_scale
 from harness.calibration.report import (
     AnalysisOptions,

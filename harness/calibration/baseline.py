@@ -9,10 +9,10 @@ import numpy as np
 
 from harness.calibration.bootstrap import ItemBootstrap, undefined_estimate
 from harness.calibration.judgments import PairwiseJudgments, PointwiseJudgments
-from harness.calibration.pairwise import CODES
+from harness.calibration.pairwise_agreement import CODES
 from harness.calibration.pointwise import category_scale, ratings_matrix
 from harness.calibration.reliability import FleissKappa, KrippendorffAlpha, category_table
-from harness.calibration.report import AlphaLevel, AnalysisOptions, Estimate, HumanBaseline
+from harness.calibration.report import AlphaLevel, AnalysisOptions, BootstrapEstimate, HumanBaseline
 from harness.calibration.scale import Preference, rating_values
 
 
@@ -42,7 +42,7 @@ def _baseline(
     n = len(ratings)
     boot = ItemBootstrap(n, options.n_resamples, options.confidence, options.seed)
 
-    def alpha(level: AlphaLevel) -> Estimate:
+    def alpha(level: AlphaLevel) -> BootstrapEstimate:
         stat = KrippendorffAlpha(ratings, level, f"human krippendorff_alpha ({level})")
         return boot.estimate(lambda idx: stat(np.bincount(idx, minlength=n)),
                              detail=f"{level} level, every human rating")
@@ -64,7 +64,7 @@ def _baseline(
 
 def _fleiss(
     codes: np.ndarray, counts: np.ndarray, n_categories: int, options: AnalysisOptions
-) -> Estimate:
+) -> BootstrapEstimate:
     """Fleiss' kappa needs the same number of raters on every item: it is computed on the items
     with the most common count (ties: the larger count), and the detail says how many were
     left out."""

@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from harness.calibration.report import Estimate
+from harness.calibration.report import BootstrapEstimate
 
 Statistic = Callable[[np.ndarray], float]
 """A statistic of a resample, given the resampled item indices (an array of positions, with
@@ -67,18 +67,18 @@ class ItemBootstrap:
         return value, replicates
 
     def estimate(self, statistic: Statistic, *, detail: str | None = None,
-                 n: int | None = None) -> Estimate:
+                 n: int | None = None) -> BootstrapEstimate:
         """The statistic on all items, with a percentile interval over the resamples. ``n``
         is the number of items it uses, when that is fewer than all (default: all).
 
-        Never raises for undefined data: the Estimate then has ``value=None`` and
+        Never raises for undefined data: the BootstrapEstimate then has ``value=None`` and
         ``undefined`` set to the reason.
         """
         return self._summarise(*self.replicates(statistic), detail, n)
 
     def difference(
         self, first: Statistic, second: Statistic, *, detail: str | None = None
-    ) -> Estimate:
+    ) -> BootstrapEstimate:
         """``first − second`` with a paired interval (the same resamples for both)."""
         value_a, reps_a = self.replicates(first)
         value_b, reps_b = self.replicates(second)
@@ -90,16 +90,16 @@ class ItemBootstrap:
     def _summarise(
         self, value: float | str, replicates: np.ndarray, detail: str | None,
         n: int | None = None,
-    ) -> Estimate:
+    ) -> BootstrapEstimate:
         n = self.n_items if n is None else n
         if isinstance(value, str):
-            return Estimate(value=None, n=n, undefined=value, detail=detail)
+            return BootstrapEstimate(value=None, n=n, undefined=value, detail=detail)
         defined = replicates[np.isfinite(replicates)]
         low = high = None
         if len(defined):
             tail = (1 - self.confidence) / 2 * 100
             low, high = (float(q) for q in np.percentile(defined, [tail, 100 - tail]))
-        return Estimate(
+        return BootstrapEstimate(
             value=value,
             ci_low=low,
             ci_high=high,
@@ -116,6 +116,6 @@ def _finite(value: float) -> float:
     return number
 
 
-def undefined_estimate(n: int, reason: str, detail: str | None = None) -> Estimate:
-    """An Estimate for a statistic that cannot be computed at all on these data."""
-    return Estimate(value=None, n=n, undefined=reason, detail=detail)
+def undefined_estimate(n: int, reason: str, detail: str | None = None) -> BootstrapEstimate:
+    """An BootstrapEstimate for a statistic that cannot be computed at all on these data."""
+    return BootstrapEstimate(value=None, n=n, undefined=reason, detail=detail)

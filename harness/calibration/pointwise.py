@@ -33,8 +33,8 @@ from harness.calibration.report import (
     AnalysisOptions,
     BesideHumans,
     BlandAltman,
+    BootstrapEstimate,
     ConfusionMatrix,
-    Estimate,
     PassFailReport,
     PointwiseJudgeReport,
     PPIReport,
@@ -160,7 +160,8 @@ def analyse_pointwise_judge(
         "the reverse): there is no common scale"
     )
 
-    def common(name: str, fn: Callable[[np.ndarray], float], detail: str | None = None) -> Estimate:
+    def common(name: str, fn: Callable[[np.ndarray], float],
+               detail: str | None = None) -> BootstrapEstimate:
         if no_common:
             return undefined_estimate(items.n, f"{name}: {no_common}", detail)
         return boot.estimate(fn, detail=detail)
@@ -176,7 +177,7 @@ def analyse_pointwise_judge(
             "the scores are not on a discrete scale; declare one with a step (--scale MIN:MAX:STEP)"
         )
 
-    def kappa(weights: agreement.KappaWeights) -> Estimate:
+    def kappa(weights: agreement.KappaWeights) -> BootstrapEstimate:
         name = "cohen_kappa" if weights == "unweighted" else f"cohen_kappa_{weights}"
         detail = ("" if weights == "unweighted" else f"{weights} weights; ") + (
             "consensus rounded to the scale")
@@ -186,7 +187,7 @@ def analyse_pointwise_judge(
             lambda idx: agreement.cohen_kappa(h_code[idx], j_code[idx], k, weights), detail=detail
         )
 
-    def alpha(alpha_level: AlphaLevel) -> Estimate:
+    def alpha(alpha_level: AlphaLevel) -> BootstrapEstimate:
         name = f"krippendorff_alpha ({alpha_level})"
         if alpha_level == "interval":
             detail = "two coders: human mean, judge mean"
@@ -298,7 +299,7 @@ def _pass_fail(
         judge_pass = _passes(data.judge_kind, items.judge_mean, options.pass_threshold)
         both = (human_pass, judge_pass)
 
-        def stat(fn: Callable[[np.ndarray, np.ndarray], float]) -> Estimate:
+        def stat(fn: Callable[[np.ndarray, np.ndarray], float]) -> BootstrapEstimate:
             return boot.estimate(lambda idx: fn(both[0][idx], both[1][idx]))
 
         report = PassFailReport(
@@ -382,7 +383,7 @@ def _verbosity(
     residual = items.judge_mean - items.human_mean
     lengths = items.lengths
 
-    def corr(fn: Callable[..., float], name: str) -> Estimate:
+    def corr(fn: Callable[..., float], name: str) -> BootstrapEstimate:
         detail = f"{name} of (judge − human) with length; {int(known.sum())} items with a length"
         if no_common:
             return undefined_estimate(items.n, f"verbosity: {no_common}", detail)

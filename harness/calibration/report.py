@@ -1,10 +1,10 @@
 """The calibration report: pydantic models only, so the same object renders to JSON (contract 3
 key names), to the terminal and later to HTML.
 
-Every statistic is an :class:`Estimate`: its value, a bootstrap interval over items, the number
-of items behind it, and, when the data leave it undefined (a constant judge, no item judged in
-both orders…), ``value: null`` with ``undefined`` saying why. The other statistics are still
-reported.
+Every statistic is a :class:`BootstrapEstimate`: its value, a bootstrap interval over items, the
+number of items behind it, and, when the data leave it undefined (a constant judge, no item
+judged in both orders…), ``value: null`` with ``undefined`` saying why. The other statistics are
+still reported.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Estimate(_Model):
+class BootstrapEstimate(_Model):
     """A statistic with its percentile bootstrap interval.
 
     ``n`` counts the items it was computed on. ``resamples_undefined`` counts bootstrap
@@ -102,10 +102,10 @@ class BlandAltman(_Model):
     """Mean difference (judge − human) and the 95% limits of agreement, bias ± 1.96 SD of the
     per-item differences (Bland & Altman 1986)."""
 
-    bias: Estimate
-    sd: Estimate
-    lower: Estimate
-    upper: Estimate
+    bias: BootstrapEstimate
+    sd: BootstrapEstimate
+    lower: BootstrapEstimate
+    upper: BootstrapEstimate
 
 
 class PassFailReport(_Model):
@@ -121,11 +121,11 @@ class PassFailReport(_Model):
     human_pass_judge_fail: int
     human_fail_judge_pass: int
     human_fail_judge_fail: int
-    accuracy: Estimate
-    cohen_kappa: Estimate
-    coverage: Estimate
-    false_failure_rate: Estimate
-    alignment: Estimate
+    accuracy: BootstrapEstimate
+    cohen_kappa: BootstrapEstimate
+    coverage: BootstrapEstimate
+    false_failure_rate: BootstrapEstimate
+    alignment: BootstrapEstimate
 
 
 class ThresholdPoint(_Model):
@@ -147,7 +147,7 @@ class ThresholdReport(_Model):
 
     criterion: Literal["kappa", "alignment"]
     human_rule: str
-    best_threshold: Estimate
+    best_threshold: BootstrapEstimate
     best: ThresholdPoint | None
     curve: list[ThresholdPoint]
 
@@ -157,9 +157,9 @@ class SelfConsistency(_Model):
 
     n_items: int
     samples_per_item: tuple[int, int]
-    krippendorff_alpha: Estimate
-    share_items_disagree: Estimate
-    mean_sample_sd: Estimate
+    krippendorff_alpha: BootstrapEstimate
+    share_items_disagree: BootstrapEstimate
+    mean_sample_sd: BootstrapEstimate
 
 
 class Verbosity(_Model):
@@ -167,8 +167,8 @@ class Verbosity(_Model):
     judged output. Positive: the judge over-scores longer answers."""
 
     length_source: Literal["length", "words"]
-    spearman: Estimate
-    pearson: Estimate
+    spearman: BootstrapEstimate
+    pearson: BootstrapEstimate
 
 
 class BesideHumans(_Model):
@@ -177,12 +177,12 @@ class BesideHumans(_Model):
     mean of the other humans, next to the judge's correlation with that same leave-one-out
     mean (averaged over rater positions)."""
 
-    alpha_humans: Estimate
-    alpha_with_judge: Estimate
-    alpha_difference: Estimate
-    human_vs_rest_spearman: Estimate
-    judge_vs_rest_spearman: Estimate
-    spearman_difference: Estimate
+    alpha_humans: BootstrapEstimate
+    alpha_with_judge: BootstrapEstimate
+    alpha_difference: BootstrapEstimate
+    human_vs_rest_spearman: BootstrapEstimate
+    judge_vs_rest_spearman: BootstrapEstimate
+    spearman_difference: BootstrapEstimate
 
 
 class PPIResult(_Model):
@@ -233,19 +233,19 @@ class PointwiseJudgeReport(_Model):
         default=0, description="judge samples off the declared scale (counted as missing)")
     raters_per_item: tuple[int, int]
     samples_per_item: tuple[int, int]
-    spearman: Estimate
-    kendall_tau_b: Estimate
-    pearson: Estimate
-    cohen_kappa: Estimate
-    cohen_kappa_unweighted: Estimate
-    cohen_kappa_linear: Estimate
-    cohen_kappa_quadratic: Estimate
-    krippendorff_alpha: Estimate
-    krippendorff_alpha_nominal: Estimate
-    krippendorff_alpha_ordinal: Estimate
-    krippendorff_alpha_interval: Estimate
-    mean_bias: Estimate
-    mae: Estimate
+    spearman: BootstrapEstimate
+    kendall_tau_b: BootstrapEstimate
+    pearson: BootstrapEstimate
+    cohen_kappa: BootstrapEstimate
+    cohen_kappa_unweighted: BootstrapEstimate
+    cohen_kappa_linear: BootstrapEstimate
+    cohen_kappa_quadratic: BootstrapEstimate
+    krippendorff_alpha: BootstrapEstimate
+    krippendorff_alpha_nominal: BootstrapEstimate
+    krippendorff_alpha_ordinal: BootstrapEstimate
+    krippendorff_alpha_interval: BootstrapEstimate
+    mean_bias: BootstrapEstimate
+    mae: BootstrapEstimate
     bland_altman: BlandAltman
     confusion_matrix: ConfusionMatrix | None
     pass_fail: PassFailReport | None = None
@@ -260,16 +260,16 @@ class PairwiseSelfConsistency(_Model):
     """Agreement of the judge with itself across repeated samples in the same order."""
 
     n_item_orders: int
-    krippendorff_alpha_nominal: Estimate
-    share_disagree: Estimate
+    krippendorff_alpha_nominal: BootstrapEstimate
+    share_disagree: BootstrapEstimate
 
 
 class LengthPreference(_Model):
     """Among decisive verdicts (A or B) on items whose outputs differ in length, the share
     picking the longer output, next to the same share for the gold labels."""
 
-    judge_longer_rate: Estimate
-    gold_longer_rate: Estimate
+    judge_longer_rate: BootstrapEstimate
+    gold_longer_rate: BootstrapEstimate
 
 
 class PairwiseBesideHumans(_Model):
@@ -282,9 +282,9 @@ class PairwiseBesideHumans(_Model):
 
     n_items: int = Field(description="items where at least one rater can be left out")
     raters_per_item: tuple[int, int]
-    human_vs_rest_accuracy: Estimate
-    judge_vs_rest_accuracy: Estimate
-    accuracy_difference: Estimate
+    human_vs_rest_accuracy: BootstrapEstimate
+    judge_vs_rest_accuracy: BootstrapEstimate
+    accuracy_difference: BootstrapEstimate
 
 
 class PairwiseJudgeReport(_Model):
@@ -306,14 +306,14 @@ class PairwiseJudgeReport(_Model):
     n_missing_verdicts: int
     n_missing_gold: int
     n_gold_without_majority: int
-    accuracy: Estimate
-    accuracy_original_order: Estimate
-    accuracy_swapped_order: Estimate
-    accuracy_both_orders: Estimate
-    position_consistency: Estimate
-    order_kappa: Estimate
-    first_position_rate: Estimate
-    tie_rate: Estimate
+    accuracy: BootstrapEstimate
+    accuracy_original_order: BootstrapEstimate
+    accuracy_swapped_order: BootstrapEstimate
+    accuracy_both_orders: BootstrapEstimate
+    position_consistency: BootstrapEstimate
+    order_kappa: BootstrapEstimate
+    first_position_rate: BootstrapEstimate
+    tie_rate: BootstrapEstimate
     self_consistency: PairwiseSelfConsistency | None = None
     length_preference: LengthPreference | None = None
     beside_humans: PairwiseBesideHumans | None = None
@@ -324,10 +324,10 @@ class HumanBaseline(_Model):
 
     n_items: int
     raters_per_item: tuple[int, int]
-    krippendorff_alpha_nominal: Estimate
-    krippendorff_alpha_ordinal: Estimate | None = None
-    krippendorff_alpha_interval: Estimate | None = None
-    fleiss_kappa: Estimate
+    krippendorff_alpha_nominal: BootstrapEstimate
+    krippendorff_alpha_ordinal: BootstrapEstimate | None = None
+    krippendorff_alpha_interval: BootstrapEstimate | None = None
+    fleiss_kappa: BootstrapEstimate
 
 
 class Comparison(_Model):
@@ -338,9 +338,9 @@ class Comparison(_Model):
     judge_b: str
     statistic: str
     n_items: int
-    a: Estimate
-    b: Estimate
-    difference: Estimate
+    a: BootstrapEstimate
+    b: BootstrapEstimate
+    difference: BootstrapEstimate
 
 
 class CalibrationReport(_Model):

@@ -13,7 +13,7 @@ What a judge is asked, by dataset kind:
   :mod:`harness.calibration.study_records`.
 - **Pairwise**: the two outputs are compared under the rubric as a whole (or one criterion),
   with the item's ``input`` shown as the user's goal, by
-  :func:`harness.judging.pairwise.compare_pair`: every sample in both orders. Position
+  :func:`harness.judging.pairwise_judge.compare_pair`: every sample in both orders. Position
   consistency needs both, so that is the default (``swap=True``, the CLI's ``--swap``);
   ``swap=False`` asks only the original order, halving the calls, and the position
   statistics are then reported as undefined.
@@ -50,6 +50,7 @@ from harness.calibration.datasets import (
     load_dataset,
 )
 from harness.calibration.judgments import (
+    JudgmentSet,
     PairwiseJudgment,
     PointwiseJudgment,
     build_pairwise,
@@ -76,7 +77,7 @@ from harness.judging.batch import answer_transcript, resolve_rubrics
 from harness.judging.context import JudgeContext
 from harness.judging.judge import judge_once
 from harness.judging.offline import pairwise_hints
-from harness.judging.pairwise import (
+from harness.judging.pairwise_judge import (
     PairwiseCriterion,
     PairwisePreference,
     StrictPairwisePreference,
@@ -88,7 +89,6 @@ from harness.models.base import ChatModel, ModelSpec
 from harness.models.config import CacheConfig, ModelsConfig
 from harness.models.hub import ModelHub
 from harness.models.provenance import RoleCollector, roles_notice
-from harness.report.html.calibration_page import write_calibration_page
 
 OFFLINE_NOTICE = (
     "OFFLINE: these numbers come from mock: models ({models}), not from a real judge; no model "
@@ -98,6 +98,10 @@ OFFLINE_NOTICE = (
 TEXT_TARGETS = ("final_response", "conversation", "agent_turn")
 
 ProgressCallback = Callable[[int, int], None]
+PageWriter = Callable[[Path, CalibrationReport, JudgmentSet, PointwiseDataset | PairwiseDataset],
+                      object]
+"""Writes a study's page from its report, judgments and dataset (the report layer's
+:func:`~harness.report.html.calibration_page.write_calibration_page`)."""
 Item = PointwiseItem | PairwiseItem
 
 
@@ -385,6 +389,7 @@ async def run_calibration(
     base_url: str | None = None,
     hub: ModelHub | None = None,
     progress: ProgressCallback | None = None,
+    write_page: PageWriter | None = None,
 ) -> CalibrationReport:
     """Run ``judges`` (``provider:model``; ``mock:judge`` runs offline) on every item of the
     labelled dataset at ``dataset_path`` under rubric ``rubric_id``, ``samples`` times each,
@@ -392,14 +397,15 @@ async def run_calibration(
     Several rubric ids make every (model, rubric) pair a judge of its own, ``MODEL@RUBRIC_ID``.
 
     ``out_dir`` makes the study durable and resumable; at the end it holds the report as
-    ``report.json`` and as a page, ``report.html``. ``concurrency`` bounds judge samples
-    in flight (a pairwise sample is two calls). ``options`` are the analysis options: their
-    ``scale`` overrides the dataset's; without a ``pass_threshold``, numeric labels on the
-    criterion's own scale get the criterion's pass threshold. Models come from ``hub`` when
-    given (left open), else from a hub built from ``models`` with the response cache at
-    ``cache_path`` (``cache_mode``); ``base_url`` points non-mock judges at an
-    OpenAI-compatible server. ``progress(done, total)`` is called as (judge, item) units
-    finish.
+    ``report.json`` and, when ``write_page`` is given (the commands give
+    :func:`harness.report.html.calibration_page.write_calibration_page`), as a page,
+    ``report.html``: pages belong to the report layer, above this one. ``concurrency`` bounds
+    judge samples in flight (a pairwise sample is two calls). ``options`` are the analysis
+    options: their ``scale`` overrides the dataset's; without a ``pass_threshold``, numeric
+    labels on the criterion's own scale get the criterion's pass threshold. Models come from
+    ``hub`` when given (left open), else from a hub built from ``models`` with the response
+    cache at ``cache_path`` (``cache_mode``); ``base_url`` points non-mock judges at an
+    OpenAI-compatible server. ``progress(done, total)`` is called as (judge, item) units finish.
 
     Raises InputError for a bad dataset, option, rubric, criterion, scale mismatch (also
     between two rubrics' criteria), or a study directory with other settings;
@@ -478,7 +484,8 @@ async def run_calibration(
         directory.rewrite(everything, judge_ids, item_ids)
         directory.write_report(report.to_json_dict())
         directory.write_study(all_settings, judge_ids, counts, "finished")
-        write_calibration_page(directory.path / REPORT_PAGE_FILE, report, data, dataset)
+        if write_page is not None:
+            write_page(directory.path / REPORT_PAGE_FILE, report, data, dataset)
     return report
 
 

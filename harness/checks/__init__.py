@@ -6,8 +6,8 @@ cheap; this package itself imports only the light :func:`check` and :class:`Chec
 - :func:`harness.checks.run.run_checks` ``(transcript, expectations) -> CheckReport``;
 - :func:`harness.checks.failures.analyse_failures` ``(reports, judge_failures) ->
   FailureAnalysis``;
-- :func:`harness.checks.transcript_file.load_transcript_file` and
-  :func:`~harness.checks.transcript_file.score_records` for contract-4 JSONL files.
+- :func:`harness.formats.transcript_file.load_transcript_file` and
+  :func:`~harness.formats.transcript_file.score_records` for contract-4 JSONL files.
 
 A check of one's own is registered with :func:`check` (``@harness.checks.check("name")``)
 and returns a :class:`~harness.checks.result.CheckResult`, a number or a bool.

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import functools
 import importlib
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.checks.spec import ArgMatching, ArgMode, ArgOverride
 from harness.errors import HarnessError
+from harness.json_values import json_equal
 
 Matcher = Callable[[Any, Any], Any]
 
@@ -85,38 +85,6 @@ def load_matcher(spec: str, *, field: str = "matcher") -> Matcher:
         return _import_matcher(spec)
     except ValueError as err:
         raise CheckConfigError(field, f"custom matcher {spec!r}: {err}") from None
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def json_equal(
-    expected: Any, actual: Any, *, tolerance: float = 0.0, casefold: bool = False
-) -> bool:
-    """JSON equality, with an optional absolute numeric ``tolerance`` and string
-    ``casefold`` applied at every depth. ``true`` is not ``1``; ``1`` is ``1.0``."""
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
-    if _is_number(expected) and _is_number(actual):
-        diff = abs(expected - actual)
-        # isclose absorbs float noise such as abs(2.1 - 2.0) = 0.10000000000000009 > 0.1
-        return diff <= tolerance or math.isclose(diff, tolerance, rel_tol=1e-9, abs_tol=1e-12)
-    if isinstance(expected, str) and isinstance(actual, str):
-        return expected.casefold() == actual.casefold() if casefold else expected == actual
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        return expected.keys() == actual.keys() and all(
-            json_equal(v, actual[k], tolerance=tolerance, casefold=casefold)
-            for k, v in expected.items()
-        )
-    if isinstance(expected, list | tuple) and isinstance(actual, list | tuple):
-        return len(expected) == len(actual) and all(
-            json_equal(e, a, tolerance=tolerance, casefold=casefold)
-            for e, a in zip(expected, actual, strict=True)
-        )
-    if type(expected) is not type(actual):
-        return False
-    return bool(expected == actual)
 
 
 @dataclass

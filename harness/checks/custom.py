@@ -37,8 +37,8 @@ import numpy as np
 
 from harness.checks.result import CheckResult, Finding
 from harness.checks.spec import CheckSpec, Expectations
-from harness.scenarios.imports import ImportPathError, resolve_callable
 from harness.transcript import Transcript
+from harness.user_code import ImportPathError, resolve_callable
 
 CheckFunction = Callable[..., Any]
 F = TypeVar("F", bound=CheckFunction)

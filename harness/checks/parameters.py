@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.checks.args import CheckConfigError, CompiledMatching, json_equal
+from harness.checks.args import CheckConfigError, CompiledMatching
 from harness.checks.spec import ParameterExpectation, ParameterValidator
+from harness.json_values import json_equal
 from harness.transcript import ToolCallRecord
 
 _JSON_TYPES: dict[str, Any] = {

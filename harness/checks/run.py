@@ -52,8 +52,8 @@ from harness.checks.response import find_phrases, rouge1
 from harness.checks.result import CheckReport, CheckResult, Finding
 from harness.checks.spec import CheckSpec, Expectations
 from harness.checks.state import state_diff
-from harness.scenarios.imports import ImportPathError
 from harness.transcript import ToolCallRecord, Transcript
+from harness.user_code import ImportPathError
 
 _EPS = 1e-9
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from harness.checks.args import json_equal
+from harness.json_values import json_equal
 
 MAX_DIFF_LINES = 50
 

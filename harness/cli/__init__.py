@@ -4,8 +4,8 @@ Each command lives in its own module and registers itself on :data:`harness.cli.
 A :class:`~harness.errors.HarnessError` is printed as one line on stderr (one line per problem
 for :class:`~harness.errors.InputErrors`; exit 2), never as a traceback. Its message quotes
 outside text (paths, field values, ids, servers' error text), so it is printed through
-:func:`~harness.report.safe.terminal_text`; so are log records that no configured handler
-takes (:class:`~harness.report.safe.TerminalLogHandler`).
+:func:`~harness.safe_text.terminal_text`; so are log records that no configured handler
+takes (:class:`~harness.safe_text.TerminalLogHandler`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import typer
 from harness.cli import commands  # noqa: F401  (registration side effect)
 from harness.cli.app import EXIT_INPUT_ERROR, app
 from harness.errors import HarnessError, InputErrors
-from harness.report.safe import TerminalLogHandler, terminal_console, terminal_text
+from harness.safe_text import TerminalLogHandler, terminal_console, terminal_text
 
 
 def _unwrap_short_help(group: typer.Typer = app) -> None:

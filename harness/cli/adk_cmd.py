@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from harness.cli.app import app
-from harness.report.safe import terminal_console, terminal_text
+from harness.safe_text import terminal_console, terminal_text
 
 import_app = typer.Typer(help="Convert files of other tools into scenario YAML.",
                          no_args_is_help=True)
@@ -31,11 +31,11 @@ def import_adk(
 ) -> None:
     """Write one scenario YAML file per ADK eval set (every case a scenario; fields with no
     home here kept under metadata.adk and named in the file's header comment)."""
-    from harness.adk import ADK_SUFFIXES
-    from harness.adk.convert import source_name
-    from harness.adk.importing import import_eval_set
     from harness.errors import InputError
     from harness.files import make_directory
+    from harness.formats.adk import ADK_SUFFIXES
+    from harness.formats.adk.convert import source_name
+    from harness.formats.adk.importing import import_eval_set
 
     sources: list[Path] = []
     for path in files:
@@ -71,12 +71,12 @@ def export_adk(
 ) -> None:
     """Write the scenarios as one ADK eval set and a test_config.json beside it. What ADK's
     format cannot hold is listed on stderr, by scenario."""
-    from harness.adk import EVALSET_SUFFIX
-    from harness.adk.export import export_eval_set
     from harness.errors import InputError
     from harness.files import check_output_file, write_text_atomic
+    from harness.formats import load_scenarios
+    from harness.formats.adk import EVALSET_SUFFIX
+    from harness.formats.adk.export import export_eval_set
     from harness.judging.rubric import load_rubrics
-    from harness.scenarios.loading import load_scenarios
 
     if not out.name.endswith(EVALSET_SUFFIX):
         raise InputError(out, None, f"the eval set file's name must end in {EVALSET_SUFFIX}")

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from harness.errors import InputError
 from harness.logs import library_logs
-from harness.report.safe import terminal_console, terminal_text
+from harness.safe_text import terminal_console, terminal_text
 
 if TYPE_CHECKING:
     from harness.scenarios.selectors import ScenarioFilter
@@ -46,7 +46,7 @@ def _root() -> None:
 @app.command()
 def version() -> None:
     """Print the harness version."""
-    from harness import __version__
+    from harness.version import __version__
 
     typer.echo(__version__)
 

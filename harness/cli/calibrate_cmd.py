@@ -30,7 +30,7 @@ from harness.cli.app import Verbose, app, counting_progress, judge_models, logs_
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
 from harness.logs import LOG_FILENAME
-from harness.report.safe import terminal_console, terminal_text
+from harness.safe_text import terminal_console, terminal_text
 
 # The calibration code (numpy, scipy) is imported when the command runs, not when the CLI
 # starts.
@@ -113,7 +113,7 @@ def _wrote(path: Path) -> None:
 
 
 def _print(report: CalibrationReport, json_output: bool) -> None:
-    from harness.calibration.render import render_report
+    from harness.report.calibration_terminal import render_report
 
     if json_output:
         _warn_off_scale(report)
@@ -293,6 +293,7 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
     from harness.calibration.study_dir import JUDGMENTS_FILE, REPORT_PAGE_FILE, STUDY_FILE
     from harness.calibration.study_records import parse_scale_map
     from harness.models.config import ModelsConfig
+    from harness.report.html.calibration_page import write_calibration_page
 
     err = terminal_console(stderr=True, soft_wrap=True)
     mapping = parse_scale_map(scale_map) if scale_map is not None else None
@@ -306,7 +307,7 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
                 scale_map=mapping, swap=swap, allow_ties=allow_ties, temperature=temperature,
                 concurrency=concurrency, options=options, rubric_dirs=rubric_dirs,
                 models=config, cache_path=cache, cache_mode=cache_mode, base_url=base_url,
-                progress=advance))
+                progress=advance, write_page=write_calibration_page))
     except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM
         err.print(f"[yellow]{signal_name(stop)}: the finished judgments are in "
                   f"{terminal_text(out / JUDGMENTS_FILE)}; run the same command to resume[/]")

@@ -18,8 +18,8 @@ from rich.console import Console
 from harness.cli.app import Verbose, app, logs_to
 from harness.errors import HarnessError
 from harness.logs import LOG_FILENAME
-from harness.report.safe import terminal_console, terminal_text
 from harness.resources import data_dir
+from harness.safe_text import terminal_console, terminal_text
 
 EXAMPLE_SCENARIOS = data_dir("scenarios")
 EXAMPLE_CALIBRATION = data_dir("examples/calibration")
@@ -89,14 +89,16 @@ def _shown(path: Path) -> str:
 
 
 def _calibration(out: Path, console: Console) -> None:
-    from harness.calibration.render import render_report
     from harness.calibration.study import run_calibration
+    from harness.report.calibration_terminal import render_report
+    from harness.report.html.calibration_page import write_calibration_page
     from harness.runs import event_loop
 
     dataset = EXAMPLE_CALIBRATION / "pointwise_items.jsonl"
     console.print(f"labelled items: {terminal_text(dataset)}; judge mock:judge, 3 samples per item")
     report = event_loop.run(run_calibration(
-        dataset, ["mock:judge"], "final_response_quality", samples=3, out_dir=out))
+        dataset, ["mock:judge"], "final_response_quality", samples=3, out_dir=out,
+        write_page=write_calibration_page))
     render_report(report, console, brief=True)
     console.print(f"the whole report (every statistic, the confusion matrix, the threshold "
                   f"curve, the human baseline, the policies): harness calibrate --judgments "

@@ -1,5 +1,5 @@
 """``harness pairwise RUN_A RUN_B``: judge two runs' transcripts against each other, pair by
-pair, in both orders (:mod:`harness.runs.pairwise`)."""
+pair, in both orders (:mod:`harness.runs.pairwise_runs`)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
 from harness.files import atomic_write, check_output_file
 from harness.logs import command_log_file
-from harness.report.safe import terminal_console, terminal_text
+from harness.safe_text import terminal_console, terminal_text
 
 
 @app.command()
@@ -77,8 +77,8 @@ def pairwise(
     rate and B's win rate with an interval clustered by scenario. --tag, --exclude-tag and
     -k compare only the scenarios they select."""
     from harness.models.config import ModelsConfig
-    from harness.report.pairwise import render_pairwise
-    from harness.runs.pairwise import compare_runs_pairwise
+    from harness.report.pairwise_runs import render_pairwise
+    from harness.runs.pairwise_runs import compare_runs_pairwise
 
     judges = judge_models(judge or [], offline, needed_for="comparing runs pairwise")
     if rubric is None:

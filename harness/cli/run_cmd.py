@@ -33,7 +33,7 @@ from harness.cli.app import (
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import HarnessError
 from harness.logs import LOG_FILENAME
-from harness.report.safe import terminal_console, terminal_text
+from harness.safe_text import terminal_console, terminal_text
 
 # The work of these commands is imported when a command runs, not when the CLI starts (so
 # --help and the other commands do not pay for the runner, scipy and the model SDKs).

@@ -2,10 +2,10 @@
 from our transcript JSONL or a Vertex AI agent-evaluation dataset (JSONL or CSV).
 
 Checks run on every transcript, with no model call. With ``--judge MODEL --rubric ID`` the
-rubric judges run too (:func:`harness.judging.batch.judge_records`): each rubric's score is a
-metric ``rubric:<id>`` in each row and in the summary like the checks, each row carries its
-full ``judgments``, and ``summary.judges`` names the judge models, rubric versions and prompt
-hashes (and says so when the numbers come from offline mock judges).
+rubric judges run too (:func:`harness.formats.transcript_judging.judge_records`): each rubric's
+score is a metric ``rubric:<id>`` in each row and in the summary like the checks, each row
+carries its full ``judgments``, and ``summary.judges`` names the judge models, rubric versions
+and prompt hashes (and says so when the numbers come from offline mock judges).
 """
 
 from __future__ import annotations
@@ -15,84 +15,13 @@ from pathlib import Path
 from typing import Annotated, Any, cast
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 from harness.choices import AggregationMethod
 from harness.cli.app import Verbose, app, logs_to
 from harness.errors import InputError
 from harness.logs import command_log_file
-from harness.report.safe import terminal_console, terminal_text
-
-# The per-transcript table shows the core trajectory metrics (short headers) and names the
-# other checks that failed; the summary table lists every metric. The JSON keeps everything.
-_CORE = {
-    "trajectory_exact_match": "exact",
-    "trajectory_in_order_match": "in\norder",
-    "trajectory_any_order_match": "any\norder",
-    "trajectory_precision": "P",
-    "trajectory_recall": "R",
-    "trajectory_f1": "F1",
-}
-
-
-_SHORT = {
-    "tool_trajectory_avg_score": "adk_trajectory",
-    "response_match_score": "rouge1",
-    "parameter_accuracy": "parameters",
-    "forbidden_tools_avoided": "forbidden_tools",
-    "final_state_match": "final_state",
-}
-
-
-def _short(name: str) -> str:
-    if name.startswith("trajectory_single_tool_use:"):
-        return "uses:" + name.split(":", 1)[1]
-    return _SHORT.get(name, name)
-
-
-def _fmt(value: Any) -> str:
-    return "—" if value is None else f"{value:.2f}"
-
-
-def _print_tables(output: dict[str, Any], console: Console) -> None:
-    core = [n for n in _CORE if n in output["summary"]["metrics"]]
-    table = Table(title="Transcripts", title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("id", overflow="fold", min_width=14)
-    for name in core:
-        table.add_column(_CORE[name], justify="right")
-    table.add_column("other failed checks", overflow="fold", ratio=1)
-    for row in output["transcripts"]:
-        failed = [_short(c["name"]) for c in row["checks"]
-                  if c["passed"] is False and c["name"] not in _CORE]
-        if "error" in row:
-            failed = [f"not scored: {row['error']}"]
-        table.add_row(terminal_text(row["id"]), *(_fmt(row.get(n)) for n in core),
-                      terminal_text(", ".join(failed)) or "—")
-    console.print(table)
-
-    summary = Table(title=f"Summary over {output['summary']['n_transcripts']} transcripts",
-                    title_justify="left", box=box.SIMPLE_HEAD)
-    summary.add_column("metric", overflow="fold")
-    summary.add_column("mean", justify="right")
-    summary.add_column("95% CI", justify="right")
-    summary.add_column("n", justify="right")
-    for name, stats in output["summary"]["metrics"].items():
-        interval = ("—" if stats["ci_low"] is None
-                    else f"[{stats['ci_low']:.2f}, {stats['ci_high']:.2f}] {stats['method']}")
-        summary.add_row(terminal_text(name), _fmt(stats["mean"]), interval, str(stats["n"]))
-    console.print(summary)
-    latency = output["summary"].get("latency_in_seconds")
-    if latency:
-        console.print(f"latency_in_seconds: mean {latency['mean']:.2f}, median "
-                      f"{latency['median']:.2f}, p90 {latency['p90']:.2f}, max "
-                      f"{latency['max']:.2f} (n {latency['n']})")
-    failure = output["summary"].get("failure")
-    if failure:
-        console.print(f"failure rate: {failure['rate']:.2f} [{failure['ci_low']:.2f}, "
-                      f"{failure['ci_high']:.2f}] 95% Wilson ({failure['failed']} of "
-                      f"{failure['n']} rows failed, reported apart and not scored)")
+from harness.report.transcripts_terminal import render_scored_transcripts
+from harness.safe_text import terminal_console, terminal_text
 
 
 @app.command("score-transcripts")
@@ -132,7 +61,7 @@ def score_transcripts(
     Malformed tool-call arguments are scored as non-matching, with a warning. With --judge and
     --rubric, rubric judges score them too; a missing or refused key or an unknown model
     stops the command (exit 2)."""
-    from harness.checks.transcript_file import (
+    from harness.formats.transcript_file import (
         load_transcript_file,
         score_records,
         with_single_tool_use,
@@ -158,7 +87,7 @@ def score_transcripts(
         # and model text goes out as a \u escape, never raw
         typer.echo(json.dumps(output, indent=2))
     else:
-        _print_tables(output, terminal_console())
+        render_scored_transcripts(output, terminal_console())
 
 
 def _judge(records: list[Any], judges: list[str], rubric_ids: list[str],
@@ -173,7 +102,7 @@ def _judge(records: list[Any], judges: list[str], rubric_ids: list[str],
     if aggregate not in (None, "mean", "majority"):
         raise InputError("command line", "--aggregate",
                          f"mean or majority (got {aggregate!r})")
-    from harness.judging.batch import judge_records
+    from harness.formats.transcript_judging import judge_records
     from harness.judging.judge import JudgeSettings
 
     return judge_records(records, judges=judges, rubric_ids=rubric_ids,

@@ -13,7 +13,7 @@ from harness.choices import McpTransport
 from harness.cli.app import app
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
-from harness.report.safe import terminal_console, terminal_text
+from harness.safe_text import terminal_console, terminal_text
 
 if TYPE_CHECKING:
     from harness.scenarios.schema import Scenario
@@ -78,7 +78,7 @@ def serve_tools(
 def _one_scenario(raw: str) -> Scenario:
     """The scenario ``raw`` names (``FILE`` holding one, or ``FILE:id``). Raises InputError
     for a missing or bad file, and for a file of several without an id (listing them)."""
-    from harness.scenarios.loading import load_scenarios
+    from harness.formats import load_scenarios
     from harness.scenarios.selectors import parse_selection
 
     scenarios = load_scenarios([raw])

@@ -13,7 +13,6 @@ from rich.console import Console
 
 from harness.cli.app import app, check_target_mdd
 from harness.errors import InputError
-from harness.report.safe import terminal_console
 from harness.report.terminal import (
     render_notes,
     render_notice,
@@ -21,6 +20,7 @@ from harness.report.terminal import (
     render_suite,
     render_variance,
 )
+from harness.safe_text import terminal_console
 
 if TYPE_CHECKING:
     from harness.stats.sampling import ScenarioStats

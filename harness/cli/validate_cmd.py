@@ -18,7 +18,7 @@ from harness.cli.app import (
     scenario_filter,
 )
 from harness.errors import InputError, InputErrors
-from harness.report.safe import terminal_console, terminal_text
+from harness.safe_text import terminal_console, terminal_text
 
 DEFAULT_SCHEMA_DIR = Path("schemas")
 
@@ -45,7 +45,7 @@ def validate(
     """Check scenario files: every problem in every file, one line each
     (file:line: field: what was expected), rubric ids included; --tag, --exclude-tag and -k
     count the scenarios they select. Exits 2 when any problem is found."""
-    from harness.scenarios.loading import validate_paths
+    from harness.formats import validate_paths
 
     known, rubric_errors = _rubric_ids(rubrics or [])
     report = validate_paths(paths, check_imports=not no_imports, known_rubrics=known,

@@ -10,9 +10,9 @@ from .aggregate import (
     aggregate_votes,
 )
 from .batch import JudgeItem, answer_transcript, judge_items
-from .context import JudgeContext, context_for_scenario
+from .context import JudgeContext
 from .judge import JudgeSettings, judge_once, judge_transcript, metric_name
-from .pairwise import (
+from .pairwise_judge import (
     PairCandidate,
     PairwiseCriterion,
     PairwiseResult,
@@ -26,7 +26,7 @@ from .rubric import (
     BUILTIN_RUBRICS_DIR,
     Criterion,
     Rubric,
-    Scale,
+    RubricScale,
     UnknownRubricError,
     check_rubric_ids,
     get_rubric,

@@ -477,7 +477,7 @@ def build_pairwise_prompt(
     criterion: Any, first: str, second: str, context: JudgeContext | None = None
 ) -> JudgePrompt:
     """Render the pairwise prompt with ``first`` shown as Response A and ``second`` as B.
-    ``criterion`` is a :class:`~harness.judging.pairwise.PairwiseCriterion`."""
+    ``criterion`` is a :class:`~harness.judging.pairwise_judge.PairwiseCriterion`."""
     user = _PAIRWISE.render(
         criterion=criterion, ctx=context or JudgeContext(), first=first, second=second
     )

@@ -112,7 +112,7 @@ class ScaleLevel(_Strict):
     meaning: str = ""
 
 
-class Scale(_Strict):
+class RubricScale(_Strict):
     """An ordered scale of integer levels (at least two, distinct values)."""
 
     levels: tuple[ScaleLevel, ...] = Field(min_length=2)
@@ -142,14 +142,14 @@ class Scale(_Strict):
         return (score - self.lowest) / (self.highest - self.lowest)
 
 
-BUILTIN_SCALES: dict[str, Scale] = {
-    "binary": Scale(
+BUILTIN_SCALES: dict[str, RubricScale] = {
+    "binary": RubricScale(
         levels=(
             ScaleLevel(value=0, label="no", meaning="The criterion is not met."),
             ScaleLevel(value=1, label="yes", meaning="The criterion is met."),
         )
     ),
-    "ordinal_1_5": Scale(
+    "ordinal_1_5": RubricScale(
         levels=(
             ScaleLevel(value=1, label="very poor", meaning="Fails the criterion entirely."),
             ScaleLevel(value=2, label="poor", meaning="Mostly fails the criterion."),
@@ -175,7 +175,7 @@ class Criterion(_Strict):
     id: Annotated[str, AfterValidator(_not_reserved)] = Field(pattern=_ID_PATTERN,
                                                                max_length=64)
     question: str = Field(min_length=1)
-    scale: str | Scale = "ordinal_1_5"
+    scale: str | RubricScale = "ordinal_1_5"
     levels: dict[int, str] = Field(
         default_factory=dict, description="what each level means for this criterion"
     )
@@ -196,7 +196,7 @@ class Rubric(_Strict):
     threshold: float = Field(
         description="pass when the rubric score >= this, on the normalised [0, 1] score"
     )
-    scales: dict[str, Scale] = Field(default_factory=dict)
+    scales: dict[str, RubricScale] = Field(default_factory=dict)
     criteria: tuple[Criterion, ...] = Field(min_length=1)
     samples: int | None = Field(
         default=None, ge=1, le=100,
@@ -234,7 +234,7 @@ class Rubric(_Strict):
 
     @field_validator("scales")
     @classmethod
-    def _no_shadowed_builtin(cls, scales: dict[str, Scale]) -> dict[str, Scale]:
+    def _no_shadowed_builtin(cls, scales: dict[str, RubricScale]) -> dict[str, RubricScale]:
         for name in scales:
             if name in BUILTIN_SCALES:
                 raise RubricProblem(f"scales.{name}", "redefines a built-in scale; rename it")
@@ -284,8 +284,8 @@ class Rubric(_Strict):
                 )
         return self
 
-    def _resolve_scale(self, crit: Criterion, index: int) -> Scale:
-        if isinstance(crit.scale, Scale):
+    def _resolve_scale(self, crit: Criterion, index: int) -> RubricScale:
+        if isinstance(crit.scale, RubricScale):
             return crit.scale
         if crit.scale in BUILTIN_SCALES:
             return BUILTIN_SCALES[crit.scale]
@@ -298,8 +298,8 @@ class Rubric(_Strict):
             "(define your own under `scales`)",
         )
 
-    def scale_of(self, criterion: Criterion | str) -> Scale:
-        """The resolved :class:`Scale` of a criterion (given or named by id)."""
+    def scale_of(self, criterion: Criterion | str) -> RubricScale:
+        """The resolved :class:`RubricScale` of a criterion (given or named by id)."""
         crit = self.criterion(criterion) if isinstance(criterion, str) else criterion
         return self._resolve_scale(crit, self.criteria.index(crit))
 

@@ -11,8 +11,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from harness.report.safe import terminal_text
-from harness.report.terminal import fmt_num, fmt_seconds, make_table
+from harness.report.formatting import fmt_num, fmt_seconds, make_table
+from harness.safe_text import terminal_text
 
 if TYPE_CHECKING:
     from harness.runs.latency import LatencySpread, RunLatency

@@ -1,6 +1,6 @@
 """Rich tables for a run summary and a paired comparison. Every number is shown with its
 interval and n; errors are shown apart from scores. Text that came from scenarios, models or
-the summary file goes through :func:`~harness.report.safe.terminal_text`, so it can never
+the summary file goes through :func:`~harness.safe_text.terminal_text`, so it can never
 inject console markup or terminal escape sequences."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
-from harness.report.safe import terminal_text
+from harness.report.formatting import fmt_ci, fmt_num, fmt_p, make_table
+from harness.safe_text import terminal_text
 
 if TYPE_CHECKING:
     from harness.checks.failures import FailureAnalysis
@@ -29,35 +30,6 @@ if TYPE_CHECKING:
     from harness.stats.estimate import Estimate
     from harness.stats.sampling import ScenarioStats
     from harness.stats.summary import SuiteFigures
-
-
-def fmt_num(value: float | None, digits: int = 3) -> str:
-    """A figure to ``digits`` places, or a dash when it could not be computed."""
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def fmt_ci(low: float | None, high: float | None, digits: int = 3) -> str:
-    """An interval ``[low, high]`` to ``digits`` places, or a dash when it could not be
-    computed."""
-    if low is None or high is None:
-        return "—"
-    return f"[{low:.{digits}f}, {high:.{digits}f}]"
-
-
-def fmt_seconds(value: float | None) -> str:
-    """A duration in s or ms, or a dash."""
-    if value is None:
-        return "—"
-    if value < 0.001:
-        return f"{value * 1000:.2f} ms"
-    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
-
-
-def fmt_p(p: float | None) -> str:
-    """A p-value to 3 places, ``<0.001`` below that (never a misleading ``0.000``)."""
-    if p is None:
-        return "—"
-    return "<0.001" if p < 0.0005 else f"{p:.3f}"
 
 
 def handful_of_k(ks: list[int]) -> list[int]:
@@ -79,18 +51,6 @@ def estimate_how(est: Estimate, how: str) -> str:
     if est.clipped:
         return how + "; cut at the score range"
     return how
-
-
-def make_table(title: str, *columns: str, text: tuple[str, ...] = ()) -> Table:
-    """A table in the house style: the first column, and those named in ``text``, left-aligned
-    and wrapped when the terminal is narrow; figures right-aligned and never broken."""
-    table = Table(title=title, title_justify="left", title_style="bold", caption_justify="left")
-    for i, col in enumerate(columns):
-        if i == 0 or col in text:
-            table.add_column(col, justify="left", overflow="fold")
-        else:
-            table.add_column(col, justify="right", no_wrap=True)
-    return table
 
 
 def render_run(summary: RunSummary, console: Console, *, run_dir: str | None = None,

@@ -33,7 +33,8 @@ from harness.errors import (
     InputErrors,
     ModelConfigError,
 )
-from harness.judging.context import JudgeContext, context_for_scenario
+from harness.formats import load_scenarios
+from harness.judging.context import JudgeContext
 from harness.judging.judge import JudgeSettings, judge_transcript, settings_for_rubric
 from harness.judging.rubric import Rubric, load_rubrics
 from harness.models.base import ChatModel, ModelSpec
@@ -45,9 +46,9 @@ from harness.runs.sample import SampleRecord
 from harness.runs.scoring import build_sample
 from harness.runs.store import RunStore
 from harness.runs.summary_model import RunStop
-from harness.scenarios.loading import load_scenarios
+from harness.scenarios.judge_context import context_for_scenario
 from harness.scenarios.schema import Scenario
-from harness.simulation.agent import agent_for
+from harness.simulation.agent_factory import agent_for
 from harness.simulation.episode import run_episode
 from harness.simulation.http_agent import HttpEndpoints
 from harness.transcript import ErrorInfo, Transcript

@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness import __version__
 from harness.errors import HarnessError
 from harness.files import connect_read_only, make_directory, sqlite_damage
 from harness.models.provenance import RoleCollector, RoleModels
 from harness.models.types import SCRUBBED
 from harness.runs.config import RunConfig
 from harness.runs.sample import SampleRecord
+from harness.version import __version__
 
 STORE_FILENAME = "run.sqlite"
 SCHEMA_VERSION = 1

@@ -23,7 +23,6 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness import __version__
 from harness.checks.failures import JudgeFailure, analyse_failures
 from harness.checks.result import CheckReport, CheckResult
 from harness.files import atomic_write, read_text, write_text_atomic
@@ -53,6 +52,7 @@ from harness.stats.estimate import InsufficientDataError, mean_of_cluster_means
 from harness.stats.suite import suite_stats
 from harness.stats.summary import SuiteSummary, design_power, offline_notice, stats_summary
 from harness.transcript import UsageTotals
+from harness.version import __version__
 
 MAX_LISTED_ERRORS = 200
 

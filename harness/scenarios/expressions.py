@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.json_values import is_number, json_equal
+
 OPERATORS: frozenset[str] = frozenset(
     {"$regex", "$in", "$exists", "$gt", "$gte", "$lt", "$lte", "$not"}
 )
@@ -100,28 +102,11 @@ def _operator_problems(op: str, operand: Any) -> list[str]:
         return ["$in needs a list of values"]
     elif op == "$exists" and not isinstance(operand, bool):
         return ["$exists needs true or false"]
-    elif op in ("$gt", "$gte", "$lt", "$lte") and not _is_number(operand):
+    elif op in ("$gt", "$gte", "$lt", "$lte") and not is_number(operand):
         return [f"{op} needs a number"]
     elif op == "$not":
         return matcher_problems(operand)
     return []
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """JSON equality: numbers compare by value, but booleans are not numbers."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if _is_number(a) and _is_number(b):
-        return bool(a == b)
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and bool(a == b)
 
 
 def value_matches(expected: Any, actual: Any, *, present: bool = True, exact: bool = False) -> bool:
@@ -173,7 +158,7 @@ def _operator_holds(op: str, arg: Any, actual: Any, present: bool, exact: bool) 
         return isinstance(actual, str) and re.search(arg, actual) is not None
     if op == "$in":
         return any(json_equal(option, actual) for option in arg)
-    if not _is_number(actual):
+    if not is_number(actual):
         return False
     if op == "$gt":
         return bool(actual > arg)

@@ -22,9 +22,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from harness.adk import ADK_SUFFIXES
 from harness.errors import InputError, InputErrors, field_path
 from harness.files import read_text
+from harness.scenarios.formats import format_for, registered_suffixes
 from harness.scenarios.schema import Scenario
 from harness.scenarios.selectors import (
     ScenarioFilter,
@@ -89,7 +89,8 @@ def load_scenarios(
     selector: ScenarioFilter | None = None,
 ) -> list[Scenario]:
     """Load every scenario in ``paths`` (files, or directories searched recursively for
-    ``*.yaml``/``*.yml`` and ADK eval sets ``*.evalset.json``/``*.test.json``), in path order,
+    ``*.yaml``/``*.yml`` and the files of registered formats, such as ADK eval sets
+    ``*.evalset.json``/``*.test.json`` once :mod:`harness.formats` is imported), in path order,
     then file order. A path ``FILE:id1,id2`` selects those scenarios of the file;
     ``selector`` (``--tag``, ``--exclude-tag``, ``-k``) then keeps some of them.
 
@@ -159,13 +160,19 @@ def _ids_of(scenario: Scenario) -> list[str]:
     return [scenario.id, *([eval_id] if isinstance(eval_id, str) else [])]
 
 
-def _is_scenario_file(path: Path) -> bool:
-    return path.suffix in SCENARIO_SUFFIXES or path.name.endswith(ADK_SUFFIXES)
+def is_scenario_file(path: Path) -> bool:
+    """Whether a directory's file is read as scenarios: YAML, or a registered format's."""
+    return path.suffix in SCENARIO_SUFFIXES or format_for(path) is not None
+
+
+def _scenario_file_patterns() -> str:
+    """The file names a directory is searched for, as a message lists them."""
+    return ", ".join(f"*{s}" for s in (*SCENARIO_SUFFIXES, *registered_suffixes()))
 
 
 def discover_files(paths: Iterable[str | Path]) -> tuple[list[Selection], list[InputError]]:
-    """Expand directories (recursively: ``*.yaml``, ``*.yml``, ``*.evalset.json``,
-    ``*.test.json``, sorted), parse ``FILE:ids`` selectors and check that every path exists.
+    """Expand directories (recursively: ``*.yaml``, ``*.yml`` and the registered formats'
+    files, sorted), parse ``FILE:ids`` selectors and check that every path exists.
     A file named explicitly is read whatever its suffix."""
     selections: list[Selection] = []
     errors: list[InputError] = []
@@ -180,10 +187,10 @@ def discover_files(paths: Iterable[str | Path]) -> tuple[list[Selection], list[I
             continue
         path = selection.path
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if _is_scenario_file(p) and p.is_file())
+            found = sorted(p for p in path.rglob("*") if is_scenario_file(p) and p.is_file())
             if not found:
-                errors.append(InputError(path, None, "no scenario files (*.yaml, *.yml, "
-                                         "*.evalset.json, *.test.json) in this directory"))
+                errors.append(InputError(path, None, f"no scenario files "
+                                         f"({_scenario_file_patterns()}) in this directory"))
             selections.extend(Selection(p) for p in found)
         elif path.is_file():
             selections.append(selection)
@@ -199,12 +206,11 @@ def read_scenario_file(
     check_imports: bool = True,
 ) -> tuple[list[tuple[Scenario, FieldPath, int | None]], list[InputError]]:
     """Parse and check one file. Returns ``(scenarios, errors)``; each scenario comes with its
-    field-path prefix (``()`` or ``(index,)`` in a list file) and its line. An ADK eval set
-    (``*.evalset.json``, ``*.test.json``) is converted (:mod:`harness.adk.loading`)."""
-    if path.name.endswith(ADK_SUFFIXES):
-        from harness.adk.loading import read_adk_file
-
-        return read_adk_file(path, known_rubrics=known_rubrics, check_imports=check_imports)
+    field-path prefix (``()`` or ``(index,)`` in a list file) and its line. A file of a
+    registered format (:mod:`harness.scenarios.formats`) is read by that format's reader."""
+    fmt = format_for(path)
+    if fmt is not None:
+        return fmt.read(path, known_rubrics=known_rubrics, check_imports=check_imports)
     try:
         text = read_text(path, "a scenario file (YAML)")
     except InputError as err:

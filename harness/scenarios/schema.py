@@ -31,7 +31,7 @@ from harness.scenarios.expressions import (
     template_references,
 )
 from harness.scenarios.history import HistoryError, parse_history, split_opening
-from harness.scenarios.imports import check_path_syntax
+from harness.user_code import check_path_syntax
 
 SequenceEnd = Literal["repeat_last", "cycle", "error"]
 ArgsMatchMode = Literal["subset", "exact"]

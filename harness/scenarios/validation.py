@@ -15,8 +15,8 @@ from harness.checks.custom import check_name, compile_check
 from harness.checks.response_format import compile_response_checks
 from harness.checks.run import BUILTIN_CHECK_NAMES
 from harness.scenarios.expressions import template_problems
-from harness.scenarios.imports import AGENT_KEYWORDS, ImportPathError, resolve_callable
 from harness.scenarios.schema import Scenario, ToolDef, _AnswerFields
+from harness.user_code import AGENT_KEYWORDS, ImportPathError, resolve_callable
 
 FieldPath = tuple[str | int, ...]
 

@@ -18,23 +18,19 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.errors import InputError, ModelConfigError, ModelError
+from harness.errors import InputError, ModelError
 from harness.models.base import ChatModel
 from harness.models.types import ChatResponse, GenerationParams, Message, ToolCall
-from harness.scenarios.imports import (
+from harness.tools.toolbox import Toolbox
+from harness.transcript import ErrorInfo, StopReason
+from harness.user_code import (
     AGENT_KEYWORDS,
     ImportPathError,
     resolve_callable,
     takes_keyword,
 )
-from harness.scenarios.schema import Scenario
-from harness.tools.toolbox import Toolbox
-from harness.transcript import ErrorInfo, StopReason
-
-if TYPE_CHECKING:
-    from harness.simulation.http_agent import HttpEndpoints
 
 
 @dataclass
@@ -170,7 +166,7 @@ class CallableAgent(Agent):
     def from_path(
         cls, path: str, *, base_dir: Path | None = None, system_prompt: str = ""
     ) -> CallableAgent:
-        """Import ``package.module:function`` (see :mod:`harness.scenarios.imports`). Raises
+        """Import ``package.module:function`` (see :mod:`harness.user_code`). Raises
         :class:`~harness.errors.InputError` when it does not import."""
         try:
             function = resolve_callable(path, base_dir=base_dir, positional_args=2,
@@ -268,48 +264,4 @@ def _reply_text(reply: Any) -> str:
     raise TypeError(
         "a Python agent must return its reply as a str (or an assistant Message without tool "
         f"calls; call tools through the toolbox), got {type(reply).__name__}"
-    )
-
-
-def agent_for(
-    scenario: Scenario,
-    model: ChatModel | None,
-    *,
-    sample_index: int,
-    hints: Mapping[str, Any],
-    http_endpoints: HttpEndpoints | None = None,
-) -> Agent:
-    """The agent a scenario describes: its HTTP endpoint (sharing ``http_endpoints``, else a
-    pool of its own), its Python callable, or ``model`` in a tool loop. Raises
-    :class:`~harness.errors.ModelConfigError` when a model agent gets no model and
-    :class:`~harness.errors.InputError` when an ``${env:NAME}`` the HTTP agent reads is not
-    set."""
-    spec = scenario.agent
-    if spec.http is not None:
-        from harness.simulation.http_agent import HttpAgent, HttpEndpoints
-
-        return HttpAgent(
-            spec.http,
-            endpoints=http_endpoints or HttpEndpoints(),
-            scenario_id=scenario.id,
-            epoch=sample_index,
-            max_steps=scenario.limits.max_agent_steps,
-            source=str(scenario.source or scenario.id),
-        )
-    if spec.callable is not None:
-        return CallableAgent.from_path(
-            spec.callable, base_dir=scenario.base_dir, system_prompt=spec.system_prompt
-        )
-    if model is None:
-        raise ModelConfigError(
-            f"scenario {scenario.id!r} has a model agent ({spec.model}) but no agent model was "
-            "given"
-        )
-    return ModelAgent(
-        model,
-        system_prompt=spec.system_prompt,
-        params=spec.params,
-        max_steps=scenario.limits.max_agent_steps,
-        sample_index=sample_index,
-        hints=hints,
     )

@@ -36,7 +36,8 @@ from harness.errors import ModelConfigError, ModelError
 from harness.models.base import ChatModel
 from harness.models.types import ChatResponse, Message, Role, StructuredResponse
 from harness.scenarios.schema import Scenario
-from harness.simulation.agent import Agent, agent_for
+from harness.simulation.agent import Agent
+from harness.simulation.agent_factory import agent_for
 from harness.simulation.simulator import UserSimulator
 from harness.tools.toolbox import Toolbox
 from harness.transcript import (

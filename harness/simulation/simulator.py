@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.models.base import ChatModel
 from harness.models.types import GenerationParams, Message, StructuredResponse
+from harness.scenarios.personas import persona_text
 from harness.scenarios.schema import UserSpec
-from harness.simulation.personas import persona_text
 
 SimulatorStop = Literal["goal_met", "user_gave_up", "transfer_requested", "off_topic"]
 SIMULATOR_STOPS: tuple[SimulatorStop, ...] = (

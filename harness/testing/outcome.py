@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.choices import GateBasis
-from harness.report.safe import visible_controls
 from harness.runs.gate import evaluate_gate
 from harness.runs.sample import SampleRecord
 from harness.runs.scoring import is_gating
 from harness.runs.store import RunStore
+from harness.safe_text import visible_controls
 from harness.stats.sampling import ScenarioStats, scenario_stats
 
 if TYPE_CHECKING:

@@ -28,9 +28,9 @@ from harness.scenarios.expressions import (
     set_path,
     value_matches,
 )
-from harness.scenarios.imports import ImportPathError, resolve_callable
 from harness.scenarios.schema import Rule, Scenario, ToolDef, _AnswerFields
 from harness.transcript import ToolCallRecord
+from harness.user_code import ImportPathError, resolve_callable
 
 ToolErrorKind = str
 """Why a call failed: ``unknown_tool``, ``invalid_arguments``, ``injected`` (the scenario

@@ -2,7 +2,7 @@
 items where they disagree most with what the judge said, and the pairwise verdict tables.
 
 The figures follow the analysis's own rules (:mod:`harness.calibration.pointwise`,
-:mod:`harness.calibration.pairwise`): an item's human score is the mean of its ratings and
+:mod:`harness.calibration.pairwise_agreement`): an item's human score is the mean of its ratings and
 its judge score the mean of its samples (missing ones left out); an item without either is
 not shown; a pairwise item's gold is the unique majority of its raters, and each verdict
 names the original A/B. What the judge said (its reasoning, its error) comes from the
@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.calibration.datasets import PairwiseItem, PointwiseItem
 from harness.calibration.judgments import PairwiseJudgment, PointwiseJudgment
-from harness.calibration.pairwise import MISSING, NOT_RUN, PairwiseUnits, gold_code
+from harness.calibration.pairwise_agreement import MISSING, NOT_RUN, PairwiseUnits, gold_code
 from harness.calibration.scale import PREFERENCES, rating_values
 
 # Categories of a pairwise verdict table: the three preferences, then "no verdict".

@@ -24,15 +24,15 @@ from harness.calibration.judgments import (
     PairwiseJudgment,
     PointwiseJudgment,
 )
-from harness.calibration.render import BRIEF_PAIRWISE, BRIEF_POINTWISE
 from harness.calibration.report import (
+    BootstrapEstimate,
     CalibrationReport,
-    Estimate,
     PairwiseJudgeReport,
     PointwiseJudgeReport,
     ThresholdPoint,
 )
 from harness.calibration.scale import Scale
+from harness.report.calibration_terminal import BRIEF_PAIRWISE, BRIEF_POINTWISE
 from harness.report.html.calibration_items import (
     VERDICT_LABELS,
     PairwiseItemView,
@@ -48,6 +48,7 @@ from harness.report.html.page import render_page, write_page
 from harness.report.html.plots import (
     HeatMap,
     LineChart,
+    PixelScale,
     Point,
     Scatter,
     Series,
@@ -55,7 +56,6 @@ from harness.report.html.plots import (
     line_chart,
     scatter,
 )
-from harness.report.html.plots import Scale as PixelScale
 
 REPORT_FILENAME = "report.html"
 MAX_LISTED = 25  # disagreement items shown per judge; the count of all is given
@@ -167,7 +167,7 @@ NAMES |= {"cohen_kappa": "Cohen's κ", "krippendorff_alpha": "Krippendorff's α"
 
 
 def estimate_at(judge: PointwiseJudgeReport | PairwiseJudgeReport, path: str
-                ) -> Estimate | None:
+                ) -> BootstrapEstimate | None:
     """The estimate at a JSON path of a judge's report (``None`` when a part is absent,
     e.g. no pass/fail statistics without a threshold)."""
     value: Any = judge
@@ -175,7 +175,7 @@ def estimate_at(judge: PointwiseJudgeReport | PairwiseJudgeReport, path: str
         value = getattr(value, part, None)
         if value is None:
             return None
-    return value if isinstance(value, Estimate) else None
+    return value if isinstance(value, BootstrapEstimate) else None
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ class StatRow:
     path: str
     name: str
     what: str
-    estimate: Estimate
+    estimate: BootstrapEstimate
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.html.page import embedded_data, render_page, write_page
-from harness.report.html.plots import Estimate, Forest, forest, symmetric_domain
+from harness.report.html.plots import Forest, ForestPoint, forest, symmetric_domain
 from harness.report.html.run_page import sample_view
 from harness.runs.store import RunStore
 
@@ -91,14 +91,14 @@ def difference_forest(comparison: Mapping[str, Any], rows: Sequence[DifferenceRo
     """The suite difference and each scenario's (B - A) with their intervals, in the
     table's order, around a zero line; regressions and improvements coloured."""
     d = comparison["difference"]
-    estimates = [Estimate(
+    estimates = [ForestPoint(
         label="all scenarios (mean)", value=d["value"], low=d["ci_low"], high=d["ci_high"],
         tooltip=f"mean difference {d['value']:+.3f} over {comparison['n_scenarios']} scenarios",
         tone="total")]
     for r in rows:
         interval = ("" if r.ci_low is None
                     else f", interval [{r.ci_low:+.3f}, {r.ci_high:+.3f}]")
-        estimates.append(Estimate(
+        estimates.append(ForestPoint(
             label=r.scenario_id, value=r.difference, low=r.ci_low, high=r.ci_high,
             tooltip=(f"{r.scenario_id}: {r.baseline_mean:.3f} -> {r.candidate_mean:.3f}, "
                      f"difference {r.difference:+.3f}{interval} ({r.label})"),

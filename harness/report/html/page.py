@@ -28,9 +28,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from harness import __version__
 from harness.files import write_text_atomic
-from harness.report.terminal import fmt_ci, fmt_num, fmt_p, fmt_seconds
+from harness.report.formatting import fmt_ci, fmt_num, fmt_p, fmt_seconds
+from harness.version import __version__
 
 # Above this many bytes of JSON, embedded data is gzipped (a 1,000-episode run's transcripts
 # are ~20 MB of JSON and ~2 MB gzipped); below it, it stays readable in the page source.

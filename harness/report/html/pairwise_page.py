@@ -3,9 +3,9 @@ interval, overall and per scenario, the judges' position statistics, and every p
 comparisons: both orders' answers and verdicts with the judge's reasoning, so position
 consistency shows pair by pair.
 
-The figures are the report's own (:class:`~harness.runs.pairwise_report.PairwiseRunReport`,
+The figures are the report's own (:class:`~harness.runs.pairwise_runs_report.PairwiseRunReport`,
 which ``--json`` prints); the pairs are the ``--out`` lines
-(:func:`~harness.runs.pairwise_report.jsonl_lines`). Verdicts and reasoning are rendered on
+(:func:`~harness.runs.pairwise_runs_report.jsonl_lines`). Verdicts and reasoning are rendered on
 the server, so they read with scripts off; the two transcripts of a pair are embedded as
 data and drawn side by side by the page's script.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.html.page import embedded_data, render_page, write_page
-from harness.report.html.plots import Estimate, Forest, forest
+from harness.report.html.plots import Forest, ForestPoint, forest
 from harness.report.html.run_page import sample_view
 from harness.runs.store import RunStore
 
@@ -114,7 +114,7 @@ def win_rate_forest(report: Mapping[str, Any], scenarios: Sequence[Mapping[str, 
     rate = report["b_win_rate"]
     if rate is None:
         return None
-    estimates = [Estimate(
+    estimates = [ForestPoint(
         label="all scenarios", value=rate["value"], low=rate["ci_low"], high=rate["ci_high"],
         tooltip=f"B's win rate {rate['value']:.3f} over {rate['n']} decided pairs in "
         f"{rate['n_clusters']} scenarios", tone="total")]
@@ -122,7 +122,7 @@ def win_rate_forest(report: Mapping[str, Any], scenarios: Sequence[Mapping[str, 
         if s["b_win_rate"] is None:
             continue
         low, high = s.get("b_win_rate_ci_low"), s.get("b_win_rate_ci_high")
-        estimates.append(Estimate(
+        estimates.append(ForestPoint(
             label=s["scenario_id"], value=s["b_win_rate"], low=low, high=high,
             tooltip=(f"{s['scenario_id']}: B won {s['wins_b']}, A won {s['wins_a']}, "
                      f"{s['ties']} ties of {s['decided']} decided pairs"),
@@ -138,7 +138,7 @@ def _views(run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
 
 def pairwise_page(report: Mapping[str, Any], lines: Sequence[Mapping[str, Any]]) -> str:
     """The HTML page of a pairwise comparison: ``report`` is the
-    :class:`~harness.runs.pairwise_report.PairwiseRunReport` as its JSON dict, ``lines`` the
+    :class:`~harness.runs.pairwise_runs_report.PairwiseRunReport` as its JSON dict, ``lines`` the
     per-pair lines; the two transcripts of each pair are read from the runs' stores
     (``run_a``, ``run_b``).
 

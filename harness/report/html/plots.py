@@ -18,7 +18,7 @@ MARGIN = 28
 
 
 @dataclass(frozen=True)
-class Scale:
+class PixelScale:
     """A linear map from the domain ``[lo, hi]`` to pixels ``[start, end]``."""
 
     lo: float
@@ -40,7 +40,7 @@ class Tick:
     label: str
 
 
-def ticks(scale: Scale, count: int = 5) -> list[Tick]:
+def ticks(scale: PixelScale, count: int = 5) -> list[Tick]:
     """``count`` + 1 evenly spaced ticks over the domain, labelled to 2 significant places."""
     step = (scale.hi - scale.lo) / count
     values = [scale.lo + i * step for i in range(count + 1)]
@@ -75,7 +75,7 @@ class Forest:
 
 
 @dataclass(frozen=True)
-class Estimate:
+class ForestPoint:
     """One row of a forest plot: a label, the estimate and its interval (any may be missing),
     whether it is marked (e.g. flaky), a hover text, and a tone (a CSS class of the row:
     ``worse``, ``better``, ``total``)."""
@@ -89,14 +89,14 @@ class Estimate:
     tone: str = ""
 
 
-def forest(estimates: Sequence[Estimate], domain: tuple[float, float], *,
+def forest(estimates: Sequence[ForestPoint], domain: tuple[float, float], *,
            reference: float | None = None, reference_label: str = "",
            tick_count: int = 5) -> Forest:
     """A forest plot of ``estimates`` in the given order over ``domain``, with an optional
     vertical reference line (e.g. 0 for differences, the suite mean for scenarios) and
     ``tick_count`` + 1 ticks (4 puts one at the middle of the domain)."""
     left = LABEL_WIDTH
-    scale = Scale(domain[0], domain[1], left, left + PLOT_WIDTH)
+    scale = PixelScale(domain[0], domain[1], left, left + PLOT_WIDTH)
     rows = []
     for i, e in enumerate(estimates):
         y = MARGIN / 2 + (i + 0.5) * ROW_HEIGHT
@@ -174,8 +174,8 @@ def line_chart(series: Sequence[Series], *, x_domain: tuple[float, float],
     label (default: 5 even steps); ``diagonal`` draws the y = x line (for reliability
     plots)."""
     left, right, top, bottom = 48.0, width - 16, 12.0, height - 36
-    sx = Scale(x_domain[0], x_domain[1], left, right)
-    sy = Scale(y_domain[0], y_domain[1], bottom, top)
+    sx = PixelScale(x_domain[0], x_domain[1], left, right)
+    sy = PixelScale(y_domain[0], y_domain[1], bottom, top)
     drawn = []
     for s in series:
         polyline = " ".join(f"{sx(x)},{sy(y)}" for x, y in s.points)
@@ -331,8 +331,8 @@ def scatter(points: Sequence[Point], *, domain: tuple[float, float],
     the same grid cell of a discrete scale are told apart and the page is the same every
     time it is written."""
     left, right, top, bottom = 48.0, size - 12, 12.0, size - 36
-    sx = Scale(domain[0], domain[1], left, right)
-    sy = Scale(domain[0], domain[1], bottom, top)
+    sx = PixelScale(domain[0], domain[1], left, right)
+    sy = PixelScale(domain[0], domain[1], bottom, top)
     rng = random.Random(seed)
     drawn = []
     for p in points:
@@ -340,7 +340,7 @@ def scatter(points: Sequence[Point], *, domain: tuple[float, float],
         drawn.append(DrawnPoint(cx=sx(p.x + dx), cy=sy(p.y + dy), tooltip=p.tooltip,
                                 anchor=p.anchor))
 
-    def marks(scale: Scale) -> list[Tick]:
+    def marks(scale: PixelScale) -> list[Tick]:
         if tick_values is None:
             return ticks(scale)
         return [Tick(at=scale(v), label=f"{v:g}") for v in tick_values]

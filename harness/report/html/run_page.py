@@ -19,8 +19,8 @@ from typing import Any
 from harness.models.types import Message
 from harness.report.html.page import embedded_data, render_page, write_page
 from harness.report.html.plots import (
-    Estimate,
     Forest,
+    ForestPoint,
     LineChart,
     Segment,
     Series,
@@ -184,7 +184,7 @@ def _scenario_forest(score: SuiteSummary) -> Forest:
     """The forest plot of the scenarios, lowest mean first (the :data:`MAX_FOREST_ROWS`
     lowest when there are more; the table below it lists every one)."""
     scenarios = sorted(score.scenarios, key=lambda s: (s.mean, s.scenario_id))
-    estimates = [Estimate(
+    estimates = [ForestPoint(
         label=s.scenario_id, value=s.mean, low=s.mean_ci_low, high=s.mean_ci_high,
         marked=s.flaky,
         tooltip=(f"{s.scenario_id}: mean {s.mean:.3f}, pass rate {s.pass_rate:.2f} over "
@@ -201,7 +201,7 @@ def _tag_forest(summary: RunSummary) -> Forest | None:
                     key=lambda item: (item[1].value, item[0]))
     if not scored or summary.score is None:
         return None
-    estimates = [Estimate(
+    estimates = [ForestPoint(
         label=tag, value=mean.value, low=mean.ci_low, high=mean.ci_high,
         tooltip=f"{tag}: mean {mean.value:.3f} over {mean.n_clusters} scenarios",
     ) for tag, mean in scored[:MAX_FOREST_ROWS]]

@@ -24,8 +24,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.adk import EVALSET_SUFFIX, TEST_SUFFIX
-from harness.adk.criteria import (
+from harness.errors import InputError
+from harness.formats.adk import EVALSET_SUFFIX, TEST_SUFFIX
+from harness.formats.adk.criteria import (
     EvalConfig,
     HallucinationsCriterion,
     JudgeCriterion,
@@ -33,8 +34,13 @@ from harness.adk.criteria import (
     TrajectoryCriterion,
     criterion_json,
 )
-from harness.adk.evalset import EvalCase, EvalSet, FunctionCall, FunctionResponse, Invocation
-from harness.errors import InputError
+from harness.formats.adk.evalset import (
+    EvalCase,
+    EvalSet,
+    FunctionCall,
+    FunctionResponse,
+    Invocation,
+)
 
 # Rubric ids the judged criteria map to. final_response_match and hallucinations are made by
 # the judges section of issue 13; the intermediate variant's spelling is theirs to settle.

@@ -35,7 +35,7 @@ from harness.calibration.judgments import PairwiseJudgment
 from harness.calibration.reliability import KrippendorffAlpha
 from harness.calibration.report import (
     AnalysisOptions,
-    Estimate,
+    BootstrapEstimate,
     LengthPreference,
     PairwiseBesideHumans,
     PairwiseJudgeReport,
@@ -238,7 +238,7 @@ def analyse_pairwise_judge(
     """Every pairwise statistic for one judge's records."""
     units = PairwiseUnits(records)
     boot = ItemBootstrap(units.n_items, options.n_resamples, options.confidence, options.seed)
-    estimates: dict[str, Estimate] = {
+    estimates: dict[str, BootstrapEstimate] = {
         name: boot.estimate(stat.fn, detail=stat.detail, n=stat.n_items(units.unit_item))
         for name, stat in pairwise_statistics(units, options.missing_verdict).items()
     }

@@ -8,10 +8,10 @@ from typing import Any
 
 import yaml
 
-from harness.adk.convert import not_carried, source_name
-from harness.adk.criteria import EvalConfig, config_for
-from harness.adk.loading import adk_scenario_mappings
 from harness.files import write_text_atomic
+from harness.formats.adk.convert import not_carried, source_name
+from harness.formats.adk.criteria import EvalConfig, config_for
+from harness.formats.adk.loading import adk_scenario_mappings
 
 
 class _NoAliases(yaml.SafeDumper):
@@ -45,7 +45,7 @@ def import_eval_set(path: Path, out_dir: Path, config_path: Path | None = None) 
     without ``.evalset.json``/``.test.json``). ``config_path`` is the ``test_config.json`` to
     use instead of the one beside the file. Returns the path written. Raises
     :class:`~harness.errors.InputError`."""
-    from harness.adk.criteria import read_config
+    from harness.formats.adk.criteria import read_config
 
     config = read_config(config_path) if config_path is not None else config_for(path)
     mappings = adk_scenario_mappings(path, config)

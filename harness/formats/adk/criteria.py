@@ -16,8 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from harness.adk.evalset import AdkRubric, read_json, validation_error
 from harness.errors import InputError
+from harness.formats.adk.evalset import AdkRubric, read_json, validation_error
 
 CONFIG_NAME = "test_config.json"
 

@@ -36,10 +36,10 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from harness.adk import TEST_SUFFIX
 from harness.choices import PersonaPresetName
 from harness.errors import InputError, field_path
 from harness.files import read_text
+from harness.formats.adk import TEST_SUFFIX
 
 PERSONA_PRESETS: tuple[str, ...] = get_args(PersonaPresetName)  # ADK's pre-built ids
 

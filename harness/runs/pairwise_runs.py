@@ -1,10 +1,10 @@
 """Pairwise comparison of two runs' transcripts (``harness pairwise RUN_A RUN_B``): open both
 run stores, pair their samples, judge every pair under one rubric with every judge,
-``samples`` times each and in both orders (:func:`harness.judging.pairwise.compare_pair`),
+``samples`` times each and in both orders (:func:`harness.judging.pairwise_judge.compare_pair`),
 through the model hub, its response cache and retries, and build the report.
 
 What is paired, how a pair's verdict is formed and what the figures mean:
-:mod:`harness.runs.pairwise_report`. A failure no retry can fix (missing key, unknown model,
+:mod:`harness.runs.pairwise_runs_report`. A failure no retry can fix (missing key, unknown model,
 replay-cache miss) would fail every call alike, so it stops the comparison instead of being
 recorded as one judge error per pair.
 """
@@ -20,14 +20,14 @@ from typing import Any
 from harness.choices import CacheMode
 from harness.errors import InputError, raise_if_fatal
 from harness.judging.batch import resolve_rubrics
-from harness.judging.context import JudgeContext, context_for_scenario
-from harness.judging.pairwise import PairwiseCriterion, PairwiseResult, compare_pair
+from harness.judging.context import JudgeContext
+from harness.judging.pairwise_judge import PairwiseCriterion, PairwiseResult, compare_pair
 from harness.judging.prompts import PROMPT_VERSION, template_hash
 from harness.models.base import ChatModel, ModelSpec
 from harness.models.config import CacheConfig, ModelsConfig
 from harness.models.hub import ModelHub
 from harness.models.types import GenerationParams
-from harness.runs.pairwise_report import (
+from harness.runs.pairwise_runs_report import (
     PairOutcome,
     PairwiseRunReport,
     RunRoles,
@@ -39,6 +39,7 @@ from harness.runs.pairwise_report import (
 )
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
+from harness.scenarios.judge_context import context_for_scenario
 from harness.scenarios.selectors import ScenarioFilter, select_stored
 
 ProgressCallback = Callable[[int, int], None]
@@ -99,7 +100,7 @@ def scenario_contexts(paths: Sequence[str], scenario_ids: Iterable[str]
     """Judge contexts (goal, reference answer) from the scenario files a run was made from,
     as they are on disk now. Scenarios whose file is gone or no longer valid are judged
     without them; the second value lists those ids."""
-    from harness.scenarios.loading import validate_paths
+    from harness.formats import validate_paths
 
     found = {s.id: s for s in validate_paths(paths, check_imports=False).scenarios}
     contexts = {sid: context_for_scenario(found[sid]) for sid in scenario_ids if sid in found}

@@ -1,6 +1,6 @@
 """Rich tables for a pairwise comparison of two runs (``harness pairwise``): the headline
 figures with their intervals, the per-scenario table, and what was not compared. Text from
-runs and models goes through :func:`~harness.report.safe.terminal_text`, so it can never
+runs and models goes through :func:`~harness.safe_text.terminal_text`, so it can never
 inject console markup or terminal escape sequences."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from typing import Any
 
 from rich.console import Console
 
-from harness.report.safe import terminal_text
-from harness.report.terminal import fmt_ci, fmt_num, make_table, render_notes, render_notice
+from harness.report.formatting import fmt_ci, fmt_num, make_table
+from harness.report.terminal import render_notes, render_notice
+from harness.safe_text import terminal_text
 
 
 def _proportion_row(p: dict[str, Any]) -> tuple[str, str, str]:
@@ -18,7 +19,7 @@ def _proportion_row(p: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def render_pairwise(report: dict[str, Any], console: Console, *, max_rows: int = 50) -> None:
-    """Print a :class:`~harness.runs.pairwise.PairwiseRunReport` (as its JSON dict)."""
+    """Print a :class:`~harness.runs.pairwise_runs.PairwiseRunReport` (as its JSON dict)."""
     render_notice(report["notice"], console)
     counts = report["counts"]
     rubric = report["rubric"]

@@ -1,5 +1,5 @@
 """Scenarios to an ADK eval set and its ``test_config.json`` (the inverse of
-:mod:`harness.adk.convert`).
+:mod:`harness.formats.adk.convert`).
 
 A scripted user becomes a static ``conversation``: one invocation per scripted turn, with
 that turn's reference answer as ``final_response``, its reference tool calls as
@@ -19,7 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.adk.convert import (
+from harness.checks.custom import check_name
+from harness.errors import InputError
+from harness.formats.adk.convert import (
     FINAL_RESPONSE_MATCH,
     HALLUCINATIONS,
     HALLUCINATIONS_INTERMEDIATE,
@@ -27,9 +29,7 @@ from harness.adk.convert import (
     SAFETY,
     unescape_templates,
 )
-from harness.checks.custom import check_name
-from harness.errors import InputError
-from harness.scenarios.expressions import json_equal
+from harness.json_values import json_equal
 from harness.scenarios.schema import Scenario
 
 _INLINE_CRITERIA = {rid: name for name, (rid, _) in INLINE_RUBRIC_IDS.items()}

@@ -1,6 +1,6 @@
 """The pure half of ``harness pairwise``: pairing two runs' samples, combining a pair's
 comparisons into its verdict, and the report (:class:`PairwiseRunReport`, the command's JSON).
-The judging itself is :mod:`harness.runs.pairwise`.
+The judging itself is :mod:`harness.runs.pairwise_runs`.
 
 Every ``(scenario_id, epoch)`` sample stored and not errored in both runs is a *pair*. A
 sample in one run only, or errored in either, is counted and listed by reason, never silently
@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.judging.pairwise import (
+from harness.judging.pairwise_judge import (
     PairwiseResult,
     PairwiseSummary,
     Preference,

@@ -7,10 +7,10 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from harness.adk.convert import eval_set_to_scenarios
-from harness.adk.criteria import EvalConfig, config_for
-from harness.adk.evalset import read_eval_set
 from harness.errors import InputError, InputErrors
+from harness.formats.adk.convert import eval_set_to_scenarios
+from harness.formats.adk.criteria import EvalConfig, config_for
+from harness.formats.adk.evalset import read_eval_set
 from harness.scenarios.schema import Scenario
 
 FieldPath = tuple[str | int, ...]

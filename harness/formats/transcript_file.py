@@ -47,9 +47,9 @@ from harness.checks.args import CheckConfigError
 from harness.checks.result import CheckReport
 from harness.checks.run import PreparedExpectations, prepare_expectations, run_checks
 from harness.checks.spec import Expectations, ExpectedToolCall
-from harness.checks.vertex_dataset import VERTEX_COLUMNS, csv_rows, parse_vertex_row
 from harness.errors import InputError, field_path
 from harness.files import read_text
+from harness.formats.vertex_dataset import VERTEX_COLUMNS, csv_rows, parse_vertex_row
 from harness.stats.bounded import mean_intervals
 from harness.stats.sampling import wilson_interval
 from harness.transcript import (

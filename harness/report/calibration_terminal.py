@@ -1,7 +1,7 @@
 """Terminal rendering of a :class:`CalibrationReport` with rich: one table per judge, then
 the human baseline, comparisons, policies and notes. Model text never reaches the terminal
 (only ids and numbers), and ids, labels, paths and notes go through
-:func:`~harness.report.safe.terminal_text`, so they cannot inject rich markup or terminal
+:func:`~harness.safe_text.terminal_text`, so they cannot inject rich markup or terminal
 escape sequences."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.calibration.report import (
+    BootstrapEstimate,
     CalibrationReport,
-    Estimate,
     PairwiseJudgeReport,
     PointwiseJudgeReport,
 )
-from harness.report.safe import terminal_text
-from harness.report.terminal import fmt_num
+from harness.report.formatting import fmt_num
+from harness.safe_text import terminal_text
 
 
 def _stats_table(title: str, level: str) -> Table:
@@ -29,7 +29,7 @@ def _stats_table(title: str, level: str) -> Table:
     return table
 
 
-def _row(table: Table, name: str, estimate: Estimate | None) -> None:
+def _row(table: Table, name: str, estimate: BootstrapEstimate | None) -> None:
     if estimate is None:
         return
     if estimate.value is None:

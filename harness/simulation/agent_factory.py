@@ -1,0 +1,56 @@
+"""Which agent a scenario describes: its HTTP endpoint, its Python callable, or a model in a
+tool loop. Kept apart from :mod:`harness.simulation.agent` (the agents' shared interface),
+which the HTTP agent builds on, so neither module imports the other."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harness.errors import ModelConfigError
+from harness.models.base import ChatModel
+from harness.scenarios.schema import Scenario
+from harness.simulation.agent import Agent, CallableAgent, ModelAgent
+from harness.simulation.http_agent import HttpAgent, HttpEndpoints
+
+
+def agent_for(
+    scenario: Scenario,
+    model: ChatModel | None,
+    *,
+    sample_index: int,
+    hints: Mapping[str, Any],
+    http_endpoints: HttpEndpoints | None = None,
+) -> Agent:
+    """The agent a scenario describes: its HTTP endpoint (sharing ``http_endpoints``, else a
+    pool of its own), its Python callable, or ``model`` in a tool loop. Raises
+    :class:`~harness.errors.ModelConfigError` when a model agent gets no model and
+    :class:`~harness.errors.InputError` when an ``${env:NAME}`` the HTTP agent reads is not
+    set."""
+    spec = scenario.agent
+    if spec.http is not None:
+        return HttpAgent(
+            spec.http,
+            endpoints=http_endpoints or HttpEndpoints(),
+            scenario_id=scenario.id,
+            epoch=sample_index,
+            max_steps=scenario.limits.max_agent_steps,
+            source=str(scenario.source or scenario.id),
+        )
+    if spec.callable is not None:
+        return CallableAgent.from_path(
+            spec.callable, base_dir=scenario.base_dir, system_prompt=spec.system_prompt
+        )
+    if model is None:
+        raise ModelConfigError(
+            f"scenario {scenario.id!r} has a model agent ({spec.model}) but no agent model was "
+            "given"
+        )
+    return ModelAgent(
+        model,
+        system_prompt=spec.system_prompt,
+        params=spec.params,
+        max_steps=scenario.limits.max_agent_steps,
+        sample_index=sample_index,
+        hints=hints,
+    )
