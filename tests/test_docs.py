@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,7 @@ def test_a_broken_anchor_fails_the_strict_build(tmp_path: Path) -> None:
     docs.mkdir()
     for page in (ROOT / "docs").glob("*.md"):
         (docs / page.name).write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
+    shutil.copytree(ROOT / "docs" / "hooks", docs / "hooks")
     with (docs / "scaling.md").open("a", encoding="utf-8") as f:
         f.write("\nSee [nothing](statistics.md#no-such-section).\n")
     (tmp_path / "mkdocs.yml").write_text(

@@ -50,7 +50,7 @@ def evaluate(scenarios: str | Path | Sequence[str | Path], *, out: str | Path | 
     :class:`RunResult` (``result.summary`` is ``summary.json``'s model).
 
     Blocking: it runs its own event loop, so call it from a plain test function; from a
-    coroutine, ``await harness.runs.api.run_suite(run_config(...), out)`` instead. Raises
+    coroutine, ``await harness.run_suite(run_config(...), out)`` instead. Raises
     :class:`~harness.errors.HarnessError` (one line naming the file and field) for bad
     scenarios, models or an ``out`` that already holds a run, before any model is called.
     """
