@@ -106,9 +106,10 @@ def build_run(run_dir: Path, episodes: int, turns: int) -> str:
 
 
 def measure_in_browser(report: Path, search_for: str) -> dict[str, float]:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from browser import chromium_path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: tests.helpers
     from playwright.sync_api import sync_playwright
+
+    from tests.helpers.browser import chromium_path
 
     path = chromium_path()
     if path is None:

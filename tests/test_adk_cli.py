@@ -13,7 +13,7 @@ import pytest
 from harness.formats.adk.evalset import read_eval_set
 from harness.scenarios.loading import load_scenarios
 from harness.scenarios.schema import Scenario
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 ADK = Path(__file__).parent / "data" / "adk"
 FIXTURES = {

@@ -11,7 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from browser import chromium_path
+
+from tests.helpers.browser import chromium_path
 
 pytest_plugins = ["pytester"]
 
@@ -19,7 +20,7 @@ pytest_plugins = ["pytester"]
 @pytest.mark.skipif(chromium_path() is None and os.environ.get("HARNESS_REQUIRE_BROWSER") != "1",
                     reason="no Chromium")
 def test_asyncio_runs_after_a_browser_test(pytester: pytest.Pytester) -> None:
-    shutil.copy(Path(__file__).parent / "browser.py", pytester.path / "browser.py")
+    shutil.copy(Path(__file__).parent / "helpers" / "browser.py", pytester.path / "browser.py")
     pytester.makeconftest("from browser import open_report  # noqa: F401\n")
     pytester.makepyfile(test_two="""
         import asyncio

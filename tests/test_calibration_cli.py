@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import CliResult, run_cli
 from typer.testing import CliRunner
 
 from harness.cli import app
+from tests.helpers.cli import CliResult, run_cli
 
 EXAMPLES = Path(__file__).parents[1] / "examples" / "calibration"
 

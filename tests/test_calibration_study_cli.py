@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.errors import HarnessError, InputError
+from tests.helpers.cli import run_cli
 
 EXAMPLES = Path(__file__).parents[1] / "examples" / "calibration"
 POINTWISE = EXAMPLES / "pointwise_items.jsonl"

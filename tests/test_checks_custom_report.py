@@ -7,10 +7,9 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from browser import OpenedPage
-from conftest import run_cli
-
 from harness.report.html.run_page import REPORT_FILENAME
+from tests.helpers.browser import OpenedPage
+from tests.helpers.cli import run_cli
 
 Opener = Callable[..., OpenedPage]
 MESSAGE = '<img src=x onerror="document.title=1">'

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_checks_rules import _call, _tx
 
 from harness.checks.args import CheckConfigError
 from harness.checks.run import run_checks
@@ -22,6 +21,8 @@ from harness.checks.spec import (
 )
 from harness.models.types import Message
 from harness.transcript import ErrorInfo, StepRecord, Transcript
+from tests.helpers.check_inputs import tool_call as _call
+from tests.helpers.check_inputs import transcript as _tx
 
 
 def _results(transcript: Transcript, expectations: Expectations) -> dict[str, dict[str, Any]]:

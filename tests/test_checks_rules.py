@@ -21,17 +21,8 @@ from harness.checks.spec import (
 from harness.checks.state import state_diff
 from harness.models.types import Message
 from harness.transcript import ErrorInfo, StepRecord, ToolCallRecord, Transcript
-
-
-def _call(name: str, turn: int = 0, latency: float = 0.0, raw: str | None = None,
-          **args: Any) -> ToolCallRecord:
-    return ToolCallRecord(call_id=name, name=name, arguments=args, raw_arguments=raw, turn=turn,
-                          latency_s=latency)
-
-
-def _tx(calls: list[ToolCallRecord], **extra: Any) -> Transcript:
-    return Transcript(scenario_id="s", tool_calls=calls, stop_reason="imported", **extra)
-
+from tests.helpers.check_inputs import tool_call as _call
+from tests.helpers.check_inputs import transcript as _tx
 
 FORECAST = ParameterExpectation(
     tool="get_forecast",

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_score_transcripts_cli import _line
 
 from harness.errors import InputError
 from harness.formats.transcript_file import load_transcript_file, score_records
+from tests.helpers.transcript_lines import transcript_line as _line
 
 FIELDS = ("id, messages, expected_tool_calls, expectations, reference_answer, final_state, "
           "tools, system_prompt, metadata")

@@ -23,9 +23,8 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from conftest import run_cli
-
 import harness
+from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

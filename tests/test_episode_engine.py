@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_simulation_fakes import FakeModel, calls, text
 
 from harness.errors import (
     InputError,
@@ -23,6 +22,7 @@ from harness.scenarios import parse_scenario
 from harness.scenarios.schema import Scenario
 from harness.simulation import run_episode
 from harness.transcript import Transcript
+from tests.helpers.simulation_fakes import FakeModel, calls, text
 
 SYSTEM_PROMPT = "SECRET-AGENT-INSTRUCTIONS: be a weather bot"
 

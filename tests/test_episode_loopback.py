@@ -4,7 +4,7 @@ server, with the agent and the simulator both scripted there."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +14,10 @@ from harness.models.hub import ModelHub
 from harness.scenarios import parse_scenario
 from harness.scenarios.schema import Scenario
 from harness.simulation import run_episode
-from harness.testing.replies import RecordedRequest, Reply
+from harness.testing.replies import Reply
 from harness.testing.server import LoopbackServer
 from harness.transcript import Transcript, transcript_from_anthropic, transcript_from_openai
+from tests.helpers.loopback_script import Script, agent_requests, goal_met, is_simulator, say
 
 AGENT_PROMPT = "You are the order desk. INTERNAL-NOTE-7731"
 
@@ -77,49 +78,9 @@ def scenario(**changes: Any) -> Scenario:
     return parse_scenario(data, check_imports=False)
 
 
-def _system_text(request: RecordedRequest) -> str:
-    if request.api == "anthropic":
-        system = request.body.get("system") or ""
-        if isinstance(system, list):
-            return "".join(b.get("text", "") for b in system if isinstance(b, dict))
-        return str(system)
-    first = request.messages[0] if request.messages else {}
-    return str(first.get("content") or "") if first.get("role") == "system" else ""
-
-
-def is_simulator(request: RecordedRequest) -> bool:
-    return "role-playing a user" in _system_text(request)
-
-
-class Script:
-    """Scripted replies for the two sides, routed by who is asking."""
-
-    def __init__(self, agent: Iterable[Reply], simulator: Iterable[Reply] = ()) -> None:
-        self.agent, self.simulator = list(agent), list(simulator)
-
-    def __call__(self, request: RecordedRequest) -> Reply:
-        queue = self.simulator if is_simulator(request) else self.agent
-        assert queue, (
-            f"no scripted reply left for {'simulator' if is_simulator(request) else 'agent'}"
-        )
-        return queue.pop(0)
-
-
-def goal_met(message: str = "Thanks!") -> Reply:
-    return Reply.json({"message": message, "done": True, "stop_reason": "goal_met"})
-
-
-def say(message: str) -> Reply:
-    return Reply.json({"message": message, "done": False})
-
-
 @pytest.fixture
 def hub(make_hub: Callable[..., ModelHub]) -> ModelHub:
     return make_hub()
-
-
-def agent_requests(server: LoopbackServer) -> list[RecordedRequest]:
-    return [r for r in server.requests if not is_simulator(r)]
 
 
 async def episode(

@@ -12,7 +12,7 @@ import pytest
 
 from harness.errors import InputError
 from harness.runs import event_loop
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 
 async def _loop_class() -> str:

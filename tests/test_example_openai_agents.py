@@ -1,7 +1,7 @@
 """The example agent of examples/openai_agents, a real OpenAI Agents SDK agent served over
 HTTP, end to end: its model is the loopback server (a responder below plays it), its tools an
 MCP server (the official SDK), and its process may use nothing but 127.0.0.1
-(tests/loopback_only.py records and refuses anything else)."""
+(tests/helpers/loopback_only.py records and refuses anything else)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ from typing import Any
 import httpx2
 import pytest
 import uvicorn
-from conftest import run_cli
 from mcp import types
 from mcp.server.lowlevel import Server
 from starlette.applications import Starlette
@@ -34,10 +33,11 @@ from starlette.routing import Mount
 from harness.runs.store import RunStore
 from harness.testing.replies import RecordedRequest, Reply
 from harness.testing.server import LoopbackServer
+from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "openai_agents"
-LOOPBACK_ONLY = Path(__file__).with_name("loopback_only.py")
+LOOPBACK_ONLY = Path(__file__).parent / "helpers" / "loopback_only.py"
 
 # --- the model: a responder that plays the agent's model on the loopback server -----------
 

@@ -12,9 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_episode_loopback import Script, agent_requests, goal_met, is_simulator, say
-from test_history_schema import ANTHROPIC, OPENAI, OURS
-from test_simulation_fakes import FakeModel
 
 from harness.checks.run import run_checks
 from harness.models.hub import ModelHub
@@ -25,6 +22,9 @@ from harness.simulation import run_episode
 from harness.testing.replies import Reply
 from harness.testing.server import LoopbackServer
 from harness.transcript import Transcript
+from tests.helpers.history_forms import ANTHROPIC, OPENAI, OURS
+from tests.helpers.loopback_script import Script, agent_requests, goal_met, is_simulator, say
+from tests.helpers.simulation_fakes import FakeModel
 
 STATE = {"orders": {"A-1": {"status": "shipped"}}}
 SCENARIO: dict[str, Any] = {

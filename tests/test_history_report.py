@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 import yaml
-from browser import OpenedPage
-from conftest import run_cli
-from hostile import HOSTILE
 
 from harness.report.html.run_page import REPORT_FILENAME, sample_view
 from harness.runs.store import RunStore
+from tests.helpers.browser import OpenedPage
+from tests.helpers.cli import run_cli
+from tests.helpers.hostile import HOSTILE
 
 Opener = Callable[..., OpenedPage]
 

@@ -11,39 +11,14 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import run_cli
 
 from harness.models.types import Message, ToolCall
 from harness.scenarios import parse_scenario, validate_paths
 from harness.scenarios.history import HistoryError, detect_format, parse_history
+from tests.helpers.cli import run_cli
+from tests.helpers.history_forms import ANTHROPIC, OPENAI, OURS
 
-# One conversation (a question, a tool call and its result, an answer, a follow-up) in the
-# three forms a history may be written in.
-OURS: list[dict[str, Any]] = [
-    {"role": "user", "content": "Is order A-1 shipped?"},
-    {"role": "assistant", "content": "Let me look.",
-     "tool_calls": [{"id": "h1", "name": "get_order", "arguments": {"order_id": "A-1"}}]},
-    {"role": "tool", "tool_call_id": "h1", "name": "get_order",
-     "content": '{"status": "pending"}'},
-    {"role": "assistant", "content": "Order A-1 is still pending."},
-]
-OPENAI: list[dict[str, Any]] = [
-    {"role": "user", "content": "Is order A-1 shipped?"},
-    {"role": "assistant", "content": "Let me look.",
-     "tool_calls": [{"id": "h1", "type": "function",
-                     "function": {"name": "get_order", "arguments": '{"order_id": "A-1"}'}}]},
-    {"role": "tool", "tool_call_id": "h1", "content": '{"status": "pending"}'},
-    {"role": "assistant", "content": [{"type": "text", "text": "Order A-1 is still pending."}]},
-]
-ANTHROPIC: list[dict[str, Any]] = [
-    {"role": "user", "content": "Is order A-1 shipped?"},
-    {"role": "assistant", "content": [
-        {"type": "text", "text": "Let me look."},
-        {"type": "tool_use", "id": "h1", "name": "get_order", "input": {"order_id": "A-1"}}]},
-    {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "h1", "content": '{"status": "pending"}'}]},
-    {"role": "assistant", "content": "Order A-1 is still pending."},
-]
+# What each form of tests/helpers/history_forms.py reads into.
 EXPECTED = [
     Message(role="user", content="Is order A-1 shipped?"),
     Message(role="assistant", content="Let me look.", tool_calls=(

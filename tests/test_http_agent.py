@@ -1,5 +1,5 @@
 """agent.http: the agent under test as an HTTP endpoint, against fake agents of our own
-(tests/http_agents.py). Sessions, both protocols, tool modes, placeholders, retries and the
+(tests/helpers/http_agents.py). Sessions, both protocols, tool modes, placeholders, retries and the
 concurrency bound; the faults and secrets are in test_http_agent_faults.py."""
 
 from __future__ import annotations
@@ -11,8 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from conftest import run_cli
-from http_agents import (
+
+from harness.models.config import RetryConfig
+from harness.models.provenance import RoleCollector, roles_notice
+from harness.models.retry import RetryPolicy
+from harness.models.types import Message
+from harness.scenarios.loading import parse_scenario
+from harness.simulation.episode import run_episode
+from harness.simulation.http_agent import HttpAgent, HttpEndpoints
+from harness.tools.toolbox import Toolbox
+from tests.helpers.cli import run_cli
+from tests.helpers.http_agents import (
     WEATHER_TOOL,
     Seen,
     chat_reply,
@@ -23,15 +32,6 @@ from http_agents import (
     scenario,
     write_suite,
 )
-
-from harness.models.config import RetryConfig
-from harness.models.provenance import RoleCollector, roles_notice
-from harness.models.retry import RetryPolicy
-from harness.models.types import Message
-from harness.scenarios.loading import parse_scenario
-from harness.simulation.episode import run_episode
-from harness.simulation.http_agent import HttpAgent, HttpEndpoints
-from harness.tools.toolbox import Toolbox
 
 SCRIPT = ["first question", "second question", "third question"]
 
@@ -220,7 +220,7 @@ def test_429_and_5xx_are_retried_honouring_retry_after(tmp_path: Path) -> None:
         suite = write_suite(tmp_path, [scenario("flaky", http)])
         done = run_cli(*run_args(suite, tmp_path / "run"), env={"FAKE_AGENT_URL": agent.url})
     assert done.returncode == 0, done.stderr
-    assert len(agent.requests) == 3  # the models' policy: 3 attempts in tests/http_agents.py
+    assert len(agent.requests) == 3  # 3 attempts: the models' policy (tests/helpers/http_agents)
     # The backoff is 0.01 s; the wait before the third attempt is the server's Retry-After.
     assert times[2] - times[1] >= 0.35
     sample = samples(tmp_path / "run")[("flaky", 0)]

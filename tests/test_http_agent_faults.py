@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from conftest import run_cli
-from http_agents import (
+
+from tests.helpers.cli import run_cli
+from tests.helpers.http_agents import (
     WEATHER_TOOL,
     Seen,
     chat_reply,

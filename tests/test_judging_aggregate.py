@@ -8,13 +8,18 @@ import statistics
 
 import numpy as np
 import pytest
-from judging_fakes import BehaviourModel, ScriptedJudge, criterion_reply, weather_transcript
 
 from harness.errors import ModelUnavailableError, StructuredOutputError
 from harness.judging.aggregate import aggregate_panel, aggregate_samples, aggregate_votes
 from harness.judging.judge import JudgeSettings, judge_once, judge_transcript
 from harness.judging.offline import MockJudge
 from harness.judging.rubric import parse_rubric
+from tests.helpers.judging_fakes import (
+    BehaviourModel,
+    ScriptedJudge,
+    criterion_reply,
+    weather_transcript,
+)
 
 RUBRIC = parse_rubric({
     "id": "r", "target": "conversation", "threshold": 0.6,

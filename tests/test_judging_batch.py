@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from judging_fakes import BehaviourModel, ScriptedJudge, criterion_reply
 
 from harness.errors import InputError, ModelUnavailableError
 from harness.formats.transcript_file import load_transcript_file, score_records
@@ -23,6 +22,7 @@ from harness.judging.judge import JudgeSettings
 from harness.judging.offline import MockJudge
 from harness.judging.prompts import template_hash
 from harness.judging.rubric import Rubric
+from tests.helpers.judging_fakes import BehaviourModel, ScriptedJudge, criterion_reply
 
 LINES = [
     {"id": "ok", "messages": [

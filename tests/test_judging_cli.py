@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.errors import HarnessError, InputError
+from tests.helpers.cli import run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "transcripts" / (
     "seed_transcripts.jsonl")

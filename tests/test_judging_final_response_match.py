@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run_cli
-from judging_fakes import BehaviourModel, ScriptedJudge, criterion_reply, weather_transcript
 
 from harness.errors import InputError
 from harness.judging.context import JudgeContext
@@ -20,6 +18,14 @@ from harness.judging.offline import MockJudge, reference_overlap
 from harness.judging.rubric import load_rubrics, parse_rubric
 from harness.runs.api import run_suite
 from harness.runs.config import RunConfig
+from tests.helpers.cli import run_cli
+from tests.helpers.judging_fakes import (
+    BehaviourModel,
+    ScriptedJudge,
+    criterion_reply,
+    weather_transcript,
+)
+from tests.helpers.judging_scenarios import MATCH_SCENARIO as SCENARIO
 
 RUBRIC = load_rubrics()["final_response_match"]
 REFERENCE = JudgeContext(reference_answer="It is 21.5°C and sunny in Paris.")
@@ -93,19 +99,6 @@ async def test_the_offline_judge_follows_the_reference(final: str, expected: flo
     judge = BehaviourModel(MockJudge("judge"), "judge")
     result = await judge_transcript(judge, RUBRIC, weather_transcript(final=final), REFERENCE)
     assert result.score == expected and result.n_votes == 5
-
-
-SCENARIO = {
-    "id": "weather-match",
-    "user": {"goal": "The weather in Paris.", "opening_message": "Weather in Paris?"},
-    "agent": {"model": "mock:agent", "system_prompt": "You are a weather assistant."},
-    "tools": [{"name": "get_weather", "description": "Current weather.",
-               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-               "returns": {"city": "Paris", "temperature_c": 18}}],
-    "expectations": {"tool_calls": [{"name": "get_weather", "args": {"city": "Paris"}}],
-                     "reference_answer": "It is 18 °C in Paris."},
-    "rubrics": ["final_response_match"],
-}
 
 
 def _scenarios(tmp_path: Path, **changes: object) -> Path:

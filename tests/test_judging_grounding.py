@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import yaml
-from judging_fakes import BehaviourModel, ScriptedJudge, weather_transcript
 
 from harness.errors import InputError
 from harness.judging.grounding import (
@@ -34,7 +33,8 @@ from harness.runs.config import RunConfig
 from harness.runs.store import RunStore
 from harness.testing.replies import Reply
 from harness.transcript import transcript_from_openai
-from tests.test_judging_final_response_match import SCENARIO as MATCH_SCENARIO
+from tests.helpers.judging_fakes import BehaviourModel, ScriptedJudge, weather_transcript
+from tests.helpers.judging_scenarios import MATCH_SCENARIO
 
 RUBRICS = load_rubrics()
 FINAL_ONLY, WITH_INTERMEDIATE = RUBRICS["hallucinations"], RUBRICS["hallucinations_intermediate"]

@@ -4,7 +4,6 @@ re-asks like instructor does (the loopback tests repeat the key cases with the r
 from __future__ import annotations
 
 import pytest
-from judging_fakes import ScriptedJudge, criterion_reply, weather_transcript
 
 from harness.errors import BudgetExceededError, ModelConfigError, ModelUnavailableError
 from harness.judging.judge import JudgeSettings, judge_once, judge_transcript
@@ -13,6 +12,7 @@ from harness.judging.rubric import load_rubrics, parse_rubric
 from harness.judging.verdicts import JudgeError, Judgment, outcome_from_json
 from harness.models.types import GenerationParams
 from harness.transcript import transcript_from_openai
+from tests.helpers.judging_fakes import ScriptedJudge, criterion_reply, weather_transcript
 
 RUBRIC = parse_rubric({
     "id": "answer", "version": 3, "target": "final_response", "threshold": 0.7,

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from judging_fakes import criterion_reply, weather_transcript
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -19,6 +18,7 @@ from harness.judging.pairwise_judge import PairwiseCriterion, compare_pairs, sum
 from harness.judging.rubric import parse_rubric
 from harness.judging.verdicts import JudgeError, Judgment
 from harness.testing.replies import RecordedRequest, Reply
+from tests.helpers.judging_fakes import criterion_reply, weather_transcript
 
 RUBRIC = parse_rubric({
     "id": "answer", "target": "final_response", "threshold": 0.7,

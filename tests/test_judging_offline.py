@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from judging_fakes import BehaviourModel, weather_transcript
 
 from harness.errors import ModelConfigError
 from harness.judging.context import JudgeContext
@@ -16,6 +15,7 @@ from harness.judging.rubric import load_rubrics
 from harness.judging.verdicts import Judgment, response_model_for
 from harness.models.types import GenerationParams
 from harness.transcript import transcript_from_openai
+from tests.helpers.judging_fakes import BehaviourModel, weather_transcript
 
 RUBRICS = load_rubrics()
 

@@ -4,7 +4,6 @@ always prefers the first position comes out as all ties and fully inconsistent."
 from __future__ import annotations
 
 import pytest
-from judging_fakes import BehaviourModel, ScriptedJudge, weather_transcript
 from statsmodels.stats.proportion import proportion_confint
 
 from harness.errors import ModelUnavailableError
@@ -18,6 +17,7 @@ from harness.judging.pairwise_judge import (
 )
 from harness.judging.prompts import template_hash
 from harness.judging.rubric import load_rubrics
+from tests.helpers.judging_fakes import BehaviourModel, ScriptedJudge, weather_transcript
 
 CRITERION = PairwiseCriterion(id="helpfulness", question="Which answer helps the user more?")
 GOOD = "Paris: 21.5°C and sunny. Light jacket in the evening."

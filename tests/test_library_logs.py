@@ -18,14 +18,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import TEST_KEYS
-from judging_fakes import criterion_reply
 from typer.testing import CliRunner
 
 from harness.cli import app, main
 from harness.logs import library_logs
+from harness.testing.hub import TEST_KEYS
 from harness.testing.replies import RecordedRequest, Reply
 from harness.testing.server import LoopbackServer
+from tests.helpers.judging_fakes import criterion_reply
 
 KEY = TEST_KEYS["openai"]
 # A reply no criterion schema accepts: ordinal scores go from 1 to 5.

@@ -21,9 +21,9 @@ from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.simulation import run_episode
 from harness.simulation.agent import CallableAgent
-from tests.conftest import run_cli
-from tests.mcp_scenario import load, write_scenario
-from tests.run_processes import ended, start_run, wait_for_a_stored_sample
+from tests.helpers.cli import run_cli
+from tests.helpers.mcp_scenario import load, write_scenario
+from tests.helpers.run_processes import ended, start_run, wait_for_a_stored_sample
 
 WEATHER = Path(__file__).resolve().parents[1] / "scenarios" / "weather.yaml"
 

@@ -17,8 +17,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.conftest import run_cli
-from tests.mcp_scenario import write_scenario
+from tests.helpers.cli import run_cli
+from tests.helpers.mcp_scenario import write_scenario
 
 HARNESS = [sys.executable, "-m", "harness", "serve-tools"]
 

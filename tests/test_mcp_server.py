@@ -23,7 +23,7 @@ from mcp import Client
 from harness.mcp import ToolServer
 from harness.mcp.server import bind_loopback
 from harness.tools import Toolbox
-from tests.mcp_scenario import load, write_scenario
+from tests.helpers.mcp_scenario import load, write_scenario
 
 MODES = ["auto", "legacy"]
 

@@ -11,8 +11,8 @@ from pydantic import BaseModel
 from harness.errors import HarnessError
 from harness.models.hub import ModelHub
 from harness.models.types import Message
+from harness.testing.hub import loopback_config
 from harness.testing.replies import Reply
-from tests.conftest import loopback_config
 
 OPENAI_KEY = "sk-proj-SECRETopenaiKEY0123456789"
 ANTHROPIC_KEY = "sk-ant-api03-SECRETanthropicKEY0123456789"

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 from click.testing import Result
-from conftest import TEST_KEYS
 from typer.testing import CliRunner
 
 from harness.calibration.report import AnalysisOptions
 from harness.calibration.study import run_calibration
 from harness.cli import app
 from harness.models.provenance import RoleCollector, roles_notice
+from harness.testing.hub import TEST_KEYS
 from harness.testing.replies import Reply
 from harness.testing.server import LoopbackServer
 

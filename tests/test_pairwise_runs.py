@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-from conftest import CliResult, run_cli
 from scipy import stats as sps
 from typer.testing import CliRunner
 
@@ -32,6 +31,7 @@ from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.testing.replies import RecordedRequest, Reply
 from harness.transcript import ErrorInfo, Transcript
+from tests.helpers.cli import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 WEATHER = ROOT / "scenarios" / "weather.yaml"

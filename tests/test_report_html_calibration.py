@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 
 from harness.calibration import AnalysisOptions, analyse, build_pairwise
 from harness.calibration.datasets import PairwiseDataset, PairwiseItem
@@ -33,6 +32,7 @@ from harness.report.html.calibration_page import (
     write_calibration_page,
 )
 from harness.report.html.plots import Point, heatmap, scatter
+from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).parents[1]
 EXAMPLES = ROOT / "examples" / "calibration"

@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
-from report_runs import PAYLOAD, PAYLOADS, PageAgent, make_runs
 
 from harness.models.mock import register_mock, unregister_mock
 from harness.report.html.compare_page import (
@@ -24,6 +22,8 @@ from harness.report.html.compare_page import (
 )
 from harness.report.html.plots import PixelScale, symmetric_domain
 from harness.runs.comparison import compare_run_dirs
+from tests.helpers.cli import run_cli
+from tests.helpers.report_runs import PAYLOAD, PAYLOADS, PageAgent, make_runs
 
 
 @pytest.fixture(scope="module")

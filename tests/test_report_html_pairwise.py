@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CliResult, run_cli
-from report_runs import PAYLOAD, PAYLOADS, PageAgent, PageJudge, in_thread, make_runs
 from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
 
@@ -27,6 +25,8 @@ from harness.report.html.pairwise_page import (
     win_rate_forest,
 )
 from harness.report.html.plots import PixelScale
+from tests.helpers.cli import CliResult, run_cli
+from tests.helpers.report_runs import PAYLOAD, PAYLOADS, PageAgent, PageJudge, in_thread, make_runs
 
 RUBRIC = "task_completion"
 

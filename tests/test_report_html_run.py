@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
-from hostile import HOSTILE, hostile_run
 from markupsafe import escape
 
 from harness.report.html import page
@@ -28,6 +26,8 @@ from harness.report.html.plots import (
     shares_bar,
 )
 from harness.report.html.run_page import REPORT_FILENAME, write_run_report
+from tests.helpers.cli import run_cli
+from tests.helpers.hostile import HOSTILE, hostile_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from browser import OpenedPage
-from conftest import run_cli
-from hostile import HOSTILE, hostile_run
 
 from harness.report.html.run_page import REPORT_FILENAME, write_run_report
+from tests.helpers.browser import OpenedPage
+from tests.helpers.cli import run_cli
+from tests.helpers.hostile import HOSTILE, hostile_run
 
 ROOT = Path(__file__).resolve().parents[1]
 Opener = Callable[..., OpenedPage]

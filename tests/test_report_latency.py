@@ -1,5 +1,5 @@
 """The latency figures and the per-tool table as the terminal and the HTML report show them,
-on the fixed store of tests/latency_runs.py: the summary's numbers, at 80 columns, the
+on the fixed store of tests/helpers/latency_runs.py: the summary's numbers, at 80 columns, the
 per-scenario latency on the page, a summary written before these figures (computed from the
 store by the same code), and outside text (a tool name) shown as text in a browser."""
 
@@ -11,15 +11,15 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from browser import OpenedPage
-from hostile import HOSTILE, PWN
-from latency_runs import agent_step, fixed_run, make_sample, tool_call
 from rich.console import Console
 
 from harness.models.types import ToolSpec
 from harness.report.html.run_page import write_run_report
 from harness.report.terminal import render_run
 from harness.runs.summary import read_summary
+from tests.helpers.browser import OpenedPage
+from tests.helpers.hostile import HOSTILE, PWN
+from tests.helpers.latency_runs import agent_step, fixed_run, make_sample, tool_call
 
 
 def _terminal(run_dir: Path) -> str:

@@ -30,8 +30,8 @@ from harness.runs.config import RunConfig
 from harness.runs.engine import Runner
 from harness.runs.ray_executor import RayExecutor
 from harness.runs.sample import SampleRecord
-from tests.conftest import run_cli
-from tests.run_invariants import comparable_records, comparable_summary
+from tests.helpers.cli import run_cli
+from tests.helpers.run_invariants import comparable_records, comparable_summary
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 

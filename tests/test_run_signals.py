@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from tests.run_processes import ended, slow_suite, start_run, wait_for_a_stored_sample
+from tests.helpers.run_processes import ended, slow_suite, start_run, wait_for_a_stored_sample
 
 EPOCHS = 30
 

@@ -33,13 +33,14 @@ from harness.runs.config import RunConfig
 from harness.runs.engine import SampleOutcome, Suite
 from harness.runs.store import RunStore
 from harness.runs.workers import WorkerPool
+from harness.testing.hub import TEST_KEYS
 from harness.testing.replies import RecordedRequest, Reply
 from harness.testing.server import LoopbackServer
-from tests.conftest import TEST_KEYS, run_cli
-from tests.http_agents import Seen, fake_agent, run_args, scenario, write_suite
-from tests.mcp_scenario import write_scenario
-from tests.run_invariants import comparable_records, comparable_summary
-from tests.run_processes import (
+from tests.helpers.cli import run_cli
+from tests.helpers.http_agents import Seen, fake_agent, run_args, scenario, write_suite
+from tests.helpers.mcp_scenario import write_scenario
+from tests.helpers.run_invariants import comparable_records, comparable_summary
+from tests.helpers.run_processes import (
     ended,
     slow_suite,
     start_run,

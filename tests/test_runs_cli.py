@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, gate_figures, run_cli
 
 from harness.runs.gate import evaluate_gate
 from harness.runs.store import STORE_FILENAME
 from harness.stats.summary import SuiteFigures
+from tests.helpers.cli import CliResult, run_cli
+from tests.helpers.figures import gate_figures
 
 ROOT = Path(__file__).resolve().parents[1]
 WEATHER = ROOT / "scenarios" / "weather.yaml"

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CliResult, run_cli
 from scipy import stats as sps
 
 from harness.runs.config import RunConfig
 from harness.runs.store import STORE_FILENAME
 from harness.runs.summary import _Collector, _judge_scores
+from tests.helpers.cli import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 WEATHER = ROOT / "scenarios" / "weather.yaml"

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TEST_KEYS
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -26,6 +25,7 @@ from harness.models.mock import register_mock, unregister_mock
 from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
 from harness.runs.api import run_suite
 from harness.runs.config import RunConfig
+from harness.testing.hub import TEST_KEYS
 from harness.testing.server import LoopbackServer
 
 

@@ -1,5 +1,6 @@
-"""Latency figures (harness/runs/latency.py) on the small fixed store of tests/latency_runs.py,
-worked out by hand, and the spread cross-checked against numpy and the statistics module."""
+"""Latency figures (harness/runs/latency.py) on the small fixed store of
+tests/helpers/latency_runs.py, worked out by hand, and the spread cross-checked against numpy
+and the statistics module."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from latency_runs import fixed_run, records
 
 from harness.checks.run import run_checks
 from harness.checks.spec import Expectations
 from harness.runs.latency import LatencyCollector, LatencySpread, spread
 from harness.runs.summary import read_summary
+from tests.helpers.latency_runs import fixed_run, records
 
 
 @pytest.mark.parametrize("values", [[0.3], [1.0, 2.0], [5, 1, 4, 2, 3], list(range(101)),

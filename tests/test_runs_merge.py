@@ -1,5 +1,5 @@
 """`harness merge RUN_DIR... --out DIR`: shards merged into one run whose summary and samples
-are those of a single run (tests/run_invariants.py says which fields are left out of that
+are those of a single run (tests/helpers/run_invariants.py says which fields are left out of that
 comparison), what a merge of some of the shards says, the shards' events, and each refusal."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, run_cli
-from run_invariants import comparable_records, comparable_samples, comparable_summary
 
 from harness.errors import HarnessError
 from harness.runs.config import RunConfig
 from harness.runs.merge import INVOCATION_FIELDS, merge_runs
 from harness.runs.store import RunStore, StoreError
+from tests.helpers.cli import CliResult, run_cli
+from tests.helpers.run_invariants import comparable_records, comparable_samples, comparable_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"

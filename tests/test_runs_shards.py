@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 from pydantic import ValidationError
 
 from harness.runs.config import AdaptiveSettings, RunConfig
 from harness.runs.shards import Shard, in_shard, shard_of, shard_sizes
+from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"

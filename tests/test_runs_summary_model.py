@@ -11,7 +11,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import run_cli
 
 import harness.runs.summary as summary_module
 import harness.runs.summary_model as model_module
@@ -22,6 +21,7 @@ from harness.runs.gate import evaluate_gate
 from harness.runs.shards import coverage
 from harness.runs.summary import read_summary, write_summary
 from harness.runs.summary_model import RunSummary
+from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 WEATHER = ROOT / "scenarios" / "weather.yaml"

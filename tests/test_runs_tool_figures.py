@@ -1,5 +1,5 @@
 """The per-tool table (harness/runs/tool_figures.py) on the small fixed store of
-tests/latency_runs.py, worked out by hand; precision and recall per tool against the
+tests/helpers/latency_runs.py, worked out by hand; precision and recall per tool against the
 trajectory matching run on one tool's calls alone; intervals against scipy."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import scipy.stats
-from latency_runs import TOOLS, fixed_run
 
 from harness.checks import trajectory as traj
 from harness.checks.run import prepare_expectations, run_checks
@@ -17,6 +16,7 @@ from harness.runs.latency import spread
 from harness.runs.scoring import build_sample
 from harness.runs.tool_figures import ToolCollector
 from harness.transcript import ToolCallRecord, Transcript
+from tests.helpers.latency_runs import TOOLS, fixed_run
 
 
 def test_the_fixed_store_by_hand(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import yaml
 from harness.errors import InputError, InputErrors
 from harness.scenarios.judge_context import context_for_scenario
 from harness.scenarios.loading import load_scenarios, parse_scenario
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 BASE: dict[str, Any] = {
     "id": "opts",

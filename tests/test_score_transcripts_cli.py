@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.errors import InputError
 from harness.formats.transcript_file import load_transcript_file
+from tests.helpers.cli import run_cli
+from tests.helpers.transcript_lines import transcript_line as _line
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "transcripts"
 EXAMPLE = EXAMPLES / "seed_transcripts.jsonl"
@@ -85,17 +86,6 @@ def test_table_output() -> None:
     assert "T002-wrong-tool" in result.stdout.replace("\n", "") or "T002-wrong" in result.stdout
     assert "Summary over 6 transcripts" in result.stdout
     assert "trajectory_precision" in result.stdout and "0.69" in result.stdout
-
-
-def _line(**overrides: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "x",
-        "messages": [{"role": "user", "content": "hi"},
-                     {"role": "assistant", "content": "hello"}],
-        "expected_tool_calls": [],
-    }
-    base.update(overrides)
-    return {k: v for k, v in base.items() if v is not None}
 
 
 def _write(tmp_path: Path, *lines: Any) -> Path:

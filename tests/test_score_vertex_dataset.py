@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 from statsmodels.stats.proportion import proportion_confint
 
 from harness.errors import InputError
 from harness.formats.transcript_file import load_transcript_file, score_records
+from tests.helpers.cli import run_cli
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "transcripts"
 JSONL = EXAMPLES / "vertex_dataset.jsonl"

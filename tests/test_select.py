@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
 from harness.errors import InputError
 from harness.scenarios.loading import load_scenarios
 from harness.scenarios.selectors import ScenarioFilter, apply_filter
+from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"

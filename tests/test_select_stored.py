@@ -10,10 +10,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
 from harness.runs.store import STORE_FILENAME
 from harness.runs.summary import read_summary
+from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"

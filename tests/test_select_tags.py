@@ -9,10 +9,10 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 from scipy import stats
 
 from harness.runs.summary import read_summary
+from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 
 from harness.choices import PersonaPresetName
 from harness.errors import InputError
@@ -21,6 +20,7 @@ from harness.scenarios.personas import PERSONA_PRESETS, persona_text
 from harness.simulation.episode import run_episode
 from harness.simulation.offline import EXPERT_SIGN_OFF, NOVICE_QUESTION, SIGN_OFF
 from harness.simulation.simulator import simulator_messages
+from tests.helpers.cli import run_cli
 
 OWN = "A retired teacher in Lyon who types slowly."
 

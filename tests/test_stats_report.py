@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import gate_figures
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -20,6 +19,7 @@ from harness.report.terminal import handful_of_k, render_comparison
 from harness.runs.gate import evaluate_gate
 from harness.stats import compare_runs
 from harness.stats.summary import StatsReport, SuiteFigures
+from tests.helpers.figures import gate_figures
 
 
 def test_fmt_p() -> None:

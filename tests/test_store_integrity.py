@@ -12,13 +12,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
 from harness.errors import InputError
 from harness.models.cache import ResponseCache
 from harness.runs.config import RunConfig
 from harness.runs.store import STORE_FILENAME, RunStore, StoreError
 from harness.runs.summary import read_summary, summarise, write_summary
+from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 WEATHER = ROOT / "scenarios" / "weather.yaml"

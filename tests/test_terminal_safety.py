@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
 from harness.cli import main
 from harness.testing.replies import Reply
 from harness.testing.server import LoopbackServer
+from tests.helpers.cli import run_cli
 
 PAYLOAD = "\x1b]2;PWNED\x1b\\" "\x1b[2J" "\x9b31m" "[red]x[/red]" "\u202e" ":thumbs_up:"
 # How it must read on the terminal: each control as its escape, markup and emoji code literal.

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, run_cli
 
 from harness.errors import InputError
 from harness.runs.api import run_suite
 from harness.runs.config import RunConfig
+from tests.helpers.cli import CliResult, run_cli
 
 SCENARIO = """\
 id: {id}

@@ -1,7 +1,7 @@
 """A small in-process ChatModel for the conversation tests: answers from a queue of scripted
 replies (or an offline MockBehaviour) and records every request, so tests can check exactly
-what the agent and the simulator were sent. The tests through the real SDKs and the loopback
-server live in test_episode_loopback.py."""
+what the agent and the simulator were sent (its own test: test_simulation_fake_model.py). The
+tests through the real SDKs and the loopback server live in test_episode_loopback.py."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from pydantic import BaseModel
 
-from harness.errors import ModelUnavailableError
 from harness.models.base import ChatModel, MockBehaviour, ModelSpec
 from harness.models.types import (
     ChatResponse,
@@ -146,12 +144,3 @@ class FakeModel(ChatModel):
             latency_s=0.01,
             cost_usd=None,
         )
-
-
-async def test_fake_model_replays_its_queue_then_raises_scripted_errors() -> None:
-    model = FakeModel(replies=[text("hi"), ModelUnavailableError("down")])
-    first = await model.chat([Message(role="user", content="x")], role="agent")
-    assert first.message.content == "hi"
-    with pytest.raises(ModelUnavailableError):
-        await model.chat([Message(role="user", content="y")], role="agent")
-    assert [r.messages[-1].content for r in model.requests] == ["x", "y"]

@@ -100,9 +100,10 @@ class PageJudge(MockBehaviour):
 
 
 def in_thread(work: Callable[..., R], *args: Any) -> R:
-    """``work(*args)`` in a thread of its own: while a browser is open (``tests/browser.py``),
-    Playwright's sync API keeps an event loop running in the main thread, where
-    ``asyncio.run`` and the CLI's model-calling commands cannot start theirs."""
+    """``work(*args)`` in a thread of its own: while a browser is open
+    (``tests/helpers/browser.py``), Playwright's sync API keeps an event loop running in the
+    main thread, where ``asyncio.run`` and the CLI's model-calling commands cannot start
+    theirs."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(work, *args).result()
 

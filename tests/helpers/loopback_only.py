@@ -1,6 +1,6 @@
 """Run a Python script with its network confined to 127.0.0.1, and a record of it.
 
-    python tests/loopback_only.py LOG SCRIPT [ARGS...]
+    python tests/helpers/loopback_only.py LOG SCRIPT [ARGS...]
 
 An audit hook (:func:`sys.addaudithook`) sees every name the process resolves and every
 address it connects or sends to, in every thread and library; each is appended to ``LOG`` as
@@ -39,7 +39,7 @@ def main() -> None:
         log.write(json.dumps({"event": event, "host": str(host), "port": port}) + "\n")
         if host not in ALLOWED_HOSTS:
             raise ConnectionRefusedError(f"{host}:{port} refused: this process may only use "
-                                         "127.0.0.1 (tests/loopback_only.py)")
+                                         "127.0.0.1 (tests/helpers/loopback_only.py)")
 
     sys.addaudithook(watch)
     sys.argv = [script, *args]
