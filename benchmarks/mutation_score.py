@@ -35,7 +35,7 @@ number of mutants tested at once (default 2); ``--survivors FILE`` writes the di
 surviving mutant to FILE (``mutmut show``, about 2 s a mutant); ``--keep`` leaves the
 scratch copies in place and prints where they are (``mutmut results``, ``show`` and
 ``browse`` work there). Figures seen on a 2-core machine, and the surviving mutants judged
-equivalent, are in docs/design.md ("Mutation testing").
+equivalent, are in benchmarks/README.md ("mutation_score.py").
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ one new run directory, as ``harness run`` writes one: ``run.sqlite``, ``summary.
 The merged run is an ordinary run of the whole grid: its configuration is the shards' with
 no shard, every sample is copied as stored, and its summary is computed from them as a
 single run's is, so it equals the summary of one run with the same samples (docs/design.md,
-"Shards for CI fan-out (issue 16)", lists the fields that say how each invocation ran and
-are left out of that comparison). The shards' events are kept, each tagged with its shard.
-A merge of some of the shards says which it holds and which are missing, and
-``harness run --resume OUT`` runs the missing samples.
+"What a merge reconciles, and what 'identical summaries' means", lists the fields that say
+how each invocation ran and are left out of that comparison). The shards' events are kept,
+each tagged with its shard. A merge of some of the shards says which it holds and which are
+missing, and ``harness run --resume OUT`` runs the missing samples.
 
 Everything is checked before anything is written: the stores open and are intact, their
 configurations agree in every field but :data:`INVOCATION_FIELDS`, no shard or sample is in

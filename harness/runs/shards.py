@@ -12,8 +12,8 @@ in every process (Python's ``hash()`` is salted per process, so it is not used).
 never changes shard when scenarios or epochs are added, so each CI job's response cache stays
 warm; and the shards are balanced as far as a stable split allows: every scenario gives each
 shard ``epochs // n`` samples, and only the ``epochs % n`` left over land on shards its hash
-picks (docs/design.md, "Shards for CI fan-out (issue 16)", compares this with a hash of each
-sample and with a round-robin over the whole grid).
+picks (docs/design.md, "Shards deal each scenario's epochs round-robin from a hashed start",
+compares this with a hash of each sample and with a round-robin over the whole grid).
 """
 
 from __future__ import annotations

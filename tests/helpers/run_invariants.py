@@ -1,6 +1,7 @@
-"""What "identical summaries" leaves out (docs/design.md, "Shards for CI fan-out (issue 16)"):
-the fields about an invocation rather than its samples. Every other field of
-``summary.json`` and of a ``samples.jsonl`` line is compared to the last digit."""
+"""What "identical summaries" leaves out (docs/design.md, "What a merge reconciles, and what
+'identical summaries' means"): the fields about an invocation rather than its samples. Every
+other field of ``summary.json`` and of a ``samples.jsonl`` line is compared to the last
+digit."""
 
 from __future__ import annotations
 
