@@ -38,6 +38,7 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import ValidationError
 
@@ -50,7 +51,6 @@ from harness.calibration.datasets import (
     load_dataset,
 )
 from harness.calibration.judgments import (
-    JudgmentSet,
     PairwiseJudgment,
     PointwiseJudgment,
     build_pairwise,
@@ -90,6 +90,9 @@ from harness.models.config import CacheConfig, ModelsConfig
 from harness.models.hub import ModelHub
 from harness.models.provenance import RoleCollector, roles_notice
 
+if TYPE_CHECKING:
+    from harness.calibration.judgments import JudgmentSet
+
 OFFLINE_NOTICE = (
     "OFFLINE: these numbers come from mock: models ({models}), not from a real judge; no model "
     "service was called. Use them to try the pipeline, not to decide whether to trust a judge."
@@ -98,10 +101,15 @@ OFFLINE_NOTICE = (
 TEXT_TARGETS = ("final_response", "conversation", "agent_turn")
 
 ProgressCallback = Callable[[int, int], None]
-PageWriter = Callable[[Path, CalibrationReport, JudgmentSet, PointwiseDataset | PairwiseDataset],
-                      object]
-"""Writes a study's page from its report, judgments and dataset (the report layer's
-:func:`~harness.report.html.calibration_page.write_calibration_page`)."""
+
+
+class PageWriter(Protocol):
+    """Writes a study's page from its report, judgments and dataset (the report layer's
+    :func:`~harness.report.html.calibration_page.write_calibration_page`)."""
+
+    def __call__(self, path: Path, report: CalibrationReport, judgments: JudgmentSet,
+                 dataset: PointwiseDataset | PairwiseDataset, /) -> object: ...
+
 Item = PointwiseItem | PairwiseItem
 
 
