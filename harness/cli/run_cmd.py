@@ -155,7 +155,7 @@ def _problems(summary: RunSummary, run_dir: Path) -> list[tuple[int, str]]:
                          f"{EXIT_BUDGET_STOP}); continue with harness run --resume {run_dir} "
                          "--max-cost USD or --max-calls N"))
     shards, planned = summary.shards, counts.samples_planned
-    if shards is not None and summary.config.shard is None and (
+    if shards is not None and summary.config.design.shard is None and (
             shards.missing or (planned is not None and counts.samples < planned)):
         held = f"{counts.samples} of {planned} planned" if planned else f"{counts.samples}"
         lacking = f", without shard(s) {shards.label(shards.missing)}" if shards.missing else ""
@@ -298,10 +298,15 @@ def run(
         "for CI fan-out); harness merge combines the shards' run directories")] = None,
     confidence: Annotated[float, typer.Option()] = 0.95,
     seed: Annotated[int, typer.Option(help="seed of the bootstrap")] = 0,
-    models_config: Annotated[Path | None, typer.Option(help="models YAML")] = None,
-    cache: Annotated[Path, typer.Option(help="response cache file")] = Path(
-        ".harness/cache.sqlite"),
-    cache_mode: Annotated[CacheMode, typer.Option()] = "read-write",
+    models_config: Annotated[Path | None, typer.Option(
+        help="models YAML (keys, base URLs, retries; its cache and budget apply where "
+        "--cache, --cache-mode, --max-cost and --max-calls are not given)")] = None,
+    cache: Annotated[Path | None, typer.Option(
+        help="response cache file (default: the models YAML's cache.path, else "
+        ".harness/cache.sqlite)")] = None,
+    cache_mode: Annotated[CacheMode | None, typer.Option(
+        help="read-write, refresh, off or replay (default: the models YAML's cache.mode, "
+        "else read-write)")] = None,
     min_pass_rate: MinPassRate = None,
     min_score: MinScore = None,
     gate_on: GateOn = "mean",
@@ -353,7 +358,7 @@ def run(
                 confidence=confidence, seed=seed, max_cost_usd=max_cost, max_calls=max_calls,
                 episode_timeout_s=episode_timeout,
                 models_config=None if models_config is None else str(models_config),
-                cache_path=str(cache), cache_mode=cache_mode,
+                cache_path=None if cache is None else str(cache), cache_mode=cache_mode,
                 adaptive=None if target_ci_width is None else {
                     "target_width": target_ci_width, "pilot_epochs": pilot_epochs,
                     "max_epochs_per_scenario": max_epochs},
@@ -406,13 +411,17 @@ def _workers(value: str) -> int | str:
 def _config(*, paths: list[Path], adaptive: dict[str, Any] | None, **fields: Any) -> RunConfig:
     from pydantic import ValidationError
 
-    from harness.runs.config import AdaptiveSettings, RunConfig
+    from harness.runs.config import AdaptiveSettings, RunConfig, RunDesign, RunExecution
 
+    execution = {k: v for k, v in fields.items() if k in RunExecution.model_fields}
+    design = {k: v for k, v in fields.items() if k not in execution}
     try:
         return RunConfig(
-            scenario_paths=[str(p) for p in paths],
-            adaptive=None if adaptive is None else AdaptiveSettings(**adaptive),
-            **fields,
+            design=RunDesign(
+                scenario_paths=[str(p) for p in paths],
+                adaptive=None if adaptive is None else AdaptiveSettings(**adaptive),
+                **design),
+            execution=RunExecution(**execution),
         )
     except ValidationError as err:
         first = err.errors()[0]
