@@ -92,3 +92,66 @@ async def test_the_python_api_uses_the_models_yaml_cache_path_and_mode(
         RunConfig.model_validate({**fields, "models_config": str(replaying)}), tmp_path / "b")
     assert loopback.request_count == made, "replay mode from the models YAML sent requests"
     assert second.summary.counts.scored == first.summary.counts.scored
+
+
+# The configuration as the code before the split into design and execution stored it (read
+# from a run of that code, `harness run weather.yaml --offline --epochs 1 --cache FILE`).
+BEFORE_THE_SPLIT: dict[str, object] = {
+    "scenario_paths": [str(WEATHER)],
+    "select": {"tags": [], "exclude_tags": [], "keywords": []}, "rubric_paths": [],
+    "agent": "mock:agent", "agent_base_url": None, "simulator": "mock:simulator",
+    "judges": ["mock:judge"], "judge_samples": None, "judge_temperature": None,
+    "judge_aggregation": None, "no_judge": False, "offline": True, "epochs": 1,
+    "concurrency": 8, "workers": 1, "executor": "local", "ray_address": None,
+    "error_policy": "exclude", "confidence": 0.95, "seed": 0, "bootstrap_resamples": 2000,
+    "adaptive": None, "shard": None, "max_cost_usd": None, "max_calls": None,
+    "episode_timeout_s": None, "models_config": None, "cache_path": "CACHE",
+    "cache_mode": "read-write",
+}
+
+
+@pytest.mark.parametrize("cache", ["file", None])
+def test_a_run_stored_before_the_split_resumes_and_reports(tmp_path: Path,
+                                                           cache: str | None) -> None:
+    """Its stored configuration loads, ``--resume`` runs its samples with the cache it was
+    started with (none, for a run started from Python with ``cache_path=None``), and
+    ``harness report`` shows it with the configuration as it was stored."""
+    from harness.runs.store import RunStore
+
+    old = {**BEFORE_THE_SPLIT,
+           "cache_path": None if cache is None else str(tmp_path / "cache.sqlite")}
+    RunStore.create(tmp_path / "run", {"run": old}).close()
+    resumed = run_cli("run", "--resume", tmp_path / "run", "--json", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["counts"]["samples"] > 0
+    assert (tmp_path / "cache.sqlite").exists() == (cache is not None)
+    assert not (tmp_path / ".harness" / "cache.sqlite").exists()
+    report = run_cli("report", tmp_path / "run", "--json", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["config"] == old
+    with RunStore.open(tmp_path / "run") as store:
+        assert store.run_config().model_dump(mode="json") == old
+
+
+def test_a_cache_file_with_the_cache_off_is_refused(tmp_path: Path) -> None:
+    result = run_cli("run", WEATHER, "--offline", "--cache", tmp_path / "c.sqlite",
+                     "--cache-mode", "off", "--out", tmp_path / "run", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--cache PATH and --cache-mode off disagree" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_judge_samples_come_from_one_place_in_the_documented_order() -> None:
+    """The command line, then the scenario's rubric_options, then the rubric, then 1/mean."""
+    from harness.judging.judge import settings_for_rubric
+    from harness.judging.rubric import load_rubrics
+
+    rubric = next(iter(load_rubrics([]).values())).model_copy(
+        update={"samples": 3, "aggregation": "majority"})
+    chosen = [settings_for_rubric(rubric, **given) for given in (
+        {"samples": 5, "method": "mean", "scenario_samples": 4, "scenario_method": "majority"},
+        {"scenario_samples": 4, "scenario_method": "mean"}, {})]
+    assert [(s.samples, s.method) for s in chosen] == [(5, "mean"), (4, "mean"),
+                                                       (3, "majority")]
+    plain = rubric.model_copy(update={"samples": None, "aggregation": None})
+    assert (settings_for_rubric(plain).samples, settings_for_rubric(plain).method) == (1, "mean")

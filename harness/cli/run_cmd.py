@@ -202,7 +202,8 @@ def _given(ctx: typer.Context, names: set[str]) -> list[str]:
 
 
 def _check_option_combinations(ctx: typer.Context, *, resume: Path | None,
-                               paths: list[Path] | None, adaptive: bool) -> None:
+                               paths: list[Path] | None, adaptive: bool,
+                               cache_mode: str | None) -> None:
     """Refuse options that would otherwise be silently ignored."""
     if resume is not None:
         if paths:
@@ -227,6 +228,9 @@ def _check_option_combinations(ctx: typer.Context, *, resume: Path | None,
         raise HarnessError("--agent-base-url applies only with --agent MODEL (the model served "
                            "there); a scenario's own agent.model uses its provider's base URL "
                            "(OPENAI_BASE_URL, ANTHROPIC_BASE_URL or --models-config)")
+    if cache_mode == "off" and _given(ctx, {"cache"}):
+        raise HarnessError("--cache PATH and --cache-mode off disagree: a cache that is off "
+                           "has no file; give one or the other")
     if adaptive and _given(ctx, {"shard"}):
         raise HarnessError("--shard cannot be combined with --target-ci-width: adaptive "
                            "sampling's rounds need every scenario's scores")
@@ -318,7 +322,7 @@ def run(
     input or configuration, 3 when a budget stopped the run early, 4 when no sample was
     scored; Ctrl-C and SIGTERM keep what finished (exit 130, 143)."""
     _check_option_combinations(ctx, resume=resume, paths=paths,
-                               adaptive=target_ci_width is not None)
+                               adaptive=target_ci_width is not None, cache_mode=cache_mode)
     if resume is None and not paths:
         raise HarnessError("give at least one scenario file or folder (or --resume DIR)")
     from harness.runs.shards import parse_shard

@@ -1,6 +1,6 @@
 """The Python API of runs; the CLI calls exactly these.
 
-    config = RunConfig(scenario_paths=["scenarios"], offline=True, epochs=5)
+    config = RunConfig(design=RunDesign(scenario_paths=["scenarios"], offline=True, epochs=5))
     result = asyncio.run(run_suite(config, Path("runs/demo")))
     print(result.summary.score.mean, result.summary.score.ci_low)
 

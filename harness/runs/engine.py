@@ -226,8 +226,9 @@ class SampleWork:
         design = self.config.design
         settings = settings_for_rubric(
             rubric, self._judge_base,
-            samples=design.judge_samples or (options.samples if options else None),
-            method=design.judge_aggregation or (options.aggregation if options else None),
+            samples=design.judge_samples, method=design.judge_aggregation,
+            scenario_samples=options.samples if options else None,
+            scenario_method=options.aggregation if options else None,
         )
         return rubric, settings
 
