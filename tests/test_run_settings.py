@@ -155,3 +155,19 @@ def test_judge_samples_come_from_one_place_in_the_documented_order() -> None:
                                                        (3, "majority")]
     plain = rubric.model_copy(update={"samples": None, "aggregation": None})
     assert (settings_for_rubric(plain).samples, settings_for_rubric(plain).method) == (1, "mean")
+
+
+def test_the_two_parts_store_as_one_flat_mapping_and_copy_by_field_name() -> None:
+    from harness.runs.config import RunDesign, RunExecution
+
+    config = RunConfig(design=RunDesign(scenario_paths=["s"], epochs=3),
+                       execution=RunExecution(concurrency=4))
+    stored = config.model_dump(mode="json")
+    assert list(stored) == [*BEFORE_THE_SPLIT]
+    assert RunConfig.model_validate(stored) == config
+    copy = config.model_copy(update={"epochs": 2, "cache_mode": "replay"})
+    assert (copy.design.epochs, copy.execution.cache_mode) == (2, "replay")
+    with pytest.raises(ValueError, match="no field 'epoch'"):
+        config.model_copy(update={"epoch": 2})
+    with pytest.raises(ValueError, match="epochs"):
+        config.model_copy(update={"epochs": 0})

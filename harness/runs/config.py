@@ -157,7 +157,7 @@ RESUMABLE_FIELDS = frozenset(RunExecution.model_fields) - {"cache_path", "cache_
 
 
 # The order of the stored mapping: that of the single model before the split, so summary.json
-# and run.sqlite read as they did.
+# and run.sqlite read as they did (fields added since follow).
 _STORED_ORDER = (
     "scenario_paths", "select", "rubric_paths", "agent", "agent_base_url", "simulator",
     "judges", "judge_samples", "judge_temperature", "judge_aggregation", "no_judge", "offline",
@@ -195,7 +195,8 @@ class RunConfig(BaseModel):
                  info: SerializationInfo) -> dict[str, Any]:
         nested = handler(self)
         flat = {**nested["design"], **nested["execution"]}
-        return {name: flat[name] for name in _STORED_ORDER if name in flat}
+        first = {name: flat[name] for name in _STORED_ORDER if name in flat}
+        return {**first, **flat}  # a field added later goes last
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core_schema: CoreSchema,
