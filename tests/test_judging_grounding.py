@@ -214,7 +214,7 @@ SCENARIO = {
 async def test_a_run_scores_gates_and_reports_the_sentences(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump([SCENARIO]), encoding="utf-8")
-    config = RunConfig(scenario_paths=[str(path)], offline=True, epochs=2, cache_path=None)
+    config = RunConfig(scenario_paths=[str(path)], offline=True, epochs=2, cache_mode="off")
     result = await run_suite(config, tmp_path / "run")
     metric = result.summary.metrics["rubric:hallucinations"]
     # the mock agent answers with the reference: "18" is in the tool result, "3" is not
@@ -238,7 +238,7 @@ def test_the_report_shows_each_sentence_with_its_label_as_text(
     path.write_text(yaml.safe_dump([SCENARIO]), encoding="utf-8")
     # Playwright's sync API runs outside an event loop, so the run goes first, in its own
     asyncio.run(run_suite(RunConfig(scenario_paths=[str(path)], offline=True, epochs=1,
-                                    cache_path=None), tmp_path / "run"))
+                                    cache_mode="off"), tmp_path / "run"))
     opened = open_report(write_run_report(tmp_path / "run"))
     page = opened.page
     page.evaluate("location.hash = '#sample-0'")

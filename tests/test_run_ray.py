@@ -73,7 +73,8 @@ async def test_ray_actors_store_the_same_samples_and_summary_as_the_local_execut
     assert on_ray.state.planned == on_ray.state.finished == local.state.planned == 33
     assert comparable_records(tmp_path / "ray") == comparable_records(tmp_path / "local")
     assert comparable_summary(tmp_path / "ray") == comparable_summary(tmp_path / "local")
-    assert on_ray.summary.config.executor == "ray" and local.summary.config.executor == "local"
+    assert on_ray.summary.config.execution.executor == "ray"
+    assert local.summary.config.execution.executor == "local"
     # The driver's ledger is the sum of the actors' ledgers.
     assert on_ray.ledger["by_role"].keys() == local.ledger["by_role"].keys()
     for role, stats in local.ledger["by_role"].items():

@@ -31,6 +31,7 @@ from harness.runs import workers
 from harness.runs.api import RunResult, resume_run, run_suite
 from harness.runs.config import RunConfig
 from harness.runs.engine import SampleOutcome, Suite
+from harness.runs.settings import resolve_settings
 from harness.runs.store import RunStore
 from harness.runs.workers import WorkerPool
 from harness.testing.hub import TEST_KEYS
@@ -83,7 +84,7 @@ async def test_two_workers_store_the_same_samples_and_summary_as_one_each_once(
     assert sorted(collections.Counter(written).values()) == [1] * planned  # each once
     assert comparable_records(tmp_path / "two") == comparable_records(tmp_path / "one")
     assert comparable_summary(tmp_path / "two") == comparable_summary(tmp_path / "one")
-    assert two.summary.config.workers == 2 and one.summary.config.workers == 1
+    assert two.summary.config.execution.workers == 2 and one.summary.config.execution.workers == 1
     # The parent's ledger is the sum of the workers': the same usage as one process had.
     assert _usage_without_latency(two) == _usage_without_latency(one)
     assert two.ledger["total"]["calls"] == one.ledger["total"]["calls"] > 0
@@ -275,8 +276,8 @@ async def test_a_suite_a_worker_cannot_load_is_an_error_in_the_parent(
     monkeypatch.setattr(workers, "start_method", lambda: "forkserver")
     gone = tmp_path / "gone.yaml"
     gone.write_text("- id: a\n  user: {goal: g, script: [hi]}\n  agent: {model: 'mock:a'}\n")
-    config = RunConfig(scenario_paths=[str(gone)], offline=True, workers=2).resolved()
-    suite = Suite.load(config)
+    config = resolve_settings(RunConfig(scenario_paths=[str(gone)], offline=True, workers=2))
+    suite = Suite.load(config.design)
     gone.unlink()
     pool = WorkerPool(config, suite, 2, UsageLedger())
     with pytest.raises(HarnessError, match="gone.yaml"):

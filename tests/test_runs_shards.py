@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness.runs.config import AdaptiveSettings, RunConfig
+from harness.runs.config import AdaptiveSettings, RunConfig, RunDesign
 from harness.runs.shards import Shard, in_shard, shard_of, shard_sizes
 from tests.helpers.cli import run_cli
 
@@ -76,10 +76,10 @@ def test_every_scenario_gives_each_shard_its_share_of_epochs() -> None:
 
 PLAN = """
 import json, sys
-from harness.runs.config import RunConfig
+from harness.runs.config import RunDesign
 from harness.runs.engine import Suite, epochs_plan
 from harness.runs.shards import Shard, in_shard
-suite = Suite.load(RunConfig(scenario_paths=[sys.argv[1]], offline=True).resolved())
+suite = Suite.load(RunDesign(scenario_paths=[sys.argv[1]], offline=True).resolved())
 print(json.dumps([in_shard(epochs_plan(suite, 3, set()), Shard(index=i, count=3))
                   for i in (1, 2, 3)]))
 """
@@ -120,7 +120,7 @@ def test_two_shards_run_the_grid_exactly_once(tmp_path: Path) -> None:
 def _scenario_ids() -> list[str]:
     from harness.runs.engine import Suite
 
-    return list(Suite.load(RunConfig(scenario_paths=[str(SCENARIOS)], offline=True,
+    return list(Suite.load(RunDesign(scenario_paths=[str(SCENARIOS)], offline=True,
                                      no_judge=True).resolved()).scenarios)
 
 
@@ -182,7 +182,7 @@ def test_resume_keeps_the_stored_shard(tmp_path: Path) -> None:
 
 def test_the_shard_is_stored_as_written() -> None:
     config = RunConfig(scenario_paths=["s"], shard="3/4")  # type: ignore[arg-type]
-    assert config.shard == Shard(index=3, count=4)
+    assert config.design.shard == Shard(index=3, count=4)
     data = config.model_dump(mode="json")
     assert data["shard"] == "3/4"
     assert RunConfig.model_validate(data) == config

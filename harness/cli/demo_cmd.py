@@ -47,15 +47,16 @@ def _demo(out: Path, epochs: int) -> None:
     from harness.report.terminal import render_run
     from harness.runs import event_loop
     from harness.runs.api import run_suite
-    from harness.runs.config import RunConfig
+    from harness.runs.config import RunConfig, RunDesign, RunExecution
 
     console = terminal_console()
     console.rule("[bold]1. The example suite, offline")
     console.print(f"scenarios: {terminal_text(EXAMPLE_SCENARIOS)}; agent mock:agent-flaky, "
                   f"simulator mock:simulator, judge mock:judge; {epochs} epochs each")
     config = RunConfig(
-        scenario_paths=[str(EXAMPLE_SCENARIOS)], offline=True, agent="mock:agent-flaky",
-        epochs=epochs, cache_mode="off",
+        design=RunDesign(scenario_paths=[str(EXAMPLE_SCENARIOS)], offline=True,
+                         agent="mock:agent-flaky", epochs=epochs),
+        execution=RunExecution(cache_mode="off"),
     )
     result = event_loop.run(run_suite(config, out / "suite"))
     render_run(result.summary, console, run_dir=str(out / "suite"), brief=True)

@@ -155,7 +155,7 @@ def _problems(summary: RunSummary, run_dir: Path) -> list[tuple[int, str]]:
                          f"{EXIT_BUDGET_STOP}); continue with harness run --resume {run_dir} "
                          "--max-cost USD or --max-calls N"))
     shards, planned = summary.shards, counts.samples_planned
-    if shards is not None and summary.config.shard is None and (
+    if shards is not None and summary.config.design.shard is None and (
             shards.missing or (planned is not None and counts.samples < planned)):
         held = f"{counts.samples} of {planned} planned" if planned else f"{counts.samples}"
         lacking = f", without shard(s) {shards.label(shards.missing)}" if shards.missing else ""
@@ -202,7 +202,8 @@ def _given(ctx: typer.Context, names: set[str]) -> list[str]:
 
 
 def _check_option_combinations(ctx: typer.Context, *, resume: Path | None,
-                               paths: list[Path] | None, adaptive: bool) -> None:
+                               paths: list[Path] | None, adaptive: bool,
+                               cache_mode: str | None) -> None:
     """Refuse options that would otherwise be silently ignored."""
     if resume is not None:
         if paths:
@@ -227,6 +228,9 @@ def _check_option_combinations(ctx: typer.Context, *, resume: Path | None,
         raise HarnessError("--agent-base-url applies only with --agent MODEL (the model served "
                            "there); a scenario's own agent.model uses its provider's base URL "
                            "(OPENAI_BASE_URL, ANTHROPIC_BASE_URL or --models-config)")
+    if cache_mode == "off" and _given(ctx, {"cache"}):
+        raise HarnessError("--cache PATH and --cache-mode off disagree: a cache that is off "
+                           "has no file; give one or the other")
     if adaptive and _given(ctx, {"shard"}):
         raise HarnessError("--shard cannot be combined with --target-ci-width: adaptive "
                            "sampling's rounds need every scenario's scores")
@@ -298,10 +302,15 @@ def run(
         "for CI fan-out); harness merge combines the shards' run directories")] = None,
     confidence: Annotated[float, typer.Option()] = 0.95,
     seed: Annotated[int, typer.Option(help="seed of the bootstrap")] = 0,
-    models_config: Annotated[Path | None, typer.Option(help="models YAML")] = None,
-    cache: Annotated[Path, typer.Option(help="response cache file")] = Path(
-        ".harness/cache.sqlite"),
-    cache_mode: Annotated[CacheMode, typer.Option()] = "read-write",
+    models_config: Annotated[Path | None, typer.Option(
+        help="models YAML (keys, base URLs, retries; its cache and budget apply where "
+        "--cache, --cache-mode, --max-cost and --max-calls are not given)")] = None,
+    cache: Annotated[Path | None, typer.Option(
+        help="response cache file (default: the models YAML's cache.path, else "
+        ".harness/cache.sqlite)")] = None,
+    cache_mode: Annotated[CacheMode | None, typer.Option(
+        help="read-write, refresh, off or replay (default: the models YAML's cache.mode, "
+        "else read-write)")] = None,
     min_pass_rate: MinPassRate = None,
     min_score: MinScore = None,
     gate_on: GateOn = "mean",
@@ -313,7 +322,7 @@ def run(
     input or configuration, 3 when a budget stopped the run early, 4 when no sample was
     scored; Ctrl-C and SIGTERM keep what finished (exit 130, 143)."""
     _check_option_combinations(ctx, resume=resume, paths=paths,
-                               adaptive=target_ci_width is not None)
+                               adaptive=target_ci_width is not None, cache_mode=cache_mode)
     if resume is None and not paths:
         raise HarnessError("give at least one scenario file or folder (or --resume DIR)")
     from harness.runs.shards import parse_shard
@@ -353,7 +362,7 @@ def run(
                 confidence=confidence, seed=seed, max_cost_usd=max_cost, max_calls=max_calls,
                 episode_timeout_s=episode_timeout,
                 models_config=None if models_config is None else str(models_config),
-                cache_path=str(cache), cache_mode=cache_mode,
+                cache_path=None if cache is None else str(cache), cache_mode=cache_mode,
                 adaptive=None if target_ci_width is None else {
                     "target_width": target_ci_width, "pilot_epochs": pilot_epochs,
                     "max_epochs_per_scenario": max_epochs},
@@ -406,13 +415,17 @@ def _workers(value: str) -> int | str:
 def _config(*, paths: list[Path], adaptive: dict[str, Any] | None, **fields: Any) -> RunConfig:
     from pydantic import ValidationError
 
-    from harness.runs.config import AdaptiveSettings, RunConfig
+    from harness.runs.config import AdaptiveSettings, RunConfig, RunDesign, RunExecution
 
+    execution = {k: v for k, v in fields.items() if k in RunExecution.model_fields}
+    design = {k: v for k, v in fields.items() if k not in execution}
     try:
         return RunConfig(
-            scenario_paths=[str(p) for p in paths],
-            adaptive=None if adaptive is None else AdaptiveSettings(**adaptive),
-            **fields,
+            design=RunDesign(
+                scenario_paths=[str(p) for p in paths],
+                adaptive=None if adaptive is None else AdaptiveSettings(**adaptive),
+                **design),
+            execution=RunExecution(**execution),
         )
     except ValidationError as err:
         first = err.errors()[0]

@@ -76,15 +76,18 @@ class JudgeSettings(BaseModel):
 def settings_for_rubric(
     rubric: Rubric, settings: JudgeSettings | None = None, *,
     samples: int | None = None, method: AggregationMethod | None = None,
+    scenario_samples: int | None = None, scenario_method: AggregationMethod | None = None,
 ) -> JudgeSettings:
-    """The settings ``rubric`` is judged with. What the command line gave (``samples``,
-    ``method``; ``None`` = not given) wins, then the rubric's own ``samples`` and
-    ``aggregation``, then ``settings`` (default: 1 sample, mean). Temperature, token limit and
-    re-asks always come from ``settings``."""
+    """The settings ``rubric`` is judged with: the one place judge samples and aggregation
+    are resolved from the four places that can give them (``None`` = not given). What the
+    command line gave (``samples``, ``method``) wins, then the scenario's ``rubric_options``
+    for this rubric (``scenario_samples``, ``scenario_method``), then the rubric's own
+    ``samples`` and ``aggregation``, then ``settings`` (default: 1 sample, mean).
+    Temperature, token limit and re-asks always come from ``settings``."""
     base = settings or JudgeSettings()
     return base.model_copy(update={
-        "samples": samples or rubric.samples or base.samples,
-        "method": method or rubric.aggregation or base.method,
+        "samples": samples or scenario_samples or rubric.samples or base.samples,
+        "method": method or scenario_method or rubric.aggregation or base.method,
     })
 
 

@@ -1,6 +1,6 @@
 """The Python API of runs; the CLI calls exactly these.
 
-    config = RunConfig(scenario_paths=["scenarios"], offline=True, epochs=5)
+    config = RunConfig(design=RunDesign(scenario_paths=["scenarios"], offline=True, epochs=5))
     result = asyncio.run(run_suite(config, Path("runs/demo")))
     print(result.summary.score.mean, result.summary.score.ci_low)
 
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.models.hub import ModelHub
-from harness.runs.config import RunConfig
+from harness.runs.config import RESUMABLE_FIELDS, RunConfig
 from harness.runs.engine import (
     Executor,
     InProcessExecutor,
@@ -31,9 +31,9 @@ from harness.runs.engine import (
     Suite,
     collector_tuned_for_run,
     epochs_plan,
-    models_config_for,
 )
 from harness.runs.sample import SampleRecord
+from harness.runs.settings import models_config_for, resolve_settings
 from harness.runs.shards import coverage, in_shard
 from harness.runs.store import RunStore, StoreError
 from harness.runs.summary import scores_by_scenario, summarise, write_summary
@@ -79,10 +79,12 @@ async def run_suite(
     on_sample: OnSample | None = None,
 ) -> RunResult:
     """Start a new run in ``run_dir``. Everything is checked (scenarios, rubrics, models,
-    keys) before the store is created or any model is called."""
-    config = config.resolved()
+    keys) before the store is created or any model is called. The store records ``config``
+    as resolved (:func:`~harness.runs.settings.resolve_settings`: ``--offline``, absolute
+    paths, and the cache and budgets from the models YAML where ``config`` gives none)."""
+    config = resolve_settings(config)
     _check_executor(config)
-    suite = Suite.load(config)
+    suite = Suite.load(config.design)
     _prepare_executor(config, suite)
     hub = ModelHub(models_config_for(config))
     try:
@@ -114,17 +116,16 @@ async def resume_run(
     except StoreError:
         store.close()
         raise
-    allowed = {"concurrency", "workers", "executor", "ray_address", "max_cost_usd",
-               "max_calls", "episode_timeout_s"}
+    allowed = RESUMABLE_FIELDS
     unknown = set(overrides or {}) - allowed
     if unknown:
         store.close()
         raise StoreError(f"--resume keeps the run's configuration; only {sorted(allowed)} may "
                          f"change, not {sorted(unknown)}")
-    config = stored.model_copy(update=overrides or {})
     try:
+        config = resolve_settings(stored.with_execution(**overrides or {}), resumed=True)
         _check_executor(config)
-        suite = Suite.load(config)
+        suite = Suite.load(config.design)
         _prepare_executor(config, suite)
         hub = ModelHub(models_config_for(config))
         Runner.preflight(config, suite, hub)
@@ -160,8 +161,9 @@ async def _run_and_summarise(
                     on_sample=on_sample)
     done = store.finished_keys(include_errored=not retry_errors)
     store.record_scenarios(list(suite.scenarios))
-    shards = None if config.shard is None else coverage(
-        config.shard.count, [config.shard.index], list(suite.scenarios), config.epochs)
+    design = config.design
+    shards = None if design.shard is None else coverage(
+        design.shard.count, [design.shard.index], list(suite.scenarios), design.epochs)
     adaptive = None
     # The summary's scipy.stats (half a second to import), imported while the first samples
     # wait on their models rather than after the last one; from once the executor is up, as
@@ -175,9 +177,9 @@ async def _run_and_summarise(
             if on_start is not None:
                 on_start(runner)
             summary_imports.start()
-            if config.adaptive is None:
+            if config.design.adaptive is None:
                 await runner.run_samples(
-                    in_shard(epochs_plan(suite, config.epochs, done), config.shard))
+                    in_shard(epochs_plan(suite, config.design.epochs, done), config.design.shard))
             else:
                 adaptive = await _adaptive(runner, store, done)
     except (KeyboardInterrupt, asyncio.CancelledError) as err:
@@ -207,7 +209,7 @@ async def _run_and_summarise(
 def _check_executor(config: RunConfig) -> None:
     """Before anything is written: ``--executor ray`` needs the ``ray`` extra (imported only
     then). Raises :class:`HarnessError` naming what to install."""
-    if config.executor == "ray":
+    if config.execution.executor == "ray":
         from harness.runs.ray_executor import import_ray
 
         import_ray()
@@ -218,7 +220,7 @@ def _prepare_executor(config: RunConfig, suite: Suite) -> None:
     overlap the preflight (see :func:`harness.runs.workers.prepare_worker_processes`)."""
     from harness.runs.workers import prepare_worker_processes, worker_count
 
-    if config.executor != "ray" and worker_count(config) > 1:
+    if config.execution.executor != "ray" and worker_count(config) > 1:
         prepare_worker_processes(name.partition(":")[0]
                                  for name, _ in Runner.model_names(config, suite))
 
@@ -226,9 +228,9 @@ def _prepare_executor(config: RunConfig, suite: Suite) -> None:
 def executor_for(config: RunConfig, suite: Suite, hub: ModelHub) -> Executor:
     """What runs the samples: Ray actors with ``executor`` ``ray`` (see
     :mod:`harness.runs.ray_executor`); else this process's event loop for one worker, or a
-    pool of worker processes (``config.workers``, see :mod:`harness.runs.workers`). Workers'
-    and actors' usage adds up in ``hub``'s ledger."""
-    if config.executor == "ray":
+    pool of worker processes (``config.execution.workers``, see
+    :mod:`harness.runs.workers`). Workers' and actors' usage adds up in ``hub``'s ledger."""
+    if config.execution.executor == "ray":
         from harness.runs.ray_executor import RayExecutor
 
         return RayExecutor(config, hub.ledger)
@@ -236,7 +238,7 @@ def executor_for(config: RunConfig, suite: Suite, hub: ModelHub) -> Executor:
 
     count = worker_count(config)
     if count == 1:
-        return InProcessExecutor(SampleWork(config, suite, hub), config.concurrency)
+        return InProcessExecutor(SampleWork(config, suite, hub), config.execution.concurrency)
     return WorkerPool(config, suite, count, hub.ledger)
 
 
@@ -249,19 +251,19 @@ def _stop_message(how: str, state: RunState) -> str:
 async def _adaptive(runner: Runner, store: RunStore, done: set[SampleKey]) -> AdaptiveReport:
     """Pilot epochs, then Neyman-allocated rounds until the suite interval is narrower than
     the target, a budget stops the run, or the planner finds nothing worth sampling."""
-    settings = runner.config.adaptive
+    settings = runner.config.design.adaptive
     assert settings is not None
     config = runner.config
     await runner.run_samples(epochs_plan(runner.suite, settings.pilot_epochs, done))
     plan_config = AdaptiveConfig(
-        target_width=settings.target_width, confidence=config.confidence,
+        target_width=settings.target_width, confidence=config.design.confidence,
         pilot_epochs=settings.pilot_epochs,
         max_epochs_per_scenario=settings.max_epochs_per_scenario,
     )
     rounds: list[AdaptiveRound] = []
     decision = None
     while not runner.state.stopped:
-        scores, passed = scores_by_scenario(store, config.error_policy)
+        scores, passed = scores_by_scenario(store, config.design.error_policy)
         try:
             decision = plan_next_round(scores, passed, config=plan_config)
         except InsufficientDataError as err:
@@ -279,12 +281,12 @@ async def _adaptive(runner: Runner, store: RunStore, done: set[SampleKey]) -> Ad
             start = next_epoch.get(sid, 0)
             keys.extend((sid, start + i) for i in range(extra))
         await runner.run_samples(keys)
-    scores, passed = scores_by_scenario(store, config.error_policy)
+    scores, passed = scores_by_scenario(store, config.design.error_policy)
     used = sum(len(v) for v in scores.values())
     savings = None
     if len(scores) >= 2:
         fixed = fixed_epochs_for_width(scores, passed, target_width=settings.target_width,
-                                       confidence=config.confidence)
+                                       confidence=config.design.confidence)
         saved = adaptive_savings(used, fixed)
         calls = runner.hub.ledger.total.calls
         per_sample = calls / runner.state.finished if runner.state.finished else None

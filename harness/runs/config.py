@@ -1,16 +1,34 @@
-"""What a run is asked to do: its scenarios, models, epochs, judging, budgets and policies.
+"""What a run is asked to do, in two parts: its design (:class:`RunDesign`: scenarios, models,
+epochs, judging and policies, what a sample and a figure are) and its execution
+(:class:`RunExecution`: worker processes, executor, concurrency, budgets, timeout and cache,
+how this invocation gets there). :class:`RunConfig` holds both.
 
-The configuration is stored in the run directory, so ``--resume`` continues exactly the same
-run. It never holds an API key: keys are read from the environment (or the models config
-file) when the run starts.
+Both are stored in the run directory, in one flat mapping (as before the split, so older run
+directories load as they are). ``--resume`` continues the same design and may change only
+:data:`RESUMABLE_FIELDS`; ``harness merge`` refuses shards whose designs differ (the shard
+aside). Where each setting comes from when it can be given in more than one place is
+:func:`harness.runs.settings.resolve_settings`. The configuration never holds an API key:
+keys are read from the environment (or the models config file) when the run starts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from harness.choices import AggregationMethod, CacheMode, ExecutorName
 from harness.runs.shards import Shard
@@ -34,8 +52,9 @@ class AdaptiveSettings(BaseModel):
     max_epochs_per_scenario: int = Field(default=50, ge=2)
 
 
-class RunConfig(BaseModel):
-    """Everything that decides what a run computes (stored with the run)."""
+class RunDesign(BaseModel):
+    """What a run computes: which samples exist and what their scores and figures mean.
+    Stored with the run; the same for every ``--resume`` and every shard of one run."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -59,6 +78,56 @@ class RunConfig(BaseModel):
     no_judge: bool = Field(default=False, description="skip rubric judging on purpose")
     offline: bool = False
     epochs: int = Field(default=5, ge=1, le=10_000)
+    error_policy: ErrorPolicy = "exclude"
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    seed: int = 0
+    bootstrap_resamples: int = Field(default=2000, ge=0)
+    adaptive: AdaptiveSettings | None = None
+    shard: Shard | None = Field(
+        default=None, description="--shard i/n: run only this shard of the scenario x epoch grid")
+    models_config: str | None = Field(default=None, description="a models YAML file")
+
+    @model_validator(mode="after")
+    def _judging_is_explicit(self) -> RunDesign:
+        if self.no_judge and self.judges:
+            raise ValueError("give --judge or --no-judge, not both")
+        return self
+
+    @model_validator(mode="after")
+    def _shards_need_a_fixed_design(self) -> RunDesign:
+        if self.shard is not None and self.adaptive is not None:
+            raise ValueError("--shard cannot be combined with --target-ci-width: adaptive "
+                             "sampling's rounds need every scenario's scores")
+        return self
+
+    def resolved(self) -> RunDesign:
+        """The design with ``--offline`` applied: every model not named explicitly becomes
+        its offline ``mock:`` counterpart; paths are made absolute so a resumed run finds the
+        same files from any working directory."""
+        update: dict[str, object] = {
+            "scenario_paths": [str(Path(p).resolve()) for p in self.scenario_paths],
+            "rubric_paths": [str(Path(p).resolve()) for p in self.rubric_paths],
+        }
+        if self.models_config is not None:
+            update["models_config"] = str(Path(self.models_config).resolve())
+        if self.offline:
+            update["agent"] = self.agent or OFFLINE_AGENT
+            update["simulator"] = self.simulator or OFFLINE_SIMULATOR
+            if not self.no_judge:
+                update["judges"] = self.judges or [OFFLINE_JUDGE]
+        return self.model_copy(update=update)
+
+
+class RunExecution(BaseModel):
+    """How one invocation runs the design: never what a sample or a figure is, so it may
+    differ between the shards of a run, and (but for the cache) on ``--resume``.
+
+    ``None`` means not given: the cache and the budgets then come from the models YAML, else
+    their defaults (:func:`harness.runs.settings.resolve_settings`); a run stores what it
+    resolved to. No cache is ``cache_mode="off"``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     concurrency: int = Field(default=8, ge=1, le=10_000)
     workers: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] = Field(
         default=1, description="worker processes (auto: one per usable core); changes how "
@@ -69,51 +138,103 @@ class RunConfig(BaseModel):
     ray_address: str | None = Field(
         default=None, description="with executor ray: an existing cluster (auto, ray://...); "
         "None starts a local Ray instance for the run")
-    error_policy: ErrorPolicy = "exclude"
-    confidence: float = Field(default=0.95, gt=0, lt=1)
-    seed: int = 0
-    bootstrap_resamples: int = Field(default=2000, ge=0)
-    adaptive: AdaptiveSettings | None = None
-    shard: Shard | None = Field(
-        default=None, description="--shard i/n: run only this shard of the scenario x epoch grid")
     max_cost_usd: float | None = Field(default=None, ge=0)
     max_calls: int | None = Field(default=None, ge=0)
     episode_timeout_s: float | None = Field(
         default=None, gt=0,
         description="wall-clock seconds per episode for scenarios without limits.max_seconds",
     )
-    models_config: str | None = Field(default=None, description="a models YAML file")
-    cache_path: str | None = Field(default=".harness/cache.sqlite")
-    cache_mode: CacheMode = "read-write"
+    cache_path: str | None = Field(
+        default=None, description="the response cache file; None: the models YAML's "
+        "cache.path, else .harness/cache.sqlite")
+    cache_mode: CacheMode | None = Field(
+        default=None, description="None: the models YAML's cache.mode, else read-write")
 
-    @model_validator(mode="after")
-    def _judging_is_explicit(self) -> RunConfig:
-        if self.no_judge and self.judges:
-            raise ValueError("give --judge or --no-judge, not both")
-        return self
 
-    @model_validator(mode="after")
-    def _shards_need_a_fixed_design(self) -> RunConfig:
-        if self.shard is not None and self.adaptive is not None:
-            raise ValueError("--shard cannot be combined with --target-ci-width: adaptive "
-                             "sampling's rounds need every scenario's scores")
-        return self
+# What ``--resume`` may change: the execution but for the cache (a resumed run looks its
+# answers up where its finished samples did).
+RESUMABLE_FIELDS = frozenset(RunExecution.model_fields) - {"cache_path", "cache_mode"}
 
-    def resolved(self) -> RunConfig:
-        """The configuration with ``--offline`` applied: every model not named explicitly
-        becomes its offline ``mock:`` counterpart; paths are made absolute so a resumed run
-        finds the same files from any working directory."""
-        update: dict[str, object] = {
-            "scenario_paths": [str(Path(p).resolve()) for p in self.scenario_paths],
-            "rubric_paths": [str(Path(p).resolve()) for p in self.rubric_paths],
+
+# The order of the stored mapping: that of the single model before the split, so summary.json
+# and run.sqlite read as they did (fields added since follow).
+_STORED_ORDER = (
+    "scenario_paths", "select", "rubric_paths", "agent", "agent_base_url", "simulator",
+    "judges", "judge_samples", "judge_temperature", "judge_aggregation", "no_judge", "offline",
+    "epochs", "concurrency", "workers", "executor", "ray_address", "error_policy",
+    "confidence", "seed", "bootstrap_resamples", "adaptive", "shard", "max_cost_usd",
+    "max_calls", "episode_timeout_s", "models_config", "cache_path", "cache_mode",
+)
+
+
+class RunConfig(BaseModel):
+    """A run's design and its execution (stored with the run, as one flat mapping).
+
+    Built from the two parts, ``RunConfig(design=RunDesign(...), execution=RunExecution(...))``,
+    or validated from the flat mapping a run directory stores
+    (``RunConfig.model_validate({"scenario_paths": [...], "epochs": 3, "concurrency": 4})``:
+    each key goes to the part that has it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    design: RunDesign
+    execution: RunExecution = Field(default_factory=RunExecution)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_flat(cls, data: Any) -> Any:
+        """The stored form: one mapping of both parts' fields (every run directory has it)."""
+        if not isinstance(data, dict) or "design" in data:
+            return data
+        execution = {k: v for k, v in data.items() if k in RunExecution.model_fields}
+        design = {k: v for k, v in data.items() if k not in RunExecution.model_fields}
+        return {"design": design, "execution": execution}
+
+    @model_serializer(mode="wrap")
+    def _to_flat(self, handler: SerializerFunctionWrapHandler,
+                 info: SerializationInfo) -> dict[str, Any]:
+        nested = handler(self)
+        flat = {**nested["design"], **nested["execution"]}
+        first = {name: flat[name] for name in _STORED_ORDER if name in flat}
+        return {**first, **flat}  # a field added later goes last
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The stored (flat) form's schema: both parts' fields in one object."""
+        parts = [handler.resolve_ref_schema(handler(part.__pydantic_core_schema__))
+                 for part in (RunDesign, RunExecution)]
+        return {
+            "title": cls.__name__, "description": cls.__doc__ and cls.__doc__.split("\n")[0],
+            "type": "object", "additionalProperties": False,
+            "properties": {k: v for part in parts for k, v in part["properties"].items()},
+            "required": [k for part in parts for k in part.get("required", [])],
         }
-        if self.cache_path is not None:
-            update["cache_path"] = str(Path(self.cache_path).resolve())
-        if self.models_config is not None:
-            update["models_config"] = str(Path(self.models_config).resolve())
-        if self.offline:
-            update["agent"] = self.agent or OFFLINE_AGENT
-            update["simulator"] = self.simulator or OFFLINE_SIMULATOR
-            if not self.no_judge:
-                update["judges"] = self.judges or [OFFLINE_JUDGE]
-        return self.model_copy(update=update)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> RunConfig:
+        """A copy with ``update`` applied; a key may also name a field of the design or of the
+        execution (as in the stored form), which is then validated. Any other key is a
+        :class:`ValueError` (pydantic's own copy would keep it as a stray attribute)."""
+        update = dict(update or {})
+        design = {k: update.pop(k) for k in list(update) if k in RunDesign.model_fields}
+        execution = {k: update.pop(k) for k in list(update) if k in RunExecution.model_fields}
+        unknown = set(update) - set(type(self).model_fields)
+        if unknown:
+            raise ValueError(f"RunConfig has no field {sorted(unknown)[0]!r}")
+        copy = super().model_copy(update=update, deep=deep)
+        if design:
+            copy = copy.with_design(**design)
+        if execution:
+            copy = copy.with_execution(**execution)
+        return copy
+
+    def with_design(self, **update: Any) -> RunConfig:
+        """This configuration with some design fields changed (validated)."""
+        design = RunDesign.model_validate({**self.design.model_dump(), **update})
+        return super().model_copy(update={"design": design})
+
+    def with_execution(self, **update: Any) -> RunConfig:
+        """This configuration with some execution fields changed (validated)."""
+        execution = RunExecution.model_validate({**self.execution.model_dump(), **update})
+        return super().model_copy(update={"execution": execution})

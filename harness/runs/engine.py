@@ -21,7 +21,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from harness.checks.run import PreparedExpectations, prepare_expectations, run_checks
@@ -38,10 +37,9 @@ from harness.judging.context import JudgeContext
 from harness.judging.judge import JudgeSettings, judge_transcript, settings_for_rubric
 from harness.judging.rubric import Rubric, load_rubrics
 from harness.models.base import ChatModel, ModelSpec
-from harness.models.config import BudgetConfig, CacheConfig, ModelsConfig
 from harness.models.hub import ModelHub
 from harness.models.usage import UsageStats
-from harness.runs.config import RunConfig
+from harness.runs.config import RunConfig, RunDesign
 from harness.runs.sample import SampleRecord
 from harness.runs.scoring import build_sample
 from harness.runs.store import RunStore
@@ -70,30 +68,31 @@ class Suite:
     contexts: dict[str, JudgeContext]
 
     @classmethod
-    def load(cls, config: RunConfig) -> Suite:
-        """Load and check everything before any model call: every scenario file, every rubric
-        a scenario names, the expectations' matchers, and that each scenario has the models it
-        needs. Raises :class:`InputError` / :class:`InputErrors` naming file and field."""
-        rubrics = load_rubrics(config.rubric_paths)
-        scenarios = load_scenarios(config.scenario_paths, known_rubrics=set(rubrics),
-                                   selector=config.select)
+    def load(cls, design: RunDesign) -> Suite:
+        """Load and check everything the run's ``design`` names before any model call: every
+        scenario file, every rubric a scenario names, the expectations' matchers, and that
+        each scenario has the models it needs. Raises :class:`InputError` /
+        :class:`InputErrors` naming file and field."""
+        rubrics = load_rubrics(design.rubric_paths)
+        scenarios = load_scenarios(design.scenario_paths, known_rubrics=set(rubrics),
+                                   selector=design.select)
         if not scenarios:
-            raise InputError(", ".join(config.scenario_paths), None,
+            raise InputError(", ".join(design.scenario_paths), None,
                              "no scenarios found (expected *.yaml scenario files)")
         problems: list[InputError] = []
         for s in scenarios:
             where = s.source or s.id
             if (s.agent.callable is None and s.agent.http is None
-                    and not (config.agent or s.agent.model)):
+                    and not (design.agent or s.agent.model)):
                 problems.append(InputError(where, "agent.model",
                                            "no agent model: set it or pass --agent"))
             problems.extend(_unset_env_problems(s))
-            if not s.user.scripted and not (config.simulator or s.user.model):
+            if not s.user.scripted and not (design.simulator or s.user.model):
                 problems.append(InputError(
                     where, "user.model",
                     f"scenario {s.id!r} has a simulated user but no simulator model: set "
                     "user.model, pass --simulator MODEL, or use --offline"))
-            if s.rubrics and not config.judges and not config.no_judge:
+            if s.rubrics and not design.judges and not design.no_judge:
                 problems.append(InputError(
                     where, "rubrics",
                     f"scenario {s.id!r} lists rubrics but no judge was given: pass --judge "
@@ -120,22 +119,6 @@ def _unset_env_problems(scenario: Scenario) -> list[InputError]:
                    f"${{env:{name}}}: the environment variable {name} is not set")
         for path, name in http.env_variables() if name not in os.environ
     ]
-
-
-def models_config_for(config: RunConfig) -> ModelsConfig:
-    """The model layer's settings: the models YAML (if any) with the run's cache and budgets
-    applied on top."""
-    base = ModelsConfig.from_yaml(config.models_config) if config.models_config else ModelsConfig()
-    cache = CacheConfig(
-        path=Path(config.cache_path) if config.cache_path and config.cache_mode != "off" else None,
-        mode=config.cache_mode,
-    )
-    budget = BudgetConfig(
-        max_cost_usd=config.max_cost_usd if config.max_cost_usd is not None
-        else base.budget.max_cost_usd,
-        max_calls=config.max_calls if config.max_calls is not None else base.budget.max_calls,
-    )
-    return base.model_copy(update={"cache": cache, "budget": budget})
 
 
 @dataclass
@@ -175,8 +158,8 @@ class SampleWork:
         self.config = config
         self.suite = suite
         self.hub = hub
-        self._judge_base = JudgeSettings(temperature=config.judge_temperature)
-        self._judges: list[ChatModel] = [hub.get(name) for name in config.judges]
+        self._judge_base = JudgeSettings(temperature=config.design.judge_temperature)
+        self._judges: list[ChatModel] = [hub.get(name) for name in config.design.judges]
         self._tool_server: ToolServer | None = None
         self.http_endpoints = HttpEndpoints(
             hub.services.retry,
@@ -189,15 +172,16 @@ class SampleWork:
     def agent_model(self, scenario: Scenario) -> ChatModel | None:
         if scenario.agent.callable is not None or scenario.agent.http is not None:
             return None
-        if self.config.agent:
-            return self.hub.get(self.config.agent, base_url=self.config.agent_base_url)
+        design = self.config.design
+        if design.agent:
+            return self.hub.get(design.agent, base_url=design.agent_base_url)
         assert scenario.agent.model is not None  # Suite.load checked
         return self.hub.get(scenario.agent.model)
 
     def simulator_model(self, scenario: Scenario) -> ChatModel | None:
         if scenario.user.scripted:
             return None
-        name = self.config.simulator or scenario.user.model
+        name = self.config.design.simulator or scenario.user.model
         assert name is not None  # Suite.load checked
         return self.hub.get(name)
 
@@ -240,10 +224,12 @@ class SampleWork:
         options = scenario.rubric_options.get(rubric_id)
         if options is not None and options.threshold is not None:
             rubric = rubric.model_copy(update={"threshold": options.threshold})
+        design = self.config.design
         settings = settings_for_rubric(
             rubric, self._judge_base,
-            samples=self.config.judge_samples or (options.samples if options else None),
-            method=self.config.judge_aggregation or (options.aggregation if options else None),
+            samples=design.judge_samples, method=design.judge_aggregation,
+            scenario_samples=options.samples if options else None,
+            scenario_method=options.aggregation if options else None,
         )
         return rubric, settings
 
@@ -261,7 +247,7 @@ class SampleWork:
                 agent_model=self.agent_model(scenario),
                 simulator_model=self.simulator_model(scenario),
                 epoch=epoch,
-                time_limit_s=self.config.episode_timeout_s,
+                time_limit_s=self.config.execution.episode_timeout_s,
                 tool_server=self._tool_server,
                 http_endpoints=self.http_endpoints,
             )
@@ -333,12 +319,12 @@ class Runner:
         names: set[tuple[str, str | None]] = set()
         for s in suite.scenarios.values():
             if s.agent.callable is None and s.agent.http is None:
-                names.add((config.agent, config.agent_base_url) if config.agent
+                names.add((config.design.agent, config.design.agent_base_url) if config.design.agent
                           else (s.agent.model or "", None))
             if not s.user.scripted:
-                names.add((config.simulator or s.user.model or "", None))
+                names.add((config.design.simulator or s.user.model or "", None))
         if any(s.rubrics for s in suite.scenarios.values()):
-            names.update((j, None) for j in config.judges)
+            names.update((j, None) for j in config.design.judges)
         return names
 
     @staticmethod
@@ -349,7 +335,7 @@ class Runner:
         for name, base_url in sorted(Runner.model_names(config, suite), key=str):
             model = hub.get(name, base_url=base_url)
             spec: ModelSpec = model.spec
-            if not spec.is_offline and config.cache_mode in ("off", "refresh"):
+            if not spec.is_offline and config.execution.cache_mode in ("off", "refresh"):
                 hub.endpoint(spec.provider, spec.base_url).require_key(str(spec))
 
     @property

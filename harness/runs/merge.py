@@ -21,22 +21,17 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.runs.config import RunConfig
+from harness.runs.config import RunConfig, RunDesign, RunExecution
 from harness.runs.shards import Shard, coverage
 from harness.runs.store import STORE_FILENAME, RunStore, StoreError
 from harness.runs.summary import summarise, write_summary
 from harness.runs.summary_model import RunSummary
 
-# The RunConfig fields that may differ between the shards of one run: how an invocation ran,
-# never what a sample or a figure is. The merged run keeps the first shard's values. Every
-# other field must be equal (tests/test_runs_merge.py holds every field to one of the two).
-INVOCATION_FIELDS = frozenset({
-    "shard",  # the point of merging
-    "concurrency", "workers", "max_cost_usd", "max_calls",  # how fast, how far each job went
-    "executor", "ray_address",  # what ran the episodes, and where
-    "episode_timeout_s",  # may be given with --resume, so it may differ within one shard too
-    "cache_path", "cache_mode",  # where answers were looked up, not what was asked
-})
+# The fields that may differ between the shards of one run: the run's execution (how fast,
+# how far each job went, what ran the episodes and where, where answers were looked up) and,
+# the point of merging, the shard. The merged run keeps the first shard's values. Every
+# field of the design but the shard must be equal.
+INVOCATION_FIELDS = frozenset(RunExecution.model_fields) | {"shard"}
 
 WHOLE_RUN = Shard(index=1, count=1)  # a run without --shard is the one shard of its grid
 
@@ -63,7 +58,7 @@ def merge_runs(run_dirs: list[Path], out: Path) -> RunSummary:
         for run_dir in run_dirs:
             store = stack.enter_context(RunStore.open(run_dir))
             config = store.run_config()
-            shards.append((config.shard or WHOLE_RUN, run_dir, store, config))
+            shards.append((config.design.shard or WHOLE_RUN, run_dir, store, config))
         shards.sort(key=lambda entry: entry[0].index)
         first_shard, first_dir, first_store, first = shards[0]
         grid = first_store.scenario_ids()
@@ -88,7 +83,7 @@ def merge_runs(run_dirs: list[Path], out: Path) -> RunSummary:
                 owner[key] = run_dir
             for _record in store.iter_samples():  # every sample parses, or StoreError names it
                 pass
-        merged = first.model_copy(update={"shard": None})
+        merged = first.with_design(shard=None)
         target = stack.enter_context(RunStore.create(out, {"run": merged.model_dump(mode="json")}))
         if grid is not None:
             target.record_scenarios(grid)
@@ -98,17 +93,17 @@ def merge_runs(run_dirs: list[Path], out: Path) -> RunSummary:
             target, merged, run_dir=out,
             scenarios_loaded=None if grid is None else len(grid),
             shards=coverage(first_shard.count, [s.index for s, *_ in shards], grid,
-                            merged.epochs),
+                            merged.design.epochs),
         )
         write_summary(out, summary)
         return summary
 
 
 def _check_same_run(dir_a: Path, a: RunConfig, dir_b: Path, b: RunConfig) -> None:
-    """Refuse two configurations that differ in a field outside :data:`INVOCATION_FIELDS`,
-    naming the first such field and its two values."""
+    """Refuse two configurations whose designs differ in a field but the shard, naming the
+    first such field and its two values."""
     values_a, values_b = a.model_dump(mode="json"), b.model_dump(mode="json")
-    for field in RunConfig.model_fields:
+    for field in RunDesign.model_fields:
         if field not in INVOCATION_FIELDS and values_a[field] != values_b[field]:
             raise HarnessError(
                 f"cannot merge {dir_a} and {dir_b}: their configurations differ in {field} "

@@ -204,7 +204,7 @@ class HarnessActor:
 
 async def _start(index: int, count: int, config: RunConfig, keeper: Any | None
                  ) -> tuple[ModelHub, SampleWork, AbstractAsyncContextManager[None]]:
-    suite = Suite.load(config)
+    suite = Suite.load(config.design)
     models = _worker_models(config, (index, count))
     hub = ModelHub(models, ledger=UsageLedger(
         max_cost_usd=models.budget.max_cost_usd, max_calls=models.budget.max_calls,
@@ -256,16 +256,16 @@ class RayExecutor:
             return False
         options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True,
                                    "configure_logging": False}
-        if self.config.ray_address is None:
+        if self.config.execution.ray_address is None:
             os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
             options["address"] = "local"
         else:
-            options["address"] = self.config.ray_address
+            options["address"] = self.config.execution.ray_address
         try:
             ray.init(**options)
         except Exception as err:  # Ray's own errors: a wrong address, a cluster gone
             raise HarnessError(f"--executor ray: could not start or reach Ray at "
-                               f"{self.config.ray_address or 'a local instance'}: "
+                               f"{self.config.execution.ray_address or 'a local instance'}: "
                                f"{type(err).__name__}: {err}") from None
         return True
 
@@ -273,8 +273,8 @@ class RayExecutor:
         """Actors for the run: ``workers`` (``auto``: the cluster's CPUs), never more than the
         episodes allowed in flight."""
         cpus = int(self.ray.cluster_resources().get("CPU", 1))
-        wanted = cpus if self.config.workers == "auto" else self.config.workers
-        return max(1, min(wanted, self.config.concurrency))
+        wanted = cpus if self.config.execution.workers == "auto" else self.config.execution.workers
+        return max(1, min(wanted, self.config.execution.concurrency))
 
     @asynccontextmanager
     async def started(self) -> AsyncIterator[None]:
@@ -287,11 +287,12 @@ class RayExecutor:
         try:
             count = self.worker_count()
             cpus = float(ray.cluster_resources().get("CPU", 1))
-            if self.config.max_calls is not None or self.config.max_cost_usd is not None:
+            execution = self.config.execution
+            if execution.max_calls is not None or execution.max_cost_usd is not None:
                 keeper = ray.remote(BudgetKeeper).options(num_cpus=0).remote()
             actor_class = ray.remote(HarnessActor).options(
                 num_cpus=min(1.0, cpus / count),
-                max_concurrency=math.ceil(self.config.concurrency / count) + 1)
+                max_concurrency=math.ceil(self.config.execution.concurrency / count) + 1)
             config_json = self.config.model_dump_json()
             for index in range(count):
                 handle = actor_class.remote(index, count, config_json, keeper)
@@ -316,7 +317,7 @@ class RayExecutor:
         pending = iter(keys)
         refs: dict[Any, tuple[_Actor, SampleKey]] = {}
         while True:
-            while len(refs) < self.config.concurrency and not sink.stopped:
+            while len(refs) < self.config.execution.concurrency and not sink.stopped:
                 live = [a for a in self._actors if a.alive]
                 key = next(pending, None) if live else None
                 if key is None:

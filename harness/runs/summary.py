@@ -141,7 +141,7 @@ class _Collector:
             if len(self.errors) < MAX_LISTED_ERRORS:
                 self.errors.append(SampleError(scenario_id=sid, epoch=record.epoch,
                                                **dict(record.error)))
-            if self.config.error_policy == "as_failures":
+            if self.config.design.error_policy == "as_failures":
                 self.scores[sid].append(0.0)
                 self.passed[sid].append(False)
             return
@@ -189,8 +189,8 @@ def _score_section(c: _Collector, config: RunConfig) -> tuple[SuiteSummary | Non
     try:
         suite = suite_stats(
             scores, {sid: c.passed[sid] for sid in scores}, judge_scores=judge,
-            confidence=config.confidence, seed=config.seed,
-            bootstrap_resamples=config.bootstrap_resamples if len(scores) >= 2 else 0,
+            confidence=config.design.confidence, seed=config.design.seed,
+            bootstrap_resamples=config.design.bootstrap_resamples if len(scores) >= 2 else 0,
         )
     except InsufficientDataError as err:
         return None, [str(err)]
@@ -206,7 +206,7 @@ def tag_figures(c: _Collector, config: RunConfig) -> dict[str, TagFigures]:
         members = c.tag_scenarios[tag]
         scores = {sid: xs for sid, xs in c.scores.items() if xs and sid in members}
         suite = suite_stats(scores, {sid: c.passed[sid] for sid in scores},
-                            confidence=config.confidence, seed=config.seed,
+                            confidence=config.design.confidence, seed=config.design.seed,
                             bootstrap_resamples=0) if scores else None
         status = c.tag_status[tag]
         out[tag] = TagFigures(
@@ -222,9 +222,9 @@ def _judge_scores(
     """Each scored sample's scores with each judge sample, when every figure's sample has at
     least two (else judge noise cannot be told apart from agent noise), or the reason why
     not (a note for the summary)."""
-    if config.no_judge:
+    if config.design.no_judge:
         return None, "judge noise: not measured, judging was skipped (--no-judge)"
-    if config.judge_samples is not None and config.judge_samples < 2:
+    if config.design.judge_samples is not None and config.design.judge_samples < 2:
         return None, ("judge noise: not separated from agent noise (each transcript was judged "
                       "once; run with --judge-samples 2 or more to separate it); the "
                       "within-scenario variance includes any judge noise")
@@ -264,11 +264,11 @@ def _shard_notes(shards: ShardCoverage | None, config: RunConfig) -> list[str]:
         return []
     grid = ("" if shards.grid_samples is None
             else f" of the grid's {shards.grid_samples} samples (scenarios x epochs)")
-    if config.shard is not None:
+    if config.design.shard is not None:
         if shards.held_samples == 0:
-            return [f"shard {config.shard} holds no sample{grid}: nothing ran, and it merges "
-                    "fine"]
-        return [f"shard {config.shard} holds {shards.held_samples}{grid}: its figures cover "
+            return [f"shard {config.design.shard} holds no sample{grid}: nothing ran, and it "
+                    "merges fine"]
+        return [f"shard {config.design.shard} holds {shards.held_samples}{grid}: its figures cover "
                 "only those; harness merge combines the shards' runs into the suite's"]
     if not shards.missing:
         return []
@@ -284,14 +284,14 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
              adaptive: AdaptiveReport | None, shards: ShardCoverage | None = None) -> RunSummary:
     score, notes = _score_section(c, config)
     notes = [*notes, *_shard_notes(shards, config)]
-    planned = (None if scenarios_loaded is None or config.adaptive is not None
-               else scenarios_loaded * config.epochs)
-    if shards is not None and config.shard is not None:
+    planned = (None if scenarios_loaded is None or config.design.adaptive is not None
+               else scenarios_loaded * config.design.epochs)
+    if shards is not None and config.design.shard is not None:
         planned = shards.held_samples  # a shard's run plans its own part of the grid
     n_errored = c.status.get("errored", 0)
     policy_text = (
         "errored samples are excluded from every figure and listed under 'errors'"
-        if config.error_policy == "exclude"
+        if config.design.error_policy == "exclude"
         else "errored samples count as failures (score 0, not passed) in every figure"
     )
     roles = c.roles.roles()
@@ -316,10 +316,10 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
             stop_reasons=dict(c.stop_reasons),
             errors_by_kind=dict(c.errors_by_kind),
         ),
-        error_policy=ErrorPolicyNote(policy=config.error_policy, meaning=policy_text,
+        error_policy=ErrorPolicyNote(policy=config.design.error_policy, meaning=policy_text,
                                      errored_samples=n_errored),
         score=score,
-        metrics=metric_summaries(c.metrics, config.confidence),
+        metrics=metric_summaries(c.metrics, config.design.confidence),
         errors=c.errors,
         failure_analysis=analyse_failures(c.check_reports, c.judge_failures),
         usage=RunUsage(
@@ -333,7 +333,7 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
         stopped=stopped,
         tags=tag_figures(c, config),
         latency=c.latency.latency(),
-        tools=c.tools.tools(config.confidence),
+        tools=c.tools.tools(config.design.confidence),
         shards=shards,
     )
 

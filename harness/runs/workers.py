@@ -61,9 +61,9 @@ from harness.runs.engine import (
     SampleWork,
     Suite,
     collector_tuned_for_run,
-    models_config_for,
 )
 from harness.runs.sample import SampleRecord
+from harness.runs.settings import models_config_for
 from harness.runs.summary_model import RunStop
 
 log = logging.getLogger("harness.runs.workers")
@@ -81,8 +81,8 @@ def usable_cores() -> int:
 def worker_count(config: RunConfig) -> int:
     """The worker processes a run uses: ``workers`` (``auto``: one per usable core), never
     more than the episodes allowed in flight."""
-    wanted = usable_cores() if config.workers == "auto" else config.workers
-    return max(1, min(wanted, config.concurrency))
+    wanted = usable_cores() if config.execution.workers == "auto" else config.execution.workers
+    return max(1, min(wanted, config.execution.concurrency))
 
 
 def start_method() -> str:
@@ -207,7 +207,7 @@ class WorkerPool:
 
     async def run(self, keys: Sequence[SampleKey], sink: SampleSink) -> None:
         pending = iter(keys)
-        limit = self.config.concurrency
+        limit = self.config.execution.concurrency
         in_flight = 0
         while True:
             while in_flight < limit and not sink.stopped:
@@ -420,7 +420,7 @@ async def _serve(index: int, count: int, config: RunConfig, conn: Connection,
 
     threading.Thread(target=read, daemon=True, name="harness-worker-reader").start()
     try:
-        suite = suite or Suite.load(config)
+        suite = suite or Suite.load(config.design)
         models = _worker_models(config, (index, count))
         hub = ModelHub(models, ledger=UsageLedger(max_cost_usd=models.budget.max_cost_usd,
                                                   max_calls=models.budget.max_calls,

@@ -570,16 +570,17 @@ class Limits(_Strict):
 
 class RubricOptions(_Strict):
     """How one rubric the scenario lists is judged for this scenario, overriding the rubric's
-    threshold and the run's judge samples and aggregation."""
+    threshold, samples and aggregation (``--judge-samples`` and ``--judge-aggregation``, for
+    every rubric, override these in turn: docs/running.md, "Where a setting comes from")."""
 
     threshold: float | None = Field(
         default=None, ge=0, le=1,
         description="pass when the rubric score >= this (normalised [0, 1] score)",
     )
     samples: int | None = Field(default=None, ge=1, le=100,
-                                description="judge samples per judge (default: the run's)")
+                                description="judge samples per judge (default: the rubric's)")
     aggregation: AggregationMethod | None = Field(
-        default=None, description="mean or majority over the samples (default: the run's)"
+        default=None, description="mean or majority over the samples (default: the rubric's)"
     )
 
 

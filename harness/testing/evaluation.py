@@ -21,12 +21,14 @@ def run_config(scenarios: str | Path | Sequence[str | Path], *, agent: str | Non
                offline: bool = False, epochs: int = 5, **options: Any) -> RunConfig:
     """The :class:`RunConfig` of ``harness run SCENARIOS --agent ... --epochs K``:
     ``scenarios`` are files, folders or ``FILE:id1,id2`` selectors; ``judge`` one model or
-    a panel; ``options`` any other :class:`RunConfig` field (``no_judge``, ``cache_mode``,
-    ``concurrency``, ...). Raises :class:`pydantic.ValidationError` for a bad value."""
+    a panel; ``options`` any other field of the run's design or execution (``no_judge``,
+    ``cache_mode``, ``concurrency``, ...). Raises :class:`pydantic.ValidationError` for a
+    bad value."""
     paths = [scenarios] if isinstance(scenarios, str | Path) else list(scenarios)
     judges = [judge] if isinstance(judge, str) else list(judge or [])
-    return RunConfig(scenario_paths=[str(p) for p in paths], agent=agent, simulator=simulator,
-                     judges=judges, offline=offline, epochs=epochs, **options)
+    return RunConfig.model_validate({
+        "scenario_paths": [str(p) for p in paths], "agent": agent, "simulator": simulator,
+        "judges": judges, "offline": offline, "epochs": epochs, **options})
 
 
 def write_report(run_dir: Path) -> Path | None:

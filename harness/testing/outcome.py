@@ -149,7 +149,7 @@ def failure_message(result: RunResult, *, scenario: str | None = None,
     shown with control characters escaped. Raises :class:`KeyError` for a ``scenario`` the
     run does not hold."""
     summary = result.summary
-    confidence = summary.config.confidence
+    confidence = summary.config.design.confidence
     with RunStore.open(result.run_dir) as store:
         evidence = _evidence(store.iter_samples())
     per_scenario = {s.scenario_id: s for s in (summary.score.scenarios if summary.score else [])}

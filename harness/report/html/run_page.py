@@ -261,7 +261,7 @@ def run_page(run_dir: Path) -> str:
         k_chart=_k_chart(score) if score and score.pass_at_k_detail else None,
         variance=_variance_bars(score) if score else [],
         latency=summary.latency if latency is None else latency.latency(),
-        tools=summary.tools if tools is None else tools.tools(summary.config.confidence),
+        tools=summary.tools if tools is None else tools.tools(summary.config.design.confidence),
         samples_data=embedded_data("samples-data", views),
     )
 
