@@ -6,8 +6,9 @@ implementation, whose module paths may change between releases. Each name is imp
 first use, so ``import harness`` (and every ``harness`` command) stays quick.
 
 - Run a suite: :func:`evaluate` (blocking, for scripts and tests) or ``await``
-  :func:`run_suite` with a :class:`RunConfig` (:func:`run_config` builds one as the command
-  line would); :func:`resume_run` finishes a stopped run. Both give a :class:`RunResult`;
+  :func:`run_suite` with a :class:`RunConfig` (the run's :class:`RunDesign` and its
+  :class:`RunExecution`; :func:`run_config` builds one as the command line would);
+  :func:`resume_run` finishes a stopped run. Both give a :class:`RunResult`;
   :func:`assert_passes` turns it into a test's verdict.
 - Scenarios: :func:`load_scenarios` and :func:`validate_paths` read scenario YAML and other
   tools' files (ADK eval sets) into :class:`Scenario` objects.
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from harness.checks.result import CheckResult
     from harness.formats import load_scenarios, validate_paths
     from harness.runs.api import RunResult, resume_run, run_suite
-    from harness.runs.config import RunConfig
+    from harness.runs.config import RunConfig, RunDesign, RunExecution
     from harness.scenarios.schema import Scenario
     from harness.testing.evaluation import evaluate, run_config
     from harness.testing.outcome import assert_passes
@@ -41,6 +42,8 @@ _EXPORTS: dict[str, str] = {
     "resume_run": "harness.runs.api",
     "RunResult": "harness.runs.api",
     "RunConfig": "harness.runs.config",
+    "RunDesign": "harness.runs.config",
+    "RunExecution": "harness.runs.config",
     "run_config": "harness.testing.evaluation",
     "evaluate": "harness.testing.evaluation",
     "assert_passes": "harness.testing.outcome",
@@ -57,6 +60,8 @@ __all__ = [
     "CalibrationReport",
     "CheckResult",
     "RunConfig",
+    "RunDesign",
+    "RunExecution",
     "RunResult",
     "Scenario",
     "__version__",
