@@ -1,7 +1,7 @@
 """Offline behaviours for ``mock:agent`` and ``mock:simulator``, so the whole pipeline runs
 with no API key. They are deterministic functions of the request (its messages, tools and
-``sample_index``) and of what the episode binds them to (:func:`harness.models.mock.
-bind_offline`, called for ``mock:`` models only): ``mock:agent`` to the scenario it plays,
+``sample_index``) and of what the episode binds them to (``bind_offline`` of
+:mod:`harness.models.mock`, a no-op for real models): ``mock:agent`` to the scenario it plays,
 ``mock:simulator`` to a :class:`UserMoveCase` (the user's profile and the conversation so
 far). Nothing of this is in a model request, so a real model never receives it. Their numbers
 say nothing about any real model; transcripts from them are marked offline.
