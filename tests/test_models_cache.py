@@ -267,3 +267,27 @@ async def test_a_failed_write_is_a_warning_and_the_run_goes_on(cache_path, caplo
     cache.put("k", kind="chat", model="openai:m", payload={"x": 2})
     cache.close()
     assert ResponseCache(cache_path).get("k") == {"x": 2}  # the cache still works
+
+
+async def test_a_request_is_keyed_by_its_fields_as_calls_were_before(loopback, make_hub,
+                                                                       cache_path):
+    # The key of a call made with a ModelRequest is the key of the same call made with the
+    # keywords it replaced, so caches written before the request type replay.
+    hub = make_hub(cache_path=cache_path)
+    model = hub.get("openai:m")
+    tools = [ToolSpec(name="lookup", parameters={"type": "object", "properties": {}})]
+    params = GenerationParams(temperature=0.2, max_tokens=99)
+    await model.chat(ModelRequest(HI, "agent", tools=tools, tool_choice="required",
+                                  params=params, sample_index=3, max_reasks=7))
+    loopback.enqueue(Reply.json({"text": "ok", "n": 2}))
+    await model.structured(ModelRequest(HI, "judge", sample_index=1), Answer)
+    hub.close()
+    base = dict(provider="openai", model="m", base_url=model.spec.base_url, messages=HI)
+    expected = {
+        cache_key(kind="chat", tools=tools, tool_choice="required", params=params,
+                  sample_index=3, **base),
+        cache_key(kind="structured", params=GenerationParams(), sample_index=1,
+                  response_model=Answer, **base),
+    }
+    with sqlite3.connect(cache_path) as db:
+        assert {key for (key,) in db.execute("SELECT key FROM responses")} == expected
