@@ -5,7 +5,8 @@ reply. For each load (1,000 calls at 50 concurrent, 2,000 at 200) the same calls
 the same run, through
 
 - **bare**: ``openai.AsyncOpenAI`` with its default client and a plain ``asyncio.Semaphore``;
-- **harness**: ``ModelHub.get("openai:...").chat(...)`` (cache off, same concurrency bound).
+- **harness**: ``ModelHub.get("openai:...").chat(ModelRequest(...))`` (cache off, same
+  concurrency bound).
 
 Printed per phase: wall time, its ratio to the ideal ``ceil(calls / concurrency) x latency``,
 the harness/bare wall ratio, and process CPU milliseconds per call (``time.process_time``).
@@ -35,6 +36,7 @@ import openai
 
 from harness.models.config import CacheConfig, ModelsConfig, ProviderConfig
 from harness.models.hub import ModelHub
+from harness.models.request import ModelRequest
 from harness.models.types import GenerationParams, Message
 
 LATENCY_S = 0.2
@@ -107,7 +109,7 @@ async def harness_phase(base_url: str, calls: int, concurrency: int,
     params = GenerationParams(max_tokens=256)
 
     async def one_call() -> object:
-        return await model.chat(messages, role="agent", params=params)
+        return await model.chat(ModelRequest(messages, "agent", params=params))
 
     await asyncio.gather(*(one_call() for _ in range(min(concurrency, 50))))  # warm up
     profiler = cProfile.Profile() if profile else None

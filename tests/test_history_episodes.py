@@ -141,7 +141,8 @@ async def test_a_final_user_message_is_answered_as_live_turn_0_without_a_simulat
     assert [m.role for m in agent.requests[0].messages][-2:] == ["assistant", "user"]
     assert agent.requests[0].messages[-1].content == "And has it shipped now?"
     assert len(simulator.requests) == 1  # only after the agent's answer, for turn 1
-    assert simulator.requests[0].hints["turn"] == 1
+    # for turn 1: the request shows the agent's answer to the live turn 0
+    assert "Assistant: Yes." in simulator.requests[0].messages[-1].content
     assert t.history == parse_scenario(
         {**SCENARIO, "user": {"goal": "g", "history": OURS}}, check_imports=False
     ).user.history_messages()

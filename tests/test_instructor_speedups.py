@@ -9,6 +9,7 @@ from instructor.v2.validation.async_validators import async_field_validator
 from pydantic import BaseModel
 
 from harness.models.instructor_speedups import memoise_async_validator_check
+from harness.models.request import ModelRequest
 from harness.models.types import Message
 from harness.testing.replies import Reply
 
@@ -85,7 +86,7 @@ async def test_a_structured_call_installs_it_and_still_refuses_async_validators(
     hub = make_hub()
     loopback.enqueue(Reply.json({"answer": "yes"}))
     ask = [Message(role="user", content="Answer.")]
-    result = await hub.get(name).structured(ask, Plain, role="judge")
+    result = await hub.get(name).structured(ModelRequest(ask, role="judge"), Plain)
     assert result.value == Plain(answer="yes")
     assert async_validators.reject_async_validators is not original
     assert patch.reject_async_validators is async_validators.reject_async_validators
@@ -93,4 +94,4 @@ async def test_a_structured_call_installs_it_and_still_refuses_async_validators(
     # A model whose validators instructor would not run is still refused, call after call.
     for _ in range(2):
         with pytest.raises(ValueError, match="async validators"):
-            await hub.get(name).structured(ask, WithAsyncValidator, role="judge")
+            await hub.get(name).structured(ModelRequest(ask, role="judge"), WithAsyncValidator)

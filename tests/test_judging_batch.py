@@ -21,7 +21,6 @@ from harness.judging.batch import (
 from harness.judging.judge import JudgeSettings
 from harness.judging.offline import MockJudge
 from harness.judging.prompts import template_hash
-from harness.judging.rubric import Rubric
 from tests.helpers.judging_fakes import BehaviourModel, ScriptedJudge, criterion_reply
 
 LINES = [
@@ -67,7 +66,8 @@ async def test_batch_metrics_records_and_summary(records) -> None:
     def script(call):
         if "Hello?" in call.messages[1].content and "groundedness" in call.messages[1].content:
             return ModelUnavailableError("503 x5")
-        rubric = Rubric.model_validate(call.hints["judge"]["rubric"])
+        rubric = next(r for r in rubrics
+                      if set(call.response_model.model_fields) == {c.id for c in r.criteria})
         return {c.id: criterion_reply(rubric.scale_of(c).highest) for c in rubric.criteria}
 
     judge = ScriptedJudge(script=script)

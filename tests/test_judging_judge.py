@@ -50,10 +50,10 @@ async def test_per_criterion_verdicts_are_parsed() -> None:
     assert outcome.prompt_version == PROMPT_VERSION
     assert outcome.sample_index == 2 and outcome.attempts == 1
     assert outcome.usage.calls == 1 and outcome.usage.input_tokens == 100
-    # the call itself: role judge, the sample index, the rubric in the hints
+    # the call itself: role judge, the sample index, the rubric's criteria in the schema
     call = judge.calls[0]
     assert call.role == "judge" and call.sample_index == 2
-    assert call.hints is not None and call.hints["judge"]["rubric"]["id"] == "answer"
+    assert set(call.response_model.model_fields) == {"correct", "grounded"}
     assert "Know the weather" in call.messages[1].content
 
 

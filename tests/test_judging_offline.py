@@ -13,7 +13,7 @@ from harness.judging.judge import JudgeSettings, judge_once, judge_transcript
 from harness.judging.offline import MockJudge
 from harness.judging.rubric import load_rubrics
 from harness.judging.verdicts import Judgment, response_model_for
-from harness.models.types import GenerationParams
+from harness.models.request import ModelRequest
 from harness.transcript import transcript_from_openai
 from tests.helpers.judging_fakes import BehaviourModel, weather_transcript
 
@@ -95,14 +95,13 @@ async def test_na_where_allowed_when_no_tool_was_called() -> None:
     assert outcome.criterion_scores["tool_selection"] is not None
 
 
-async def test_it_refuses_chat_and_requests_without_judge_hints() -> None:
+async def test_it_refuses_chat_and_requests_it_was_not_bound_to() -> None:
     judge = MockJudge()
     with pytest.raises(ModelConfigError, match="only answers judge requests"):
-        await judge.chat([], tools=(), tool_choice="auto", params=GenerationParams(),
-                         sample_index=0, hints={})
-    with pytest.raises(ModelConfigError, match="hints are missing"):
-        await judge.structured([], response_model_for(RUBRICS["safety"]),
-                               params=GenerationParams(), sample_index=0, hints={})
+        await judge.chat(ModelRequest([], "judge"))
+    with pytest.raises(ModelConfigError, match="not bound to a rubric or pairwise case"):
+        await judge.structured(ModelRequest([], "judge"), response_model_for(RUBRICS["safety"]))
+    assert judge.bind("something else") is judge
 
 
 def test_unknown_variant_is_a_clear_error() -> None:

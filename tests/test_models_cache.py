@@ -18,6 +18,8 @@ from harness.models.cache import (
     cache_key,
     canonical_json,
 )
+from harness.models.mock import bind_offline
+from harness.models.request import ModelRequest
 from harness.models.types import GenerationParams, Message, ToolSpec
 from harness.testing.replies import Reply
 
@@ -40,8 +42,8 @@ async def test_hit_makes_no_request(provider, loopback, make_hub, cache_path):
     hub = make_hub(cache_path=cache_path, prices=price)
     loopback.enqueue(Reply.text_reply("first answer", usage=(100, 20)))
     model = hub.get(f"{provider}:m")
-    first = await model.chat(HI, role="agent")
-    second = await model.chat(HI, role="agent")
+    first = await model.chat(ModelRequest(HI, role="agent"))
+    second = await model.chat(ModelRequest(HI, role="agent"))
 
     assert loopback.request_count == 1
     assert first.cached is False and second.cached is True
@@ -56,11 +58,11 @@ async def test_hit_makes_no_request(provider, loopback, make_hub, cache_path):
 
 async def test_a_new_hub_replays_from_the_file(loopback, make_hub, cache_path):
     first = make_hub(cache_path=cache_path)
-    await first.get("anthropic:m").chat(HI, role="agent")
+    await first.get("anthropic:m").chat(ModelRequest(HI, role="agent"))
     await first.aclose()  # its answers are written by now
     replay = make_hub(cache_path=cache_path, cache_mode="replay", keys=False, environ={})
     # Replaying needs no key: a cached answer makes no request.
-    reply = await replay.get("anthropic:m").chat(HI, role="agent")
+    reply = await replay.get("anthropic:m").chat(ModelRequest(HI, role="agent"))
     assert reply.cached
     assert loopback.request_count == 1
 
@@ -68,7 +70,7 @@ async def test_a_new_hub_replays_from_the_file(loopback, make_hub, cache_path):
 async def test_replay_miss_is_an_error(loopback, make_hub, cache_path):
     hub = make_hub(cache_path=cache_path, cache_mode="replay")
     with pytest.raises(CacheMissError, match="cache mode replay"):
-        await hub.get("anthropic:m").chat(HI, role="agent")
+        await hub.get("anthropic:m").chat(ModelRequest(HI, role="agent"))
     assert loopback.request_count == 0
     assert hub.ledger.total.errors == 1
 
@@ -77,9 +79,9 @@ async def test_sample_index_changes_the_key(loopback, make_hub, cache_path):
     hub = make_hub(cache_path=cache_path)
     model = hub.get("openai:m")
     loopback.enqueue(Reply.text_reply("sample 0"), Reply.text_reply("sample 1"))
-    a = await model.chat(HI, role="agent", sample_index=0)
-    b = await model.chat(HI, role="agent", sample_index=1)
-    again = await model.chat(HI, role="agent", sample_index=1)
+    a = await model.chat(ModelRequest(HI, role="agent", sample_index=0))
+    b = await model.chat(ModelRequest(HI, role="agent", sample_index=1))
+    again = await model.chat(ModelRequest(HI, role="agent", sample_index=1))
     assert (a.message.content, b.message.content) == ("sample 0", "sample 1")
     assert again.cached and again.message.content == "sample 1"
     assert loopback.request_count == 2
@@ -88,13 +90,14 @@ async def test_sample_index_changes_the_key(loopback, make_hub, cache_path):
 async def test_refresh_calls_again_and_overwrites(loopback, make_hub, cache_path):
     loopback.enqueue(Reply.text_reply("old"), Reply.text_reply("new"))
     first = make_hub(cache_path=cache_path)
-    await first.get("openai:m").chat(HI, role="agent")
+    await first.get("openai:m").chat(ModelRequest(HI, role="agent"))
     await first.aclose()
     refreshing = make_hub(cache_path=cache_path, cache_mode="refresh")
-    refreshed = await refreshing.get("openai:m").chat(HI, role="agent")
+    refreshed = await refreshing.get("openai:m").chat(ModelRequest(HI, role="agent"))
     await refreshing.aclose()
     assert refreshed.message.content == "new" and not refreshed.cached
-    reread = await make_hub(cache_path=cache_path).get("openai:m").chat(HI, role="agent")
+    reread = await make_hub(cache_path=cache_path).get("openai:m").chat(ModelRequest(HI,
+                                                                                     role="agent"))
     assert reread.cached and reread.message.content == "new"
     assert loopback.request_count == 2
 
@@ -102,8 +105,8 @@ async def test_refresh_calls_again_and_overwrites(loopback, make_hub, cache_path
 async def test_off_mode_never_reads_or_writes(loopback, make_hub, cache_path):
     hub = make_hub(cache_path=cache_path, cache_mode="off")
     model = hub.get("openai:m")
-    await model.chat(HI, role="agent")
-    await model.chat(HI, role="agent")
+    await model.chat(ModelRequest(HI, role="agent"))
+    await model.chat(ModelRequest(HI, role="agent"))
     assert loopback.request_count == 2
     assert not cache_path.exists()
 
@@ -113,8 +116,8 @@ async def test_structured_answers_are_cached(provider, loopback, make_hub, cache
     hub = make_hub(cache_path=cache_path)
     loopback.enqueue(Reply.json({"text": "bad"} | {"n": "x"}), Reply.json({"text": "ok", "n": 3}))
     model = hub.get(f"{provider}:m")
-    first = await model.structured(HI, Answer, role="judge")
-    second = await model.structured(HI, Answer, role="judge")
+    first = await model.structured(ModelRequest(HI, role="judge"), Answer)
+    second = await model.structured(ModelRequest(HI, role="judge"), Answer)
     assert second.cached and type(second.value) is Answer
     assert second.value == first.value == Answer(text="ok", n=3)
     assert second.attempts == first.attempts == 2
@@ -125,9 +128,9 @@ async def test_structured_answers_are_cached(provider, loopback, make_hub, cache
 async def test_structured_and_chat_keys_differ(loopback, make_hub, cache_path):
     hub = make_hub(cache_path=cache_path)
     model = hub.get("openai:m")
-    await model.chat(HI, role="agent")
+    await model.chat(ModelRequest(HI, role="agent"))
     loopback.enqueue(Reply.json({"text": "t"}))
-    result = await model.structured(HI, Answer, role="judge")
+    result = await model.structured(ModelRequest(HI, role="judge"), Answer)
     assert not result.cached
 
 
@@ -136,19 +139,19 @@ async def test_failed_calls_are_not_cached(loopback, make_hub, cache_path):
     loopback.enqueue(Reply.server_error(), Reply.text_reply("later"))
     model = hub.get("openai:m")
     with pytest.raises(Exception, match="gave up"):
-        await model.chat(HI, role="agent")
-    assert (await model.chat(HI, role="agent")).message.content == "later"
+        await model.chat(ModelRequest(HI, role="agent"))
+    assert (await model.chat(ModelRequest(HI, role="agent"))).message.content == "later"
 
 
 async def test_unreadable_row_is_a_miss(loopback, make_hub, cache_path):
     hub = make_hub(cache_path=cache_path)
     model = hub.get("openai:m")
-    await model.chat(HI, role="agent")
+    await model.chat(ModelRequest(HI, role="agent"))
     assert hub.cache is not None
     hub.cache.flush()
     with sqlite3.connect(cache_path) as db:
         db.execute("UPDATE responses SET payload = '{\"message\": 5}'")
-    reply = await model.chat(HI, role="agent")
+    reply = await model.chat(ModelRequest(HI, role="agent"))
     assert not reply.cached
     assert loopback.request_count == 2
 
@@ -194,10 +197,11 @@ def test_key_is_sha256_of_canonical_json():
     assert _key() == expected
 
 
-async def test_hints_are_not_part_of_the_key(loopback, make_hub, cache_path):
+async def test_offline_context_is_not_part_of_the_key(loopback, make_hub, cache_path):
     model = make_hub(cache_path=cache_path).get("openai:m")
-    await model.chat(HI, role="agent", hints={"scenario": "a"})
-    again = await model.chat(HI, role="agent", hints={"scenario": "b"})
+    assert bind_offline(model, "scenario a") is model  # a real model is never bound
+    await bind_offline(model, "scenario a").chat(ModelRequest(HI, role="agent"))
+    again = await bind_offline(model, "scenario b").chat(ModelRequest(HI, role="agent"))
     assert again.cached
 
 
@@ -263,3 +267,27 @@ async def test_a_failed_write_is_a_warning_and_the_run_goes_on(cache_path, caplo
     cache.put("k", kind="chat", model="openai:m", payload={"x": 2})
     cache.close()
     assert ResponseCache(cache_path).get("k") == {"x": 2}  # the cache still works
+
+
+async def test_a_request_is_keyed_by_its_fields_as_calls_were_before(loopback, make_hub,
+                                                                       cache_path):
+    # The key of a call made with a ModelRequest is the key of the same call made with the
+    # keywords it replaced, so caches written before the request type replay.
+    hub = make_hub(cache_path=cache_path)
+    model = hub.get("openai:m")
+    tools = [ToolSpec(name="lookup", parameters={"type": "object", "properties": {}})]
+    params = GenerationParams(temperature=0.2, max_tokens=99)
+    await model.chat(ModelRequest(HI, "agent", tools=tools, tool_choice="required",
+                                  params=params, sample_index=3, max_reasks=7))
+    loopback.enqueue(Reply.json({"text": "ok", "n": 2}))
+    await model.structured(ModelRequest(HI, "judge", sample_index=1), Answer)
+    hub.close()
+    base = dict(provider="openai", model="m", base_url=model.spec.base_url, messages=HI)
+    expected = {
+        cache_key(kind="chat", tools=tools, tool_choice="required", params=params,
+                  sample_index=3, **base),
+        cache_key(kind="structured", params=GenerationParams(), sample_index=1,
+                  response_model=Answer, **base),
+    }
+    with sqlite3.connect(cache_path) as db:
+        assert {key for (key,) in db.execute("SELECT key FROM responses")} == expected

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from harness.errors import ModelConfigError
+from harness.models.request import ModelRequest
 from harness.models.types import GenerationParams, Message, ToolSpec
 from harness.testing.replies import Reply
 
@@ -34,7 +35,7 @@ async def test_tool_call_round_trip(provider, loopback, make_hub):
         Message(role="system", content="You are a weather bot."),
         Message(role="user", content="Weather in Oslo?"),
     ]
-    first = await model.chat(history, role="agent", tools=[WEATHER, TIME])
+    first = await model.chat(ModelRequest(history, role="agent", tools=[WEATHER, TIME]))
 
     assert first.finish_reason == "tool_calls"
     assert first.message.content == "Let me check."
@@ -45,7 +46,7 @@ async def test_tool_call_round_trip(provider, loopback, make_hub):
         first.message,
         Message(role="tool", tool_call_id=call.id, name="get_weather", content='{"temp": 3}'),
     ]
-    second = await model.chat(history, role="agent", tools=[WEATHER, TIME])
+    second = await model.chat(ModelRequest(history, role="agent", tools=[WEATHER, TIME]))
     assert second.message.content == "It is 3 degrees in Oslo."
     assert second.finish_reason == "stop"
 
@@ -91,22 +92,22 @@ async def test_tool_call_round_trip(provider, loopback, make_hub):
 )
 async def test_tool_choice_mapping(provider, choice, expected, loopback, make_hub):
     model = make_hub().get(f"{provider}:m")
-    await model.chat([Message(role="user", content="hi")], role="agent", tools=[WEATHER, TIME],
-                     tool_choice=choice)
+    await model.chat(ModelRequest([Message(role="user", content="hi")], role="agent",
+                                  tools=[WEATHER, TIME], tool_choice=choice))
     assert loopback.requests[0].body["tool_choice"] == expected
 
 
 async def test_tool_choice_must_name_an_offered_tool(loopback, make_hub):
     model = make_hub().get("openai:m")
     with pytest.raises(ModelConfigError, match="not among the tools offered"):
-        await model.chat([Message(role="user", content="hi")], role="agent", tools=[WEATHER],
-                         tool_choice="get_time")
+        await model.chat(ModelRequest([Message(role="user", content="hi")], role="agent",
+                                      tools=[WEATHER], tool_choice="get_time"))
     assert loopback.request_count == 0
 
 
 async def test_no_tools_sends_no_tool_fields(loopback, make_hub):
     model = make_hub().get("openai:m")
-    await model.chat([Message(role="user", content="hi")], role="agent")
+    await model.chat(ModelRequest([Message(role="user", content="hi")], role="agent"))
     assert "tools" not in loopback.requests[0].body
     assert "tool_choice" not in loopback.requests[0].body
 
@@ -114,7 +115,8 @@ async def test_no_tools_sends_no_tool_fields(loopback, make_hub):
 async def test_invalid_tool_arguments_are_kept_raw(loopback, make_hub):
     model = make_hub().get("openai:m")
     loopback.enqueue(Reply.tool_call("get_weather", "{not json"))
-    reply = await model.chat([Message(role="user", content="hi")], role="agent", tools=[WEATHER])
+    reply = await model.chat(ModelRequest([Message(role="user", content="hi")], role="agent",
+                                          tools=[WEATHER]))
     [call] = reply.message.tool_calls
     assert call.arguments == {}
     assert call.raw_arguments == "{not json"
@@ -124,7 +126,8 @@ async def test_invalid_tool_arguments_are_kept_raw(loopback, make_hub):
 async def test_generation_params_are_sent(provider, loopback, make_hub):
     model = make_hub().get(f"{provider}:m")
     params = GenerationParams(temperature=0.3, max_tokens=77, top_p=0.9, seed=5, stop=("END",))
-    await model.chat([Message(role="user", content="hi")], role="agent", params=params)
+    await model.chat(ModelRequest([Message(role="user", content="hi")], role="agent",
+                                  params=params))
     body = loopback.requests[0].body
     assert body["temperature"] == 0.3
     assert body["top_p"] == 0.9
@@ -144,8 +147,8 @@ async def test_usage_and_cost_come_back(provider, loopback, make_hub):
     hub = make_hub(prices={f"{provider}:priced": {"input_per_mtok": 2.0,
                                                   "output_per_mtok": 10.0}})
     loopback.enqueue(Reply.text_reply("hello", usage=(1000, 200)))
-    reply = await hub.get(f"{provider}:priced").chat([Message(role="user", content="hi")],
-                                                     role="simulator")
+    reply = await hub.get(f"{provider}:priced").chat(ModelRequest([Message(role="user",
+                                                                  content="hi")], role="simulator"))
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (1000, 200)
     assert reply.cost_usd == pytest.approx((1000 * 2.0 + 200 * 10.0) / 1e6)
     assert reply.model == f"{provider}:priced"
@@ -158,16 +161,16 @@ async def test_usage_and_cost_come_back(provider, loopback, make_hub):
 
 async def test_unpriced_model_has_no_cost(loopback, make_hub):
     hub = make_hub()
-    reply = await hub.get("openai:some-local-model").chat([Message(role="user", content="x")],
-                                                          role="agent")
+    reply = await hub.get("openai:some-local-model").chat(ModelRequest([Message(role="user",
+                                                                       content="x")], role="agent"))
     assert reply.cost_usd is None
     assert hub.ledger.total.unpriced_requests == 1
 
 
 async def test_length_finish_reason_is_neutral(loopback, make_hub):
     loopback.enqueue(Reply.text_reply("cut", finish_reason="max_tokens"))
-    reply = await make_hub().get("anthropic:m").chat([Message(role="user", content="x")],
-                                                     role="agent")
+    reply = await make_hub().get("anthropic:m").chat(ModelRequest([Message(role="user",
+                                                                  content="x")], role="agent"))
     assert reply.finish_reason == "length"
 
 

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal
 
 import jsonschema
 import pytest
 from pydantic import BaseModel, Field
 
 from harness.errors import ModelConfigError, ModelUnavailableError
-from harness.models.base import MockBehaviour
 from harness.models.hub import ModelHub
-from harness.models.mock import register_mock, resolve_mock, unregister_mock
+from harness.models.mock import bind_offline, register_mock, resolve_mock, unregister_mock
+from harness.models.request import ModelRequest
 from harness.models.schema_example import example_from_schema
-from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
+from harness.models.types import Message, T, ToolSpec
+from tests.helpers.bound_mocks import ContextBound
 
 CONVERSATION = [
     Message(role="system", content="be brief"),
@@ -52,7 +52,7 @@ async def test_echo_replies_with_the_last_user_text():
     hub = ModelHub(environ={})
     model = hub.get("mock:echo")
     assert model.spec.is_offline
-    reply = await model.chat(CONVERSATION, role="simulator")
+    reply = await model.chat(ModelRequest(CONVERSATION, role="simulator"))
     assert reply.message.content == "second question"
     assert reply.message.role == "assistant"
     assert reply.model == "mock:echo"
@@ -70,19 +70,20 @@ async def test_echo_calls_a_forced_tool_with_valid_arguments():
         "required": ["date", "seats"],
     })
     model = ModelHub(environ={}).get("mock:echo")
-    reply = await model.chat(CONVERSATION, role="agent", tools=[tool], tool_choice="book")
+    reply = await model.chat(ModelRequest(CONVERSATION, role="agent", tools=[tool],
+                                          tool_choice="book"))
     [call] = reply.message.tool_calls
     assert call.name == "book"
     jsonschema.validate(call.arguments, tool.parameters)
     assert reply.finish_reason == "tool_calls"
     # Not forced: plain echo.
-    unforced = await model.chat(CONVERSATION, role="agent", tools=[tool])
+    unforced = await model.chat(ModelRequest(CONVERSATION, role="agent", tools=[tool]))
     assert unforced.message.content == "second question"
 
 
 async def test_echo_structured_is_valid_and_uses_defaults():
-    result = await ModelHub(environ={}).get("mock:echo").structured(CONVERSATION, Rich,
-                                                                    role="judge")
+    result = await ModelHub(environ={}).get("mock:echo").structured(ModelRequest(CONVERSATION,
+            role="judge"), Rich)
     value = result.value
     assert isinstance(value, Rich)
     assert value.ratio == 0.25  # the default
@@ -96,7 +97,8 @@ async def test_echo_structured_reports_models_it_cannot_satisfy():
         code: str = Field(pattern=r"^[A-Z]{3}$")
 
     with pytest.raises(ModelConfigError, match="cannot build a valid Odd"):
-        await ModelHub(environ={}).get("mock:echo").structured(CONVERSATION, Odd, role="judge")
+        await ModelHub(environ={}).get("mock:echo").structured(ModelRequest(CONVERSATION,
+                                                                            role="judge"), Odd)
 
 
 def test_unknown_mock_lists_known_names():
@@ -140,23 +142,19 @@ def test_register_mock_rejects_bad_entries():
         register_mock("ok", "no-colon")
 
 
-class Scripted(MockBehaviour):
+class Scripted(ContextBound):
     """A test behaviour: replies with its variant name; 'flaky' fails."""
 
     def __init__(self, name: str) -> None:
         self.name = name
 
-    async def chat(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec],
-                   tool_choice: ToolChoice, params: GenerationParams, sample_index: int,
-                   hints: Mapping[str, Any]) -> Message:
+    async def chat(self, request: ModelRequest) -> Message:
         if self.name.endswith("flaky"):
             raise ModelUnavailableError("simulated outage", model=f"mock:{self.name}")
         return Message(role="assistant",
-                       content=f"{self.name} #{sample_index} {hints.get('scenario', '')}")
+                       content=f"{self.name} #{request.sample_index} {self.context or ''}")
 
-    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
-                         params: GenerationParams, sample_index: int,
-                         hints: Mapping[str, Any]) -> T:
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
         return response_model.model_validate({"label": self.name, "weight": 1.0})
 
 
@@ -170,15 +168,15 @@ async def test_registered_factory_gets_the_full_name_and_variants_share_it():
     register_mock("scripted", factory)
     try:
         hub = ModelHub(environ={})
-        plain = await hub.get("mock:scripted").chat(CONVERSATION, role="agent", sample_index=3,
-                                                     hints={"scenario": "s1"})
+        bound = bind_offline(hub.get("mock:scripted"), "s1")
+        plain = await bound.chat(ModelRequest(CONVERSATION, role="agent", sample_index=3))
         assert plain.message.content == "scripted #3 s1"
         with pytest.raises(ModelUnavailableError, match="simulated outage"):
-            await hub.get("mock:scripted-flaky").chat(CONVERSATION, role="agent")
+            await hub.get("mock:scripted-flaky").chat(ModelRequest(CONVERSATION, role="agent"))
         assert seen == ["scripted", "scripted-flaky"]
         assert hub.ledger.get("agent", "mock:scripted-flaky").errors == 1
-        structured = await hub.get("mock:scripted").structured(CONVERSATION, Inner,
-                                                               role="judge")
+        structured = await hub.get("mock:scripted").structured(ModelRequest(CONVERSATION,
+                                                                            role="judge"), Inner)
         assert structured.value == Inner(label="scripted", weight=1.0)
     finally:
         unregister_mock("scripted")
@@ -194,7 +192,7 @@ async def test_mock_calls_bypass_the_cache(tmp_path):
 
     hub = ModelHub(ModelsConfig(cache=CacheConfig(path=tmp_path / "c.sqlite", mode="replay")),
                    environ={})
-    reply = await hub.get("mock:echo").chat(CONVERSATION, role="agent")
+    reply = await hub.get("mock:echo").chat(ModelRequest(CONVERSATION, role="agent"))
     assert not reply.cached
     assert hub.cache is not None and len(hub.cache) == 0
     hub.close()

@@ -11,6 +11,7 @@ import pytest
 
 from harness.errors import ModelConfigError, ModelUnavailableError
 from harness.models.config import RetryConfig
+from harness.models.request import ModelRequest
 from harness.models.retry import RetryPolicy, TransientFailure, retry_after_seconds
 from harness.models.types import Message
 from harness.redact import redact
@@ -25,7 +26,7 @@ async def test_429_then_success_honours_retry_after(provider, loopback, make_hub
     hub = make_hub(backoff_s=0.0)  # any wait must come from Retry-After
     loopback.enqueue(Reply.rate_limited(retry_after=0.4), Reply.text_reply("done"))
     started = time.perf_counter()
-    reply = await hub.get(f"{provider}:m").chat(HI, role="agent")
+    reply = await hub.get(f"{provider}:m").chat(ModelRequest(HI, role="agent"))
     elapsed = time.perf_counter() - started
     assert reply.message.content == "done"
     assert elapsed >= 0.4
@@ -38,7 +39,7 @@ async def test_retry_after_is_capped(loopback, make_hub):
     hub = make_hub(retry_after_cap_s=0.05)
     loopback.enqueue(Reply.rate_limited(retry_after=30), Reply.text_reply("done"))
     started = time.perf_counter()
-    await hub.get("openai:m").chat(HI, role="agent")
+    await hub.get("openai:m").chat(ModelRequest(HI, role="agent"))
     assert time.perf_counter() - started < 5
 
 
@@ -49,7 +50,7 @@ async def test_server_errors_give_up_after_bounded_attempts(provider, attempts, 
     hub = make_hub(max_attempts=attempts)
     loopback.enqueue(Reply.server_error(503), times=attempts + 2)
     with pytest.raises(ModelUnavailableError) as caught:
-        await hub.get(f"{provider}:m").chat(HI, role="agent")
+        await hub.get(f"{provider}:m").chat(ModelRequest(HI, role="agent"))
     assert loopback.request_count == attempts
     assert f"gave up after {attempts} attempt" in str(caught.value)
     assert "server error (503)" in str(caught.value)
@@ -60,7 +61,7 @@ async def test_server_errors_give_up_after_bounded_attempts(provider, attempts, 
 
 async def test_success_on_the_last_attempt(loopback, make_hub):
     loopback.enqueue(Reply.server_error(), Reply.server_error(), Reply.text_reply("third time"))
-    reply = await make_hub(max_attempts=3).get("anthropic:m").chat(HI, role="agent")
+    reply = await make_hub(max_attempts=3).get("anthropic:m").chat(ModelRequest(HI, role="agent"))
     assert reply.message.content == "third time"
 
 
@@ -69,7 +70,7 @@ async def test_401_fails_at_once_naming_the_key(provider, loopback, make_hub):
     hub = make_hub(max_attempts=5, environ={})
     loopback.enqueue(Reply.unauthorized(), Reply.text_reply("never"))
     with pytest.raises(ModelConfigError) as caught:
-        await hub.get(f"{provider}:m").chat(HI, role="agent")
+        await hub.get(f"{provider}:m").chat(ModelRequest(HI, role="agent"))
     assert loopback.request_count == 1
     assert f"the {provider} api_key in the models config was refused (401)" in str(caught.value)
 
@@ -78,7 +79,7 @@ async def test_401_names_the_environment_variable(loopback, make_hub):
     hub = make_hub(keys=False, environ={"ANTHROPIC_API_KEY": "sk-ant-from-env-123456"})
     loopback.enqueue(Reply.unauthorized())
     with pytest.raises(ModelConfigError, match=r"ANTHROPIC_API_KEY was refused \(401\)"):
-        await hub.get("anthropic:m").chat(HI, role="agent")
+        await hub.get("anthropic:m").chat(ModelRequest(HI, role="agent"))
 
 
 @pytest.mark.parametrize(
@@ -93,7 +94,7 @@ async def test_401_names_the_environment_variable(loopback, make_hub):
 async def test_client_errors_are_not_retried(status, expected, loopback, make_hub):
     loopback.enqueue(Reply.error(status, message="details from the server"))
     with pytest.raises(ModelConfigError) as caught:
-        await make_hub(max_attempts=5).get("openai:m").chat(HI, role="agent")
+        await make_hub(max_attempts=5).get("openai:m").chat(ModelRequest(HI, role="agent"))
     assert loopback.request_count == 1
     assert expected in str(caught.value)
     assert "details from the server" in str(caught.value)
@@ -108,7 +109,7 @@ async def test_missing_key_fails_before_any_request(provider, loopback, make_hub
         # the official endpoint always needs one.
         model = hub.get("openai:gpt-4o", base_url="https://api.openai.com/v1")
     with pytest.raises(ModelConfigError) as caught:
-        await model.chat(HI, role="agent")
+        await model.chat(ModelRequest(HI, role="agent"))
     env_var = f"{provider.upper()}_API_KEY"
     assert f"no {env_var} set" in str(caught.value)
     assert loopback.request_count == 0
@@ -116,7 +117,7 @@ async def test_missing_key_fails_before_any_request(provider, loopback, make_hub
 
 async def test_openai_compatible_server_needs_no_key(loopback, make_hub):
     hub = make_hub(keys=False, environ={})
-    reply = await hub.get("openai:llama3").chat(HI, role="agent")
+    reply = await hub.get("openai:llama3").chat(ModelRequest(HI, role="agent"))
     assert reply.message.content.startswith("auto reply")
 
 
@@ -126,21 +127,21 @@ async def test_timeout_is_retried_then_reported(provider, loopback, make_hub):
     loopback.enqueue(Reply.slow(2.0), Reply.slow(2.0))
     started = time.perf_counter()
     with pytest.raises(ModelUnavailableError, match=r"timed out after 0.2s"):
-        await hub.get(f"{provider}:m").chat(HI, role="agent")
+        await hub.get(f"{provider}:m").chat(ModelRequest(HI, role="agent"))
     assert time.perf_counter() - started < 1.5
     assert loopback.request_count == 2
 
 
 async def test_timeout_then_success(loopback, make_hub):
     loopback.enqueue(Reply.slow(2.0), Reply.text_reply("fast now"))
-    reply = await make_hub(timeout_s=0.2).get("openai:m").chat(HI, role="agent")
+    reply = await make_hub(timeout_s=0.2).get("openai:m").chat(ModelRequest(HI, role="agent"))
     assert reply.message.content == "fast now"
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_malformed_body_is_retried(provider, loopback, make_hub):
     loopback.enqueue(Reply.malformed(), Reply.text_reply("fine"))
-    reply = await make_hub().get(f"{provider}:m").chat(HI, role="agent")
+    reply = await make_hub().get(f"{provider}:m").chat(ModelRequest(HI, role="agent"))
     assert reply.message.content == "fine"
     assert loopback.request_count == 2
 
@@ -152,7 +153,7 @@ async def test_refused_connection_is_retried_then_reported(provider, make_hub):
     hub = make_hub(max_attempts=2)
     model = hub.get(f"{provider}:m", base_url="http://127.0.0.1:9/v1")
     with pytest.raises(ModelUnavailableError, match="connection failed or dropped"):
-        await model.chat(HI, role="agent")
+        await model.chat(ModelRequest(HI, role="agent"))
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -172,7 +173,7 @@ async def test_server_hanging_up_is_retried_then_reported(provider, make_hub):
                                               base_url=f"http://127.0.0.1:{port}/v1")
         with pytest.raises(ModelUnavailableError,
                            match="3 attempts; last failure: connection failed or dropped"):
-            await model.chat(HI, role="agent")
+            await model.chat(ModelRequest(HI, role="agent"))
     finally:
         server.close()
         await server.wait_closed()
@@ -184,7 +185,7 @@ async def test_concurrency_limit_is_honoured(provider, loopback, make_hub):
     hub = make_hub(concurrency=3)
     loopback.latency = 0.05
     model = hub.get(f"{provider}:m")
-    replies = await asyncio.gather(*(model.chat(HI, role="agent") for _ in range(24)))
+    replies = await asyncio.gather(*(model.chat(ModelRequest(HI, role="agent")) for _ in range(24)))
     assert len(replies) == 24
     assert loopback.request_count == 24
     assert loopback.max_in_flight == 3  # reached, never exceeded
@@ -196,7 +197,7 @@ async def test_the_bound_is_exact_at_high_concurrency(loopback, make_hub):
     hub = make_hub(concurrency=70)
     loopback.latency = 0.2
     model = hub.get("openai:m")
-    await asyncio.gather(*(model.chat(HI, role="agent") for _ in range(140)))
+    await asyncio.gather(*(model.chat(ModelRequest(HI, role="agent")) for _ in range(140)))
     assert loopback.max_in_flight == 70
 
 
@@ -204,7 +205,7 @@ async def test_models_on_one_endpoint_share_the_bound(loopback, make_hub):
     hub = make_hub(concurrency=2)
     loopback.latency = 0.05
     models = [hub.get("anthropic:a"), hub.get("anthropic:b")]
-    await asyncio.gather(*(models[i % 2].chat(HI, role="agent") for i in range(10)))
+    await asyncio.gather(*(models[i % 2].chat(ModelRequest(HI, role="agent")) for i in range(10)))
     assert loopback.max_in_flight == 2
 
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from harness.errors import HarnessError
 from harness.models.hub import ModelHub
+from harness.models.request import ModelRequest
 from harness.models.types import Message
 from harness.testing.hub import loopback_config
 from harness.testing.replies import Reply
@@ -40,11 +41,12 @@ async def test_keys_never_leak(loopback, tmp_path, monkeypatch, caplog):
             key = OPENAI_KEY if provider == "openai" else ANTHROPIC_KEY
             model = hub.get(f"{provider}:m")
             # The key reaches the server (so it was really used) ...
-            await model.chat([Message(role="user", content="hello")], role="agent")
+            await model.chat(ModelRequest([Message(role="user", content="hello")], role="agent"))
             headers = loopback.requests[-1].headers
             assert "<redacted>" in (headers.get("authorization"), headers.get("x-api-key"))
             loopback.enqueue(Reply.json({"score": "x"}), Reply.json({"score": 2}))
-            await model.structured([Message(role="user", content="rate")], Verdict, role="judge")
+            await model.structured(ModelRequest([Message(role="user", content="rate")],
+                                                role="judge"), Verdict)
             # ... and failures of every kind, one echoing the key back in its error body.
             scripted = [
                 [Reply.unauthorized()],
@@ -55,12 +57,13 @@ async def test_keys_never_leak(loopback, tmp_path, monkeypatch, caplog):
             for i, replies in enumerate(scripted):
                 loopback.enqueue(*replies)
                 with pytest.raises(HarnessError) as caught:
-                    await model.chat([Message(role="user", content=f"fail {i}")], role="agent")
+                    await model.chat(ModelRequest([Message(role="user", content=f"fail {i}")],
+                                                  role="agent"))
                 errors.append(caught.value)
             loopback.enqueue(Reply.json({"score": "bad"}), times=3)
             with pytest.raises(HarnessError) as caught:
-                await model.structured([Message(role="user", content="again")], Verdict,
-                                       role="judge")
+                await model.structured(ModelRequest([Message(role="user", content="again")],
+                                                    role="judge"), Verdict)
             errors.append(caught.value)
     finally:
         await hub.aclose()

@@ -6,6 +6,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from harness.errors import ModelConfigError, ModelUnavailableError, StructuredOutputError
+from harness.models.request import ModelRequest
 from harness.models.types import Message
 from harness.testing.replies import Reply
 
@@ -32,7 +33,7 @@ async def test_valid_after_one_reask(setup, loopback, make_hub):
         Reply.json({"reasoning": "too generous", "score": 9}, usage=(100, 10)),
         Reply.json({"reasoning": "fair", "score": 4}, usage=(150, 12)),
     )
-    result = await hub.get(name).structured(ASK, Verdict, role="judge")
+    result = await hub.get(name).structured(ModelRequest(ASK, role="judge"), Verdict)
 
     assert result.value == Verdict(reasoning="fair", score=4)
     assert result.attempts == 2
@@ -66,7 +67,7 @@ async def test_still_invalid_after_reasks_is_a_typed_error(setup, loopback, make
     hub = make_hub(**overrides)
     loopback.enqueue(Reply.json({"reasoning": "x", "score": 0}), times=3)
     with pytest.raises(StructuredOutputError, match=r"Verdict after 3 attempts \(2 re-asks\)"):
-        await hub.get(name).structured(ASK, Verdict, role="judge", max_reasks=2)
+        await hub.get(name).structured(ModelRequest(ASK, role="judge", max_reasks=2), Verdict)
     assert loopback.request_count == 3
     stats = hub.ledger.get("judge", name)
     assert (stats.calls, stats.errors, stats.requests) == (1, 1, 3)
@@ -74,7 +75,7 @@ async def test_still_invalid_after_reasks_is_a_typed_error(setup, loopback, make
 
 async def test_answer_that_is_not_json_is_reasked(loopback, make_hub):
     loopback.enqueue(Reply.json("{this is not json"), Reply.json({"reasoning": "r", "score": 2}))
-    result = await make_hub().get("openai:j").structured(ASK, Verdict, role="judge")
+    result = await make_hub().get("openai:j").structured(ModelRequest(ASK, role="judge"), Verdict)
     assert result.value.score == 2
     assert result.attempts == 2
 
@@ -82,7 +83,8 @@ async def test_answer_that_is_not_json_is_reasked(loopback, make_hub):
 async def test_zero_reasks_fails_on_the_first_invalid_answer(loopback, make_hub):
     loopback.enqueue(Reply.json({"score": 3}))  # reasoning missing
     with pytest.raises(StructuredOutputError, match="1 attempt"):
-        await make_hub().get("anthropic:j").structured(ASK, Verdict, role="judge", max_reasks=0)
+        await make_hub().get("anthropic:j").structured(ModelRequest(ASK, role="judge",
+                                                                    max_reasks=0), Verdict)
     assert loopback.request_count == 1
 
 
@@ -94,7 +96,7 @@ async def test_429_during_a_reask_retries_that_request_only(provider, loopback, 
         Reply.rate_limited(retry_after=0.05),  # the re-ask request is rate limited ...
         Reply.json({"reasoning": "ok", "score": 5}),  # ... and retried on its own
     )
-    result = await hub.get(f"{provider}:j").structured(ASK, Verdict, role="judge")
+    result = await hub.get(f"{provider}:j").structured(ModelRequest(ASK, role="judge"), Verdict)
     assert result.value.score == 5
     assert result.attempts == 2  # two answers; the 429 was a transport retry
     requests = loopback.requests
@@ -109,13 +111,13 @@ async def test_transport_failure_in_structured_call_is_not_a_validation_error(lo
                                                                                make_hub):
     loopback.enqueue(Reply.server_error(), times=3)
     with pytest.raises(ModelUnavailableError, match="gave up after 3 attempts"):
-        await make_hub().get("openai:j").structured(ASK, Verdict, role="judge")
+        await make_hub().get("openai:j").structured(ModelRequest(ASK, role="judge"), Verdict)
 
 
 async def test_refused_key_in_structured_call(loopback, make_hub):
     loopback.enqueue(Reply.unauthorized())
     with pytest.raises(ModelConfigError, match="was refused"):
-        await make_hub().get("anthropic:j").structured(ASK, Verdict, role="judge")
+        await make_hub().get("anthropic:j").structured(ModelRequest(ASK, role="judge"), Verdict)
     assert loopback.request_count == 1
 
 
@@ -123,4 +125,4 @@ async def test_truncated_answer_says_raise_max_tokens(loopback, make_hub):
     loopback.enqueue(Reply("json", data={"reasoning": "r", "score": 1},
                            finish_reason="max_tokens"))
     with pytest.raises(StructuredOutputError, match="max_tokens"):
-        await make_hub().get("anthropic:j").structured(ASK, Verdict, role="judge")
+        await make_hub().get("anthropic:j").structured(ModelRequest(ASK, role="judge"), Verdict)

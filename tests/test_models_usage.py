@@ -10,6 +10,7 @@ from harness.errors import BudgetExceededError, InputError
 from harness.models.config import ModelsConfig
 from harness.models.hub import ModelHub
 from harness.models.prices import Price, PriceTable
+from harness.models.request import ModelRequest
 from harness.models.types import Message
 from harness.models.usage import UsageLedger
 from harness.testing.replies import Reply
@@ -71,9 +72,9 @@ async def test_budget_stops_calls_before_a_request(loopback, make_hub):
     hub = make_hub(max_calls=3)
     model = hub.get("openai:m")
     for _ in range(3):
-        await model.chat(HI, role="agent")
+        await model.chat(ModelRequest(HI, role="agent"))
     with pytest.raises(BudgetExceededError):
-        await model.chat(HI, role="agent")
+        await model.chat(ModelRequest(HI, role="agent"))
     assert loopback.request_count == 3
     # A budget stop is not a model error.
     assert hub.ledger.total.errors == 0
@@ -83,7 +84,7 @@ async def test_call_budget_holds_under_concurrency(loopback, make_hub):
     hub = make_hub(max_calls=5, concurrency=20)
     loopback.latency = 0.05
     model = hub.get("anthropic:m")
-    results = await asyncio.gather(*(model.chat(HI, role="agent") for _ in range(12)),
+    results = await asyncio.gather(*(model.chat(ModelRequest(HI, role="agent")) for _ in range(12)),
                                    return_exceptions=True)
     assert sum(not isinstance(r, BaseException) for r in results) == 5
     assert all(isinstance(r, BudgetExceededError) for r in results if isinstance(r, BaseException))
@@ -93,18 +94,18 @@ async def test_call_budget_holds_under_concurrency(loopback, make_hub):
 async def test_cached_calls_do_not_count_against_the_budget(loopback, make_hub, tmp_path):
     hub = make_hub(max_calls=1, cache_path=tmp_path / "c.sqlite")
     model = hub.get("openai:m")
-    await model.chat(HI, role="agent")
+    await model.chat(ModelRequest(HI, role="agent"))
     for _ in range(3):
-        assert (await model.chat(HI, role="agent")).cached
+        assert (await model.chat(ModelRequest(HI, role="agent"))).cached
 
 
 async def test_cost_budget_with_real_prices(loopback, make_hub):
     hub = make_hub(max_cost_usd=0.001,
                    prices={"openai:m": {"input_per_mtok": 1000.0, "output_per_mtok": 0.0}})
     loopback.enqueue(Reply.text_reply("x", usage=(2, 1)))  # $0.002
-    await hub.get("openai:m").chat(HI, role="agent")
+    await hub.get("openai:m").chat(ModelRequest(HI, role="agent"))
     with pytest.raises(BudgetExceededError):
-        await hub.get("openai:m").chat(HI, role="agent")
+        await hub.get("openai:m").chat(ModelRequest(HI, role="agent"))
 
 
 def test_price_lookup():

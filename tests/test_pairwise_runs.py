@@ -10,9 +10,9 @@ import json
 import math
 import shutil
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -22,15 +22,16 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.errors import ModelConfigError, ModelUnavailableError
 from harness.judging.prompts import render_for_pairwise
-from harness.models.base import MockBehaviour
 from harness.models.mock import register_mock, unregister_mock
-from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
+from harness.models.request import ModelRequest
+from harness.models.types import Message, T
 from harness.runs.pairwise_runs import compare_runs_pairwise
 from harness.runs.pairwise_runs_report import combine_pair, majority_preference, pair_samples
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.testing.replies import RecordedRequest, Reply
 from harness.transcript import ErrorInfo, Transcript
+from tests.helpers.bound_mocks import ContextBound
 from tests.helpers.cli import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +71,7 @@ def texts_of(run_dir: Path) -> set[str]:
 # --- a deterministic judge that knows which transcripts run A produced ----------------
 
 
-class PrefersTexts(MockBehaviour):
+class PrefersTexts(ContextBound):
     """Pairwise: prefers the response whose text is in ``favoured`` when the other is not;
     a tie otherwise. ``fail_when`` makes calls whose prompt contains that text fail."""
 
@@ -81,18 +82,13 @@ class PrefersTexts(MockBehaviour):
     def __init__(self, name: str) -> None:
         self.name = name
 
-    async def chat(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec],
-                   tool_choice: ToolChoice, params: GenerationParams, sample_index: int,
-                   hints: Mapping[str, Any]) -> Message:
+    async def chat(self, request: ModelRequest) -> Message:
         raise AssertionError("a judge is only asked for structured answers")
 
-    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
-                         params: GenerationParams, sample_index: int,
-                         hints: Mapping[str, Any]) -> T:
-        if self.fail_when is not None and self.fail_when in messages[-1].content:
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
+        if self.fail_when is not None and self.fail_when in request.messages[-1].content:
             raise self.error("500 after 3 attempts", model=f"mock:{self.name}")
-        info = hints["judge"]
-        first, second = info["first"] in self.favoured, info["second"] in self.favoured
+        first, second = self.pair.first in self.favoured, self.pair.second in self.favoured
         verdict = "A" if first and not second else "B" if second and not first else "tie"
         return response_model.model_validate({"reasoning": "Knows run A.", "verdict": verdict})
 

@@ -220,13 +220,15 @@ def test_evaluate_and_assert_passes(tmp_path: Path) -> None:
 def test_harness_hub_calls_the_loopback_server(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_agent='''
 import asyncio
+from harness.models.request import ModelRequest
 from harness.models.types import Message
 from harness.testing import Reply
 
 def test_agent(harness_hub, harness_loopback):
     harness_loopback.enqueue(Reply.text_reply("hello from the server"))
     model = harness_hub.get("openai:my-agent")
-    reply = asyncio.run(model.chat([Message(role="user", content="hi")], role="agent"))
+    reply = asyncio.run(model.chat(ModelRequest([Message(role="user", content="hi")],
+                                                role="agent")))
     assert reply.message.content == "hello from the server"
     assert harness_loopback.request_count == 1
 ''')

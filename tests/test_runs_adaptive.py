@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +29,12 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from harness.models.base import MockBehaviour
 from harness.models.mock import register_mock, unregister_mock
-from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
+from harness.models.request import ModelRequest
+from harness.models.types import Message, T
 from harness.runs.api import run_suite
 from harness.runs.config import AdaptiveSettings, RunConfig
+from tests.helpers.bound_mocks import ContextBound
 
 PHRASES = [f"[k{i:02d}]" for i in range(20)]
 PILOT = 3
@@ -55,22 +56,18 @@ WIDE = [sid for sid in CYCLES if sid.startswith("wide")]
 NARROW = [sid for sid in CYCLES if sid.startswith("narrow")]
 
 
-class GradedAgent(MockBehaviour):
+class GradedAgent(ContextBound):
     """Replies with the first round(20 * score) phrases, score from the scenario's cycle."""
 
     def __init__(self, name: str) -> None:
         self.name = name
 
-    async def chat(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec],
-                   tool_choice: ToolChoice, params: GenerationParams, sample_index: int,
-                   hints: Mapping[str, Any]) -> Message:
-        cycle = CYCLES[str(hints["scenario_id"])]
-        share = cycle[sample_index % len(cycle)]
+    async def chat(self, request: ModelRequest) -> Message:
+        cycle = CYCLES[str(self.scenario_id)]
+        share = cycle[request.sample_index % len(cycle)]
         return Message(role="assistant", content=" ".join(PHRASES[:round(share * 20)]))
 
-    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
-                         params: GenerationParams, sample_index: int,
-                         hints: Mapping[str, Any]) -> T:
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
         raise AssertionError("the graded agent is never asked for structured output")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,13 +20,14 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.models.base import MockBehaviour
 from harness.models.mock import register_mock, unregister_mock
-from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
+from harness.models.request import ModelRequest
+from harness.models.types import Message, T
 from harness.runs.api import run_suite
 from harness.runs.config import RunConfig
 from harness.testing.hub import TEST_KEYS
 from harness.testing.server import LoopbackServer
+from tests.helpers.bound_mocks import ContextBound
 
 
 @dataclass
@@ -64,22 +65,18 @@ SCENARIO_IDS = [f"task-{i}" for i in range(8)]
 BROKEN = set(SCENARIO_IDS[:6])  # the regressed agent fails these, every epoch
 
 
-class Steady(MockBehaviour):
+class Steady(ContextBound):
     """``mock:steady`` always answers with the required phrase; ``mock:steady-broken`` leaves
     it out on the scenarios in BROKEN."""
 
     def __init__(self, name: str) -> None:
         self.broken = name.endswith("-broken")
 
-    async def chat(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec],
-                   tool_choice: ToolChoice, params: GenerationParams, sample_index: int,
-                   hints: Mapping[str, Any]) -> Message:
-        fail = self.broken and hints["scenario_id"] in BROKEN
+    async def chat(self, request: ModelRequest) -> Message:
+        fail = self.broken and self.scenario_id in BROKEN
         return Message(role="assistant", content="no idea" if fail else "DONE")
 
-    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
-                         params: GenerationParams, sample_index: int,
-                         hints: Mapping[str, Any]) -> T:
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
         raise AssertionError("not used")
 
 

@@ -8,7 +8,7 @@ import asyncio
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +18,12 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.errors import ModelUnavailableError
-from harness.models.base import MockBehaviour
 from harness.models.mock import register_mock, unregister_mock
-from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
+from harness.models.request import ModelRequest
+from harness.models.types import Message, T
 from harness.runs.api import run_suite
 from harness.runs.config import RunConfig
+from tests.helpers.bound_mocks import ContextBound
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = (ROOT / "docs" / "reports.md").read_text(encoding="utf-8")
@@ -130,7 +131,7 @@ def test_summary_and_sample_keys_are_the_documented_ones(tmp_path: Path) -> None
 ALWAYS_ERRORS = "s5"
 
 
-class Patchy(MockBehaviour):
+class Patchy(ContextBound):
     """Passes unless (epoch + scenario number) % 3 == 0; its model 'fails after retries' on
     epoch 1 of s4 and on every epoch of s5, so the run has errored samples and a scenario
     with nothing scored."""
@@ -138,18 +139,14 @@ class Patchy(MockBehaviour):
     def __init__(self, name: str) -> None:
         pass
 
-    async def chat(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec],
-                   tool_choice: ToolChoice, params: GenerationParams, sample_index: int,
-                   hints: Mapping[str, Any]) -> Message:
-        sid = str(hints["scenario_id"])
-        if sid == ALWAYS_ERRORS or (sid == "s4" and sample_index == 1):
+    async def chat(self, request: ModelRequest) -> Message:
+        sid = str(self.scenario_id)
+        if sid == ALWAYS_ERRORS or (sid == "s4" and request.sample_index == 1):
             raise ModelUnavailableError("503 after 3 attempts", model="mock:patchy")
-        ok = (sample_index + int(sid[1:])) % 3 != 0
+        ok = (request.sample_index + int(sid[1:])) % 3 != 0
         return Message(role="assistant", content="DONE" if ok else "sorry")
 
-    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
-                         params: GenerationParams, sample_index: int,
-                         hints: Mapping[str, Any]) -> T:
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
         raise AssertionError("not used")
 
 

@@ -7,7 +7,7 @@ import asyncio
 import json
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +17,15 @@ import pytest
 from harness.errors import HarnessError, InputErrors, ModelConfigError, ModelUnavailableError
 from harness.models.base import MockBehaviour
 from harness.models.mock import register_mock, unregister_mock
-from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
+from harness.models.request import ModelRequest
+from harness.models.types import Message, T
 from harness.runs.api import resume_run, run_suite
 from harness.runs.config import AdaptiveSettings, RunConfig
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.simulation.offline import MockAgent
 from harness.testing.server import FaultInjection, LoopbackServer
+from tests.helpers.bound_mocks import ContextBound
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
@@ -112,7 +114,7 @@ async def test_call_budget_stops_cleanly_and_resume_finishes(tmp_path: Path) -> 
     assert final.summary.counts.samples == 3 * final.summary.counts.scenarios
 
 
-class HeldUntilStopped(MockBehaviour):
+class HeldUntilStopped(ContextBound):
     """An agent whose reply in scenario `slow` is held until the runner has stopped, while
     scenario `spender` (started once `slow`'s call is under way) uses up the call budget."""
 
@@ -120,10 +122,8 @@ class HeldUntilStopped(MockBehaviour):
         self.box = runner_box
         self.slow_started = asyncio.Event()
 
-    async def chat(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec],
-                   tool_choice: ToolChoice, params: GenerationParams, sample_index: int,
-                   hints: Mapping[str, Any]) -> Message:
-        if hints["scenario_id"] == "slow":
+    async def chat(self, request: ModelRequest) -> Message:
+        if self.scenario_id == "slow":
             self.slow_started.set()
             for _ in range(1000):  # at most 10 s
                 if self.box["runner"].state.stopped:
@@ -133,9 +133,7 @@ class HeldUntilStopped(MockBehaviour):
             await self.slow_started.wait()
         return Message(role="assistant", content="done")
 
-    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
-                         params: GenerationParams, sample_index: int,
-                         hints: Mapping[str, Any]) -> T:
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
         raise AssertionError("not used")
 
 
@@ -173,19 +171,19 @@ class FailingOddEpochs(MockBehaviour):
     """The offline agent, except that its model 'fails after retries' on odd epochs."""
 
     def __init__(self, name: str) -> None:
-        self.inner = MockAgent("agent")
+        self.inner: MockBehaviour = MockAgent("agent")
 
-    async def chat(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec],
-                   tool_choice: ToolChoice, params: GenerationParams, sample_index: int,
-                   hints: Mapping[str, Any]) -> Message:
-        if sample_index % 2:
+    def bind(self, context: object) -> MockBehaviour:
+        bound = FailingOddEpochs("failing")
+        bound.inner = self.inner.bind(context)
+        return bound
+
+    async def chat(self, request: ModelRequest) -> Message:
+        if request.sample_index % 2:
             raise ModelUnavailableError("503 after 5 attempts", model="mock:failing")
-        return await self.inner.chat(messages, tools=tools, tool_choice=tool_choice,
-                                     params=params, sample_index=sample_index, hints=hints)
+        return await self.inner.chat(request)
 
-    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
-                         params: GenerationParams, sample_index: int,
-                         hints: Mapping[str, Any]) -> T:
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
         raise AssertionError("not used")
 
 

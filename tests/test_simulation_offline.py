@@ -10,8 +10,9 @@ import pytest
 
 from harness.errors import ModelConfigError
 from harness.models.hub import ModelHub
-from harness.models.types import GenerationParams, Message, ToolCall, ToolSpec
-from harness.scenarios import load_scenarios
+from harness.models.request import ModelRequest
+from harness.models.types import Message, ToolCall, ToolSpec
+from harness.scenarios import load_scenarios, parse_scenario
 from harness.simulation import SimulatorTurn, run_episode
 from harness.simulation.offline import MockAgent, MockSimulator, next_user_move, plan_steps
 
@@ -26,17 +27,19 @@ EXPECTATIONS: dict[str, Any] = {
 }
 
 
+SCENARIO = parse_scenario({"id": "s", "user": {"goal": "cancel my order"},
+                           "agent": {"model": "mock:agent"}, "expectations": EXPECTATIONS,
+                           "tools": [{"name": t.name, "returns": {}} for t in TOOLS]},
+                          check_imports=False)
+
+
 async def agent_says(
     behaviour: MockAgent, messages: list[Message], turn: int, sample_index: int = 0
 ) -> Message:
-    return await behaviour.chat(
-        messages,
-        tools=TOOLS,
-        tool_choice="auto",
-        params=GenerationParams(),
-        sample_index=sample_index,
-        hints={"scenario_id": "s", "expectations": EXPECTATIONS, "turn": turn},
-    )
+    # The mock agent counts the user turn from the messages: check the test's own count.
+    assert sum(m.role == "user" for m in messages) - 1 == turn
+    request = ModelRequest(messages, "agent", tools=TOOLS, sample_index=sample_index)
+    return await behaviour.bind(SCENARIO).chat(request)
 
 
 async def test_mock_agent_asks_then_follows_the_reference_calls_then_answers() -> None:
@@ -58,7 +61,8 @@ async def test_mock_agent_asks_then_follows_the_reference_calls_then_answers() -
 
 async def test_flaky_agent_varies_by_sample_index_and_repeats_for_the_same_one() -> None:
     async def first_turn_calls(sample_index: int) -> list[tuple[str, dict[str, Any]]]:
-        agent, convo = MockAgent("agent-flaky"), [Message(role="user", content="A-1")]
+        agent = MockAgent("agent-flaky")
+        convo = [Message(role="user", content="Cancel it."), Message(role="user", content="A-1")]
         out = []
         for _ in range(3):
             message = await agent_says(agent, convo, turn=1, sample_index=sample_index)
@@ -87,15 +91,13 @@ def test_mock_names_and_misuse_are_clear_errors() -> None:
         MockSimulator("simulator-chatty")
 
 
-async def test_mock_agent_needs_the_episode_hints() -> None:
-    with pytest.raises(ModelConfigError, match="needs the scenario hints"):
-        await MockAgent().chat(
-            [], tools=[], tool_choice="auto", params=GenerationParams(), sample_index=0, hints={}
-        )
+async def test_mock_agent_needs_the_scenario_the_episode_binds() -> None:
+    with pytest.raises(ModelConfigError, match="needs the scenario it plays"):
+        await MockAgent().chat(ModelRequest([], "agent"))
     with pytest.raises(ModelConfigError, match="no structured answers"):
-        await MockAgent().structured(
-            [], SimulatorTurn, params=GenerationParams(), sample_index=0, hints={}
-        )
+        await MockAgent().structured(ModelRequest([], "agent"), SimulatorTurn)
+    with pytest.raises(ModelConfigError, match="needs the user's profile"):
+        await MockSimulator().structured(ModelRequest([], "simulator"), SimulatorTurn)
 
 
 def test_mock_simulator_plan_facts_and_goal() -> None:

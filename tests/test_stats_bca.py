@@ -13,21 +13,20 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import NormalDist
-from typing import Any
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
-from harness.models.base import MockBehaviour
 from harness.models.mock import register_mock, unregister_mock
-from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
+from harness.models.request import ModelRequest
+from harness.models.types import Message, T
 from harness.runs.api import run_suite
 from harness.runs.config import RunConfig
 from harness.stats.suite import MIN_BOOTSTRAP_SCENARIOS, cluster_bootstrap_interval, suite_stats
+from tests.helpers.bound_mocks import ContextBound
 
 NORMAL = NormalDist()
 
@@ -126,23 +125,19 @@ def test_below_twenty_scenarios_the_bootstrap_is_withheld_with_a_note() -> None:
     assert not any("cluster bootstrap not computed" in n for n in enough.notes)
 
 
-class Varied(MockBehaviour):
+class Varied(ContextBound):
     """Passes unless (epoch + scenario number) % (2 + scenario number % 3) == 0, so the
     scenario means differ."""
 
     def __init__(self, name: str) -> None:
         pass
 
-    async def chat(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec],
-                   tool_choice: ToolChoice, params: GenerationParams, sample_index: int,
-                   hints: Mapping[str, Any]) -> Message:
-        i = int(str(hints["scenario_id"])[1:])
-        ok = (sample_index + i) % (2 + i % 3) != 0
+    async def chat(self, request: ModelRequest) -> Message:
+        i = int(str(self.scenario_id)[1:])
+        ok = (request.sample_index + i) % (2 + i % 3) != 0
         return Message(role="assistant", content="DONE" if ok else "sorry")
 
-    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
-                         params: GenerationParams, sample_index: int,
-                         hints: Mapping[str, Any]) -> T:
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
         raise AssertionError("not used")
 
 

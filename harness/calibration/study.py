@@ -76,7 +76,7 @@ from harness.errors import InputError, ModelError
 from harness.judging.batch import answer_transcript, resolve_rubrics
 from harness.judging.context import JudgeContext
 from harness.judging.judge import judge_once
-from harness.judging.offline import pairwise_hints
+from harness.judging.offline import PairwiseCase
 from harness.judging.pairwise_judge import (
     PairwiseCriterion,
     PairwisePreference,
@@ -88,7 +88,9 @@ from harness.judging.rubric import Rubric
 from harness.models.base import ChatModel, ModelSpec
 from harness.models.config import CacheConfig, ModelsConfig
 from harness.models.hub import ModelHub
+from harness.models.mock import bind_offline
 from harness.models.provenance import RoleCollector, roles_notice
+from harness.models.request import ModelRequest
 
 if TYPE_CHECKING:
     from harness.calibration.judgments import JudgmentSet
@@ -211,10 +213,12 @@ async def judge_pairwise(model: ChatModel, plan: StudyPlan, item: PairwiseItem,
     prompt = build_pairwise_prompt(criterion, item.output_a, item.output_b, context)
     answer_model = PairwisePreference if criterion.allow_tie else StrictPairwisePreference
     try:
-        response = await model.structured(
-            prompt.messages, answer_model, role="judge", params=params, sample_index=sample,
-            max_reasks=reasks,
-            hints=pairwise_hints(item.output_a, item.output_b, allow_tie=criterion.allow_tie))
+        judge = bind_offline(model, PairwiseCase(item.output_a, item.output_b,
+                                                 criterion.allow_tie))
+        response = await judge.structured(
+            ModelRequest(prompt.messages, "judge", params=params, sample_index=sample,
+                         max_reasks=reasks),
+            answer_model)
     except ModelError as err:
         raise_if_fatal(type(err).__name__, str(err))
         out.verdicts[False] = None

@@ -32,7 +32,7 @@ from harness.judging.grounding import (
     sentence_verdicts,
     supported_share,
 )
-from harness.judging.offline import judge_hints
+from harness.judging.offline import RubricCase
 from harness.judging.prompts import (
     PROMPT_VERSION,
     JudgeContext,
@@ -52,6 +52,8 @@ from harness.judging.verdicts import (
     verdicts_from_raw,
 )
 from harness.models.base import ChatModel
+from harness.models.mock import bind_offline
+from harness.models.request import ModelRequest
 from harness.models.types import GenerationParams, StructuredResponse
 from harness.transcript import Transcript, UsageTotals
 
@@ -100,14 +102,11 @@ async def _ask(
 ) -> _Answer:
     prompt = build_judge_prompt(rubric, transcript, context, turn=turn)
     grounding = rubric.target == "sentence_grounding"
-    response = await model.structured(
-        prompt.messages,
+    judge = bind_offline(model, RubricCase(rubric, transcript, prompt.material, turn, context))
+    response = await judge.structured(
+        ModelRequest(prompt.messages, "judge", params=params, sample_index=sample_index,
+                     max_reasks=max_reasks),
         GroundingReply if grounding else response_model_for(rubric),
-        role="judge",
-        params=params,
-        sample_index=sample_index,
-        max_reasks=max_reasks,
-        hints=judge_hints(rubric, transcript, prompt.material, turn=turn, context=context),
     )
     if grounding:
         answers = answers_to_check(transcript, include_intermediate=rubric.include_intermediate)

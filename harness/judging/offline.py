@@ -1,7 +1,10 @@
 """The offline judge, ``mock:judge``: well-formed verdicts with no model and no key.
 
-It reads what it needs from the ``hints`` the judging code passes (the rubric, a few facts
-about the transcript, quotable text) and answers deterministically per (prompt, sample index).
+The judging code binds it (:func:`~harness.models.mock.bind_offline`, for ``mock:`` models
+only) to what it is asked about: a :class:`RubricCase` (the rubric, the transcript, the turn
+and context) or a :class:`PairwiseCase` (the two candidates as shown); from a rubric case it
+takes the rubric and a few facts about the transcript (:func:`transcript_features`), computed
+then and never for a real judge. It answers deterministically per (prompt, sample index).
 Its scores move with the transcript so an offline demo's numbers mean something: an empty
 final answer, a failed episode, tool errors, malformed tool arguments or a conversation that
 ended badly all lower them; at a temperature above 0 (or the default) each sample adds a
@@ -30,6 +33,7 @@ import json
 import random
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import ModelConfigError
@@ -37,7 +41,8 @@ from harness.judging.context import JudgeContext
 from harness.judging.grounding import answers_to_check
 from harness.judging.rubric import Rubric
 from harness.models.base import MockBehaviour
-from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
+from harness.models.request import ModelRequest
+from harness.models.types import Message, T
 from harness.transcript import Transcript
 
 _VARIANTS: dict[str, float] = {
@@ -87,12 +92,35 @@ def reference_overlap(final: str, reference: str) -> float:
     return len(wanted & set(_words(final, 3))) / len(wanted) if wanted else 0.0
 
 
-def judge_hints(
-    rubric: Rubric, transcript: Transcript, material: str, *, turn: int | None = None,
-    context: JudgeContext | None = None,
-) -> dict[str, Any]:
-    """The hints a rubric judge call carries for ``mock:judge`` (real providers ignore them;
-    they are not part of the cache key)."""
+@dataclass(frozen=True)
+class RubricCase:
+    """What a rubric judge call is about, for binding ``mock:judge``: the rubric, the
+    transcript, the material the prompt shows, the agent turn (``None``: the whole
+    conversation) and the judge context (reference answer)."""
+
+    rubric: Rubric
+    transcript: Transcript
+    material: str
+    turn: int | None = None
+    context: JudgeContext | None = None
+
+
+@dataclass(frozen=True)
+class PairwiseCase:
+    """What a pairwise judge call is about, for binding ``mock:judge``: the two candidates as
+    shown (``first`` is Response A) and whether a tie may be answered."""
+
+    first: str
+    second: str
+    allow_tie: bool
+
+
+def rubric_case_info(case: RubricCase) -> dict[str, Any]:
+    """What ``mock:judge`` scores a rubric case on: the rubric, the transcript's features
+    (with the reference overlap when the rubric compares with a reference), and for
+    ``sentence_grounding`` the answers and their sources."""
+    rubric, transcript, material = case.rubric, case.transcript, case.material
+    turn, context = case.turn, case.context
     features = transcript_features(transcript, turn=turn)
     reference = context.reference_answer if context is not None else None
     if rubric.requires_reference_answer and reference:
@@ -111,7 +139,7 @@ def judge_hints(
                 transcript, include_intermediate=rubric.include_intermediate)],
             "sources": [transcript.system_prompt or "", *sources],
         }
-    return {"judge": info}
+    return info
 
 
 def label_sentence(sentence: str, sources: Sequence[str]) -> tuple[str, list[str], str]:
@@ -146,13 +174,6 @@ def _quote(token: str, sources: Sequence[str]) -> list[str]:
     return []
 
 
-def pairwise_hints(first: str, second: str, *, allow_tie: bool) -> dict[str, Any]:
-    """The hints a pairwise judge call carries for ``mock:judge``: the two candidates as
-    shown (first = Response A)."""
-    return {"judge": {"kind": "pairwise", "first": first, "second": second,
-                      "allow_tie": allow_tie}}
-
-
 def _quality(features: Mapping[str, Any], target: str) -> float:
     if target == "simulator_fidelity":
         quality = 0.9
@@ -183,7 +204,8 @@ def _candidate_quality(text: str) -> float:
 
 
 class MockJudge(MockBehaviour):
-    """``mock:judge``: deterministic rubric verdicts and pairwise preferences from hints."""
+    """``mock:judge``: deterministic rubric verdicts and pairwise preferences for the case it
+    is bound to (see the module docstring)."""
 
     VARIANTS = tuple(v.removeprefix("judge-") for v in _VARIANTS if v != "judge")
 
@@ -195,38 +217,37 @@ class MockJudge(MockBehaviour):
             )
         self.name = name
         self.shift = _VARIANTS[name]
+        self.info: Mapping[str, Any] | None = None
 
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec],
-        tool_choice: ToolChoice,
-        params: GenerationParams,
-        sample_index: int,
-        hints: Mapping[str, Any],
-    ) -> Message:
+    def bind(self, context: object) -> MockBehaviour:
+        """A judge for ``context``: a :class:`RubricCase` or a :class:`PairwiseCase`; any
+        other context leaves it unbound."""
+        if isinstance(context, RubricCase):
+            info: dict[str, Any] = {"kind": "rubric", **rubric_case_info(context)}
+        elif isinstance(context, PairwiseCase):
+            info = {"kind": "pairwise", "first": context.first, "second": context.second,
+                    "allow_tie": context.allow_tie}
+        else:
+            return self
+        bound = MockJudge(self.name)
+        bound.info = info
+        return bound
+
+    async def chat(self, request: ModelRequest) -> Message:
         raise ModelConfigError(
             f"mock:{self.name} only answers judge requests (structured output); use "
             "mock:agent or mock:simulator for conversations"
         )
 
-    async def structured(
-        self,
-        messages: Sequence[Message],
-        response_model: type[T],
-        *,
-        params: GenerationParams,
-        sample_index: int,
-        hints: Mapping[str, Any],
-    ) -> T:
-        info = hints.get("judge")
-        if not isinstance(info, Mapping):
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
+        info = self.info
+        if info is None:
             raise ModelConfigError(
-                f"mock:{self.name} answers only the harness's judge requests (its hints are "
-                "missing)"
+                f"mock:{self.name} answers only the harness's judge requests (it was not "
+                "bound to a rubric or pairwise case)"
             )
-        rng = random.Random(self._seed(messages, sample_index))
+        rng = random.Random(self._seed(request.messages, request.sample_index))
+        params = request.generation_params
         noisy = params.temperature is None or params.temperature > 0
         if info["kind"] == "pairwise":
             data = self._pairwise(info, rng, noisy)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy.stats import binomtest
 
 from harness.errors import ModelError
-from harness.judging.offline import pairwise_hints
+from harness.judging.offline import PairwiseCase
 from harness.judging.prompts import (
     PROMPT_VERSION,
     JudgeContext,
@@ -28,6 +28,8 @@ from harness.judging.prompts import (
 )
 from harness.judging.rubric import Rubric
 from harness.models.base import ChatModel
+from harness.models.mock import bind_offline
+from harness.models.request import ModelRequest
 from harness.models.types import GenerationParams
 from harness.transcript import Transcript, UsageTotals
 
@@ -175,10 +177,11 @@ async def compare_pair(
     async def ask(swapped: bool) -> Any:
         first, second = (texts[1], texts[0]) if swapped else texts
         prompt = build_pairwise_prompt(criterion, first, second, context)
-        return await model.structured(
-            prompt.messages, response_model, role="judge", params=params,
-            sample_index=sample_index, max_reasks=max_reasks,
-            hints=pairwise_hints(first, second, allow_tie=criterion.allow_tie),
+        judge = bind_offline(model, PairwiseCase(first, second, criterion.allow_tie))
+        return await judge.structured(
+            ModelRequest(prompt.messages, "judge", params=params, sample_index=sample_index,
+                         max_reasks=max_reasks),
+            response_model,
         )
 
     results = await asyncio.gather(ask(False), ask(True), return_exceptions=True)

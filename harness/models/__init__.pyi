@@ -6,4 +6,5 @@ from .config import BudgetConfig, CacheConfig, ModelsConfig, ProviderConfig, Ret
 from .hub import ModelHub
 from .mock import register_mock
 from .prices import Price, PriceTable
+from .request import ModelRequest
 from .usage import UsageLedger, UsageStats

@@ -8,22 +8,13 @@ for offline runs.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from harness.errors import ModelConfigError
-from harness.models.types import (
-    ChatResponse,
-    GenerationParams,
-    Message,
-    Role,
-    StructuredResponse,
-    T,
-    ToolChoice,
-    ToolSpec,
-)
+from harness.models.request import ModelRequest
+from harness.models.types import ChatResponse, Message, StructuredResponse, T
 
 Provider = Literal["anthropic", "openai", "mock"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "mock")
@@ -66,26 +57,14 @@ class ChatModel(ABC):
     """One model, ready to call. Implementations share retries, the concurrency bound, the
     response cache and usage accounting; they differ only in the wire format.
 
-    ``hints`` carry structured context for offline ``mock:`` models (the scenario, the rubric);
-    real providers ignore them and they are not part of the cache key.
-    ``sample_index`` is part of the cache key, so repeated samples differ and the same sample
-    replays.
+    Every call takes one :class:`~harness.models.request.ModelRequest`; its ``sample_index``
+    is part of the cache key, so repeated samples differ and the same sample replays.
     """
 
     spec: ModelSpec
 
     @abstractmethod
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        role: Role,
-        tools: Sequence[ToolSpec] = (),
-        tool_choice: ToolChoice = "auto",
-        params: GenerationParams | None = None,
-        sample_index: int = 0,
-        hints: Mapping[str, Any] | None = None,
-    ) -> ChatResponse:
+    async def chat(self, request: ModelRequest) -> ChatResponse:
         """Send a conversation (and the tools the model may call); return the assistant turn.
 
         Raises :class:`~harness.errors.ModelConfigError` at once for problems retrying cannot
@@ -96,26 +75,24 @@ class ChatModel(ABC):
 
     @abstractmethod
     async def structured(
-        self,
-        messages: Sequence[Message],
-        response_model: type[T],
-        *,
-        role: Role,
-        params: GenerationParams | None = None,
-        sample_index: int = 0,
-        max_reasks: int = 2,
-        hints: Mapping[str, Any] | None = None,
+        self, request: ModelRequest, response_model: type[T]
     ) -> StructuredResponse[T]:
         """Ask for an answer validated into ``response_model`` (through instructor), re-asking
-        up to ``max_reasks`` times when validation fails; then raise
-        :class:`~harness.errors.StructuredOutputError`. Other errors as for :meth:`chat`."""
+        up to ``request.max_reasks`` times when validation fails; then raise
+        :class:`~harness.errors.StructuredOutputError`. Other errors as for :meth:`chat`.
+        ``request.tools`` and ``tool_choice`` are not used."""
 
 
 class MockBehaviour(ABC):
     """How an offline ``mock:<name>`` model answers. The mock model layer wraps a behaviour
     with the same accounting as real providers (token estimates, zero cost) and marks every
-    response as offline. Behaviours are deterministic functions of their inputs and
-    ``sample_index``; they read what they need from ``hints`` (e.g. the scenario or rubric).
+    response as offline. Behaviours are deterministic functions of the request (its messages,
+    tools, parameters and ``sample_index``) and of what they were bound to.
+
+    Context that is not in the messages (the scenario a mock agent plays, the rubric and
+    transcript a mock judge scores) reaches a behaviour only through :meth:`bind`, which the
+    harness calls for ``mock:`` models alone (:func:`harness.models.mock.bind_offline`); a
+    real model's request never carries it.
 
     ``VARIANTS`` names the suffixes a behaviour also answers to (``mock:<name>-<variant>``), so
     an error for an unknown mock model can list every name there is.
@@ -123,27 +100,15 @@ class MockBehaviour(ABC):
 
     VARIANTS: ClassVar[tuple[str, ...]] = ()
 
+    def bind(self, context: object) -> MockBehaviour:
+        """This behaviour for calls about ``context`` (a scenario, a rubric judgment, a pair
+        to compare: whatever the calling layer passes). The default ignores it."""
+        return self
+
     @abstractmethod
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec],
-        tool_choice: ToolChoice,
-        params: GenerationParams,
-        sample_index: int,
-        hints: Mapping[str, Any],
-    ) -> Message:
+    async def chat(self, request: ModelRequest) -> Message:
         """Return the assistant message (text and/or tool calls)."""
 
     @abstractmethod
-    async def structured(
-        self,
-        messages: Sequence[Message],
-        response_model: type[T],
-        *,
-        params: GenerationParams,
-        sample_index: int,
-        hints: Mapping[str, Any],
-    ) -> T:
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
         """Return a validated instance of ``response_model``."""

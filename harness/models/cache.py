@@ -3,8 +3,9 @@
 The key is the SHA-256 of the canonical JSON (sorted keys, no whitespace) of everything that
 changes the answer: provider, model, base URL, messages, tools, tool choice, generation
 parameters, the response schema of a structured call, and the sample index (so sample 3 is not
-a copy of sample 1, and the same sample replays). API keys and ``hints`` are never part of it,
-and rows hold only the answer and its usage.
+a copy of sample 1, and the same sample replays): the fields of a
+:class:`~harness.models.request.ModelRequest` but its role and ``max_reasks``. API keys are
+never part of it, and rows hold only the answer and its usage.
 """
 
 from __future__ import annotations

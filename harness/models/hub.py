@@ -6,7 +6,7 @@ instances by name::
         judge = hub.get("anthropic:claude-sonnet-4-5")
         local = hub.get("openai:llama3.1", base_url="http://localhost:11434/v1")
         offline = hub.get("mock:echo")
-        reply = await judge.chat([Message(role="user", content="hi")], role="judge")
+        reply = await judge.chat(ModelRequest([Message(role="user", content="hi")], "judge"))
         print(hub.ledger.snapshot()["by_role"])
 
 Where keys and base URLs come from, first match wins: the ``base_url`` given to :meth:`get`;

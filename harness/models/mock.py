@@ -11,32 +11,38 @@ behaviours without import cycles). It is called with the text after ``mock:`` an
 the first ``-``: ``mock:agent-flaky`` uses the ``agent-flaky`` entry if there is one, else the
 ``agent`` factory, which receives ``"agent-flaky"`` and can choose its variant from it.
 
+A behaviour reads what it needs from the :class:`~harness.models.request.ModelRequest` (its
+messages, tools, parameters, sample index). Context that is not in the messages reaches it
+only through :func:`bind_offline`, which the calling layer uses for the scenario, rubric
+judgment or pair a call is about: for a ``mock:`` model it binds the behaviour
+(:meth:`MockBehaviour.bind`); any other model comes back as it was, so no real call computes or
+carries anything for mocks.
+
 Mock models bypass the response cache: they are deterministic and free.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
 from harness.errors import ModelConfigError, ModelError
 from harness.models.base import ChatModel, MockBehaviour, ModelSpec
+from harness.models.request import ModelRequest
 from harness.models.schema_example import example_from_schema
 from harness.models.types import (
     ChatResponse,
-    GenerationParams,
     Message,
     Role,
     StructuredResponse,
     T,
     ToolCall,
-    ToolChoice,
-    ToolSpec,
     Usage,
 )
 from harness.models.usage import UsageLedger
@@ -147,73 +153,75 @@ class MockChatModel(ChatModel):
     def _account_error(self, role: Role, started: float) -> None:
         self.ledger.record_error(role, self.label, time.perf_counter() - started)
 
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        role: Role,
-        tools: Sequence[ToolSpec] = (),
-        tool_choice: ToolChoice = "auto",
-        params: GenerationParams | None = None,
-        sample_index: int = 0,
-        hints: Mapping[str, Any] | None = None,
-    ) -> ChatResponse:
+    def bound(self, context: object) -> MockChatModel:
+        """This model with its behaviour bound to ``context`` (:meth:`MockBehaviour.bind`);
+        the same ledger and name. ``self`` when the behaviour ignores the context."""
+        behaviour = self.behaviour.bind(context)
+        if behaviour is self.behaviour:
+            return self
+        model = copy.copy(self)
+        model.behaviour = behaviour
+        return model
+
+    async def chat(self, request: ModelRequest) -> ChatResponse:
         started = time.perf_counter()
         self.ledger.begin_call()
         try:
-            message = await self.behaviour.chat(
-                messages, tools=tools, tool_choice=tool_choice,
-                params=params or GenerationParams(), sample_index=sample_index,
-                hints=hints or {},
-            )
+            message = await self.behaviour.chat(request)
         except ModelError:
-            self._account_error(role, started)
+            self._account_error(request.role, started)
             raise
-        usage = Usage(input_tokens=sum(estimate_tokens(_message_text(m)) for m in messages),
+        usage = Usage(input_tokens=_input_tokens(request),
                       output_tokens=estimate_tokens(_message_text(message)))
         latency = time.perf_counter() - started
-        self.ledger.record_request(role, self.label, usage.input_tokens, usage.output_tokens, 0.0)
-        self.ledger.record_call(role, self.label, latency)
+        self.ledger.record_request(request.role, self.label, usage.input_tokens,
+                                   usage.output_tokens, 0.0)
+        self.ledger.record_call(request.role, self.label, latency)
         finish = "tool_calls" if message.tool_calls else "stop"
         return ChatResponse(message=message, finish_reason=finish, usage=usage,
                             model=self.label, latency_s=latency, cost_usd=0.0)
 
     async def structured(
-        self,
-        messages: Sequence[Message],
-        response_model: type[T],
-        *,
-        role: Role,
-        params: GenerationParams | None = None,
-        sample_index: int = 0,
-        max_reasks: int = 2,
-        hints: Mapping[str, Any] | None = None,
+        self, request: ModelRequest, response_model: type[T]
     ) -> StructuredResponse[T]:
         started = time.perf_counter()
         self.ledger.begin_call()
         try:
-            value = await self.behaviour.structured(
-                messages, response_model, params=params or GenerationParams(),
-                sample_index=sample_index, hints=hints or {},
-            )
+            value = await self.behaviour.structured(request, response_model)
         except ModelError:
-            self._account_error(role, started)
+            self._account_error(request.role, started)
             raise
         if not isinstance(value, response_model):
-            self._account_error(role, started)
+            self._account_error(request.role, started)
             raise ModelConfigError(
                 f"mock behaviour {type(self.behaviour).__name__} returned "
                 f"{type(value).__name__}, not {response_model.__name__}",
                 model=self.label,
             )
-        usage = Usage(input_tokens=sum(estimate_tokens(_message_text(m)) for m in messages),
+        usage = Usage(input_tokens=_input_tokens(request),
                       output_tokens=estimate_tokens(value.model_dump_json()))
         latency = time.perf_counter() - started
-        self.ledger.record_request(role, self.label, usage.input_tokens, usage.output_tokens, 0.0)
-        self.ledger.record_call(role, self.label, latency)
+        self.ledger.record_request(request.role, self.label, usage.input_tokens,
+                                   usage.output_tokens, 0.0)
+        self.ledger.record_call(request.role, self.label, latency)
         return StructuredResponse[response_model](  # type: ignore[valid-type]
             value=value, usage=usage, model=self.label, latency_s=latency, cost_usd=0.0,
         )
+
+
+def _input_tokens(request: ModelRequest) -> int:
+    return sum(estimate_tokens(_message_text(m)) for m in request.messages)
+
+
+def bind_offline(model: ChatModel, context: object) -> ChatModel:
+    """For an offline ``mock:`` model, the model with its behaviour bound to ``context`` (the
+    scenario an episode plays, the rubric judgment or pair a judge is asked about); any other
+    model exactly as it is, with nothing computed. This is the one door through which
+    structured context that is not in the messages reaches a mock (see
+    :meth:`MockBehaviour.bind`)."""
+    if isinstance(model, MockChatModel):
+        return model.bound(context)
+    return model
 
 
 def minimal_instance(response_model: type[T]) -> T:
@@ -242,16 +250,9 @@ class EchoBehaviour(MockBehaviour):
         if name != "echo":
             raise ModelConfigError(f"mock:echo has no variant {name!r}", model=f"mock:{name}")
 
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec],
-        tool_choice: ToolChoice,
-        params: GenerationParams,
-        sample_index: int,
-        hints: Mapping[str, Any],
-    ) -> Message:
+    async def chat(self, request: ModelRequest) -> Message:
+        messages, tools, tool_choice = request.messages, request.tools, request.tool_choice
+        sample_index = request.sample_index
         if tools and tool_choice not in ("auto", "none"):
             tool = next((t for t in tools if t.name == tool_choice), tools[0])
             arguments = example_from_schema(tool.parameters)
@@ -261,13 +262,5 @@ class EchoBehaviour(MockBehaviour):
         last_user = next((m.content for m in reversed(messages) if m.role == "user"), "")
         return Message(role="assistant", content=last_user)
 
-    async def structured(
-        self,
-        messages: Sequence[Message],
-        response_model: type[T],
-        *,
-        params: GenerationParams,
-        sample_index: int,
-        hints: Mapping[str, Any],
-    ) -> T:
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
         return minimal_instance(response_model)

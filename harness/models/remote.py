@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
@@ -35,6 +35,7 @@ from harness.models.cache import ResponseCache, cache_key
 from harness.models.endpoint import Endpoint
 from harness.models.instructor_speedups import memoise_async_validator_check
 from harness.models.prices import PriceTable
+from harness.models.request import ModelRequest
 from harness.models.retry import ErrorContext, RetryPolicy, TransientFailure, classify
 from harness.models.types import (
     ChatResponse,
@@ -51,9 +52,6 @@ from harness.models.usage import UsageLedger
 from harness.redact import redact
 
 log = logging.getLogger("harness.models")
-
-DEFAULT_PARAMS = GenerationParams()
-
 
 @dataclass
 class ModelServices:
@@ -173,18 +171,9 @@ class RemoteChatModel(ChatModel):
 
     # --- the shared flow ------------------------------------------------------------------
 
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        role: Role,
-        tools: Sequence[ToolSpec] = (),
-        tool_choice: ToolChoice = "auto",
-        params: GenerationParams | None = None,
-        sample_index: int = 0,
-        hints: Mapping[str, Any] | None = None,
-    ) -> ChatResponse:
-        params = params or DEFAULT_PARAMS
+    async def chat(self, request: ModelRequest) -> ChatResponse:
+        messages, role, tools = request.messages, request.role, request.tools
+        tool_choice, params = request.tool_choice, request.generation_params
         started = time.perf_counter()
         ledger = self.services.ledger
         key = None
@@ -192,7 +181,8 @@ class RemoteChatModel(ChatModel):
         if cache is not None:
             key = cache_key(kind="chat", provider=self.spec.provider, model=self.spec.name,
                             base_url=self.endpoint.base_url, messages=messages, tools=tools,
-                            tool_choice=tool_choice, params=params, sample_index=sample_index)
+                            tool_choice=tool_choice, params=params,
+                            sample_index=request.sample_index)
             hit = self._lookup(cache, key, role, started)
             if hit is not None:
                 latency = time.perf_counter() - started
@@ -227,17 +217,9 @@ class RemoteChatModel(ChatModel):
                             model=self.label, latency_s=latency, cost_usd=tally.cost_usd)
 
     async def structured(
-        self,
-        messages: Sequence[Message],
-        response_model: type[T],
-        *,
-        role: Role,
-        params: GenerationParams | None = None,
-        sample_index: int = 0,
-        max_reasks: int = 2,
-        hints: Mapping[str, Any] | None = None,
+        self, request: ModelRequest, response_model: type[T]
     ) -> StructuredResponse[T]:
-        params = params or DEFAULT_PARAMS
+        messages, role, params = request.messages, request.role, request.generation_params
         started = time.perf_counter()
         ledger = self.services.ledger
         key = None
@@ -245,7 +227,7 @@ class RemoteChatModel(ChatModel):
         if cache is not None:
             key = cache_key(kind="structured", provider=self.spec.provider,
                             model=self.spec.name, base_url=self.endpoint.base_url,
-                            messages=messages, params=params, sample_index=sample_index,
+                            messages=messages, params=params, sample_index=request.sample_index,
                             response_model=response_model)
             hit = self._lookup(cache, key, role, started, response_model=response_model)
             if hit is not None:
@@ -262,7 +244,8 @@ class RemoteChatModel(ChatModel):
         try:
             self.endpoint.require_key(self.label)
             ledger.begin_call()
-            value = await self._run_instructor(messages, response_model, params, max_reasks)
+            value = await self._run_instructor(messages, response_model, params,
+                                               request.max_reasks)
         except ModelError:
             ledger.record_error(role, self.label, time.perf_counter() - started)
             raise

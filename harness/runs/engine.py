@@ -189,7 +189,7 @@ class SampleWork:
 
     def needs_tool_server(self) -> bool:
         """Whether any scenario's agent reaches its mocked tools over MCP."""
-        return any(agent_for(s, self.agent_model(s), sample_index=0, hints={},
+        return any(agent_for(s, self.agent_model(s), sample_index=0,
                              http_endpoints=self.http_endpoints).needs_tool_server
                    for s in self.suite.scenarios.values())
 

@@ -15,13 +15,14 @@ import inspect
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError, ModelError
 from harness.models.base import ChatModel
+from harness.models.request import ModelRequest
 from harness.models.types import ChatResponse, GenerationParams, Message, ToolCall
 from harness.tools.toolbox import Toolbox
 from harness.transcript import ErrorInfo, StopReason
@@ -93,14 +94,12 @@ class ModelAgent(Agent):
         params: GenerationParams | None = None,
         max_steps: int = 10,
         sample_index: int = 0,
-        hints: Mapping[str, Any] | None = None,
     ) -> None:
         self.model = model
         self.system_prompt = system_prompt
         self.params = params
         self.max_steps = max_steps
         self.sample_index = sample_index
-        self.hints = dict(hints or {})
         self.label = str(model.spec)
 
     async def respond(
@@ -111,14 +110,10 @@ class ModelAgent(Agent):
         tools = toolbox.specs
         for step in range(self.max_steps):
             try:
-                response = await self.model.chat(
-                    [*system, *conversation, *out.messages],
-                    role="agent",
-                    tools=tools,
-                    params=self.params,
-                    sample_index=self.sample_index,
-                    hints={**self.hints, "turn": turn},
-                )
+                response = await self.model.chat(ModelRequest(
+                    [*system, *conversation, *out.messages], "agent", tools=tools,
+                    params=self.params, sample_index=self.sample_index,
+                ))
             except ModelError as err:
                 out.stop_reason = "agent_error"
                 out.error = ErrorInfo(kind=type(err).__name__, message=str(err), role="agent")

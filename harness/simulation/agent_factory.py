@@ -4,9 +4,6 @@ which the HTTP agent builds on, so neither module imports the other."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from harness.errors import ModelConfigError
 from harness.models.base import ChatModel
 from harness.scenarios.schema import Scenario
@@ -19,7 +16,6 @@ def agent_for(
     model: ChatModel | None,
     *,
     sample_index: int,
-    hints: Mapping[str, Any],
     http_endpoints: HttpEndpoints | None = None,
 ) -> Agent:
     """The agent a scenario describes: its HTTP endpoint (sharing ``http_endpoints``, else a
@@ -52,5 +48,4 @@ def agent_for(
         params=spec.params,
         max_steps=scenario.limits.max_agent_steps,
         sample_index=sample_index,
-        hints=hints,
     )

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import ModelConfigError, ModelError
 from harness.models.base import ChatModel
+from harness.models.mock import bind_offline
 from harness.models.types import ChatResponse, Message, Role, StructuredResponse
 from harness.scenarios.schema import Scenario
 from harness.simulation.agent import Agent
@@ -81,15 +82,6 @@ class _Accounts:
                 cached=response.cached,
             )
         )
-
-
-def agent_hints(scenario: Scenario) -> dict[str, Any]:
-    """Structured context for an offline ``mock:`` agent (real models ignore it): the scenario
-    id and its expectations (the reference tool calls and answer)."""
-    return {
-        "scenario_id": scenario.id,
-        "expectations": scenario.expectations.model_dump(mode="json"),
-    }
 
 
 _Stop = tuple[StopReason, str | None, ErrorInfo | None]  # reason, detail, error
@@ -218,7 +210,10 @@ async def run_episode(
         from harness.simulation.http_agent import HttpEndpoints
 
         own_http = HttpEndpoints()
-    agent = agent_for(scenario, agent_model, sample_index=epoch, hints=agent_hints(scenario),
+    if agent_model is not None:
+        # A mock: agent plays this scenario's reference; any other model is left as it is.
+        agent_model = bind_offline(agent_model, scenario)
+    agent = agent_for(scenario, agent_model, sample_index=epoch,
                       http_endpoints=http_endpoints or own_http)
     simulator = (
         UserSimulator(simulator_model, user, scenario_id=scenario.id, sample_index=epoch)

@@ -1,7 +1,15 @@
 """Offline behaviours for ``mock:agent`` and ``mock:simulator``, so the whole pipeline runs
-with no API key. They read the scenario from the ``hints`` the episode engine passes and are
-deterministic functions of their inputs and ``sample_index``. Their numbers say nothing about
-any real model; transcripts from them are marked offline.
+with no API key. They are deterministic functions of the request (its messages, tools and
+``sample_index``) and of what the episode binds them to (``bind_offline`` of
+:mod:`harness.models.mock`, a no-op for real models): ``mock:agent`` to the scenario it plays,
+``mock:simulator`` to a :class:`UserMoveCase` (the user's profile and the conversation so
+far). Nothing of this is in a model request, so a real model never receives it. Their numbers
+say nothing about any real model; transcripts from them are marked offline.
+
+``mock:agent`` is a scripted stand-in for an agent, not a model: bound to a scenario, it plays
+the scenario's reference (its tool calls and answers). That is what makes the offline demo's
+checks pass; it is given the reference once, where the episode binds it, and never through a
+request.
 
 - ``mock:agent`` follows the scenario's reference tool calls turn by turn (one call per step;
   calls without a ``turn`` belong to turn 0), then answers with the reference answer when no
@@ -25,11 +33,14 @@ import json
 import random
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import ModelConfigError
 from harness.models.base import MockBehaviour
-from harness.models.types import GenerationParams, Message, T, ToolCall, ToolChoice, ToolSpec
+from harness.models.request import ModelRequest
+from harness.models.types import Message, T, ToolCall
+from harness.scenarios.schema import Scenario, UserSpec
 
 FLAKY_SKIP_RATE = 0.2
 FLAKY_GARBLE_RATE = 0.15
@@ -48,13 +59,19 @@ def _variant(name: str, base: str, known: Sequence[str]) -> str:
     return variant
 
 
-def _require(hints: Mapping[str, Any], keys: Sequence[str], who: str) -> None:
-    missing = [k for k in keys if k not in hints]
-    if missing:
-        raise ModelConfigError(
-            f"{who} needs the scenario hints the episode engine passes (missing: "
-            f"{', '.join(missing)}); it only works inside an episode"
-        )
+def _unbound(who: str, what: str) -> ModelConfigError:
+    return ModelConfigError(
+        f"{who} needs {what}, which an episode binds it to; it only works inside an episode"
+    )
+
+
+@dataclass(frozen=True)
+class UserMoveCase:
+    """What a simulator call is about, for binding ``mock:simulator``: the simulated user's
+    profile and the conversation so far (history included)."""
+
+    user: UserSpec
+    conversation: Sequence[Message]
 
 
 def _seeded(*parts: object) -> random.Random:
@@ -80,25 +97,40 @@ class MockAgent(MockBehaviour):
     def __init__(self, name: str = "agent") -> None:
         self.name = name
         self.flaky = _variant(name, "agent", self.VARIANTS) == "flaky"
+        self.scenario_id: str | None = None
+        self.expectations: dict[str, Any] = {}
+        self.history_user_turns = 0
 
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec],
-        tool_choice: ToolChoice,
-        params: GenerationParams,
-        sample_index: int,
-        hints: Mapping[str, Any],
-    ) -> Message:
-        _require(hints, ("scenario_id", "expectations", "turn"), f"mock:{self.name}")
-        expectations = hints["expectations"] or {}
-        scenario_id, turn = str(hints["scenario_id"]), int(hints["turn"])
+    def bind(self, context: object) -> MockBehaviour:
+        """This agent playing ``context`` when it is a scenario: its id (seeding the flaky
+        variant), its expectations (the reference it plays) and how many user messages its
+        history holds (so the user turn can be counted from a request's messages)."""
+        if not isinstance(context, Scenario):
+            return self
+        bound = MockAgent(self.name)
+        bound.scenario_id = context.id
+        bound.expectations = context.expectations.model_dump(mode="json")
+        bound.history_user_turns = sum(
+            1 for m in context.user.history_messages() if m.role == "user")
+        return bound
+
+    def _turn(self, messages: Sequence[Message]) -> int:
+        """The user turn being answered: the user messages after the history, less one."""
+        users = sum(1 for m in messages if m.role == "user")
+        return max(0, users - self.history_user_turns - 1)
+
+    async def chat(self, request: ModelRequest) -> Message:
+        if self.scenario_id is None:
+            raise _unbound(f"mock:{self.name}", "the scenario it plays")
+        messages, tools = request.messages, request.tools
+        expectations = self.expectations
+        scenario_id, turn = self.scenario_id, self._turn(messages)
+        sample_index = request.sample_index
         reference = [c for c in expectations.get("tool_calls") or [] if isinstance(c, dict)]
         planned, perturbed = self._plan(reference, scenario_id, sample_index, turn)
         this_turn = _since_last_user(messages)
         made = sum(len(m.tool_calls) for m in this_turn if m.role == "assistant")
-        if made < len(planned) and tools and tool_choice != "none":
+        if made < len(planned) and tools and request.tool_choice != "none":
             name, args = planned[made]
             return Message(
                 role="assistant",
@@ -159,15 +191,7 @@ class MockAgent(MockBehaviour):
             return f"Here is what I found: {results[-1].content}"
         return str(answer) if answer else "Happy to help. Is there anything else you need?"
 
-    async def structured(
-        self,
-        messages: Sequence[Message],
-        response_model: type[T],
-        *,
-        params: GenerationParams,
-        sample_index: int,
-        hints: Mapping[str, Any],
-    ) -> T:
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
         raise ModelConfigError(
             f"mock:{self.name} plays the agent under test and gives no structured answers; "
             "use mock:simulator or mock:judge"
@@ -217,30 +241,25 @@ class MockSimulator(MockBehaviour):
     def __init__(self, name: str = "simulator") -> None:
         self.name = name
         _variant(name, "simulator", self.VARIANTS)
+        self.case: UserMoveCase | None = None
 
-    async def structured(
-        self,
-        messages: Sequence[Message],
-        response_model: type[T],
-        *,
-        params: GenerationParams,
-        sample_index: int,
-        hints: Mapping[str, Any],
-    ) -> T:
-        _require(hints, ("user", "conversation"), f"mock:{self.name}")
-        move = next_user_move(hints["user"], hints["conversation"])
+    def bind(self, context: object) -> MockBehaviour:
+        """This simulator for one move of ``context`` when it is a :class:`UserMoveCase`."""
+        if not isinstance(context, UserMoveCase):
+            return self
+        bound = MockSimulator(self.name)
+        bound.case = context
+        return bound
+
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
+        if self.case is None:
+            raise _unbound(f"mock:{self.name}", "the user's profile and the conversation")
+        visible = [{"role": m.role, "content": m.content} for m in self.case.conversation
+                   if m.role in ("user", "assistant") and m.content.strip()]
+        move = next_user_move(self.case.user.model_dump(mode="json"), visible)
         return response_model.model_validate(move)
 
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec],
-        tool_choice: ToolChoice,
-        params: GenerationParams,
-        sample_index: int,
-        hints: Mapping[str, Any],
-    ) -> Message:
+    async def chat(self, request: ModelRequest) -> Message:
         raise ModelConfigError(
             f"mock:{self.name} answers only structured requests (the simulator's next move)"
         )

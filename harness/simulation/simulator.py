@@ -11,15 +11,18 @@ only when the scenario says so, and never the agent's system prompt.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.models.base import ChatModel
+from harness.models.mock import bind_offline
+from harness.models.request import ModelRequest
 from harness.models.types import GenerationParams, Message, StructuredResponse
 from harness.scenarios.personas import persona_text
 from harness.scenarios.schema import UserSpec
+from harness.simulation.offline import UserMoveCase
 
 SimulatorStop = Literal["goal_met", "user_gave_up", "transfer_requested", "off_topic"]
 SIMULATOR_STOPS: tuple[SimulatorStop, ...] = (
@@ -139,25 +142,6 @@ def simulator_messages(user: UserSpec, conversation: Sequence[Message]) -> list[
     ]
 
 
-def simulator_hints(
-    scenario_id: str, user: UserSpec, conversation: Sequence[Message], turn: int
-) -> dict[str, Any]:
-    """Structured context for an offline ``mock:`` simulator (ignored by real models; not part
-    of the cache key): the user block, the turn index, and the conversation as the user sees
-    it."""
-    visible = [
-        {"role": m.role, "content": m.content}
-        for m in conversation
-        if m.role in ("user", "assistant") and m.content.strip()
-    ]
-    return {
-        "scenario_id": scenario_id,
-        "turn": turn,
-        "user": user.model_dump(mode="json"),
-        "conversation": visible,
-    }
-
-
 class UserSimulator:
     """Plays one scenario's user with a model (``role="simulator"``). ``sample_index`` (the
     epoch) is passed on every call so epochs differ and a repeated epoch replays from cache."""
@@ -183,12 +167,9 @@ class UserSimulator:
         """Ask for the user's next move given the conversation so far (``turn`` is the index of
         the user message to write). Raises :class:`~harness.errors.ModelError` when the call
         fails after retries."""
-        hints: Mapping[str, Any] = simulator_hints(self.scenario_id, self.user, conversation, turn)
-        return await self.model.structured(
-            simulator_messages(self.user, conversation),
+        model = bind_offline(self.model, UserMoveCase(self.user, conversation))
+        return await model.structured(
+            ModelRequest(simulator_messages(self.user, conversation), "simulator",
+                         params=self.params, sample_index=self.sample_index),
             SimulatorTurn,
-            role="simulator",
-            params=self.params,
-            sample_index=self.sample_index,
-            hints=hints,
         )

@@ -3,7 +3,7 @@ instructor does (re-asking on a validation error), and a ChatModel around a Mock
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +11,8 @@ from pydantic import BaseModel, ValidationError
 
 from harness.errors import StructuredOutputError
 from harness.models.base import ChatModel, MockBehaviour, ModelSpec
+from harness.models.mock import MockChatModel
+from harness.models.request import ModelRequest
 from harness.models.types import (
     ChatResponse,
     GenerationParams,
@@ -18,10 +20,9 @@ from harness.models.types import (
     Role,
     StructuredResponse,
     T,
-    ToolChoice,
-    ToolSpec,
     Usage,
 )
+from harness.models.usage import UsageLedger
 from harness.transcript import Transcript, transcript_from_openai
 
 Reply = Any  # a dict (the JSON the model "sent"), an Exception to raise, or a callable
@@ -29,14 +30,29 @@ Reply = Any  # a dict (the JSON the model "sent"), an Exception to raise, or a c
 
 @dataclass
 class Call:
-    messages: list[Message]
+    request: ModelRequest
     response_model: type[BaseModel]
-    role: Role
-    params: GenerationParams | None
-    sample_index: int
-    max_reasks: int
-    hints: Mapping[str, Any] | None
     attempts: int = 0
+
+    @property
+    def messages(self) -> list[Message]:
+        return list(self.request.messages)
+
+    @property
+    def role(self) -> Role:
+        return self.request.role
+
+    @property
+    def params(self) -> GenerationParams | None:
+        return self.request.params
+
+    @property
+    def sample_index(self) -> int:
+        return self.request.sample_index
+
+    @property
+    def max_reasks(self) -> int:
+        return self.request.max_reasks
 
 
 @dataclass
@@ -56,10 +72,7 @@ class ScriptedJudge(ChatModel):
         self.spec = ModelSpec(provider="openai" if provider == "fake" else provider,
                               name=model)  # type: ignore[arg-type]
 
-    async def chat(self, messages: Sequence[Message], *, role: Role,
-                   tools: Sequence[ToolSpec] = (), tool_choice: ToolChoice = "auto",
-                   params: GenerationParams | None = None, sample_index: int = 0,
-                   hints: Mapping[str, Any] | None = None) -> ChatResponse:
+    async def chat(self, request: ModelRequest) -> ChatResponse:
         raise AssertionError("judges must not call chat()")
 
     def _next(self, call: Call) -> Reply:
@@ -69,13 +82,11 @@ class ScriptedJudge(ChatModel):
             raise AssertionError("the scripted judge ran out of replies")
         return self.queue.pop(0)
 
-    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
-                         role: Role, params: GenerationParams | None = None,
-                         sample_index: int = 0, max_reasks: int = 2,
-                         hints: Mapping[str, Any] | None = None) -> StructuredResponse[T]:
-        call = Call(list(messages), response_model, role, params, sample_index, max_reasks,
-                    hints)
+    async def structured(self, request: ModelRequest, response_model: type[T]
+                         ) -> StructuredResponse[T]:
+        call = Call(request, response_model)
         self.calls.append(call)
+        max_reasks = request.max_reasks
         last_error: Exception | None = None
         for attempt in range(1, max_reasks + 2):
             call.attempts = attempt
@@ -94,29 +105,20 @@ class ScriptedJudge(ChatModel):
                                     model=str(self.spec))
 
 
-class BehaviourModel(ChatModel):
-    """A ChatModel around a MockBehaviour, standing in for the model layer's mock wrapper."""
+class BehaviourModel(MockChatModel):
+    """A MockBehaviour wrapped as the model layer wraps it (bound like any ``mock:`` model),
+    reporting no token counts."""
 
     def __init__(self, behaviour: MockBehaviour, name: str) -> None:
-        self.behaviour = behaviour
-        self.spec = ModelSpec(provider="mock", name=name)
+        super().__init__(ModelSpec(provider="mock", name=name), behaviour, UsageLedger())
 
-    async def chat(self, messages: Sequence[Message], *, role: Role,
-                   tools: Sequence[ToolSpec] = (), tool_choice: ToolChoice = "auto",
-                   params: GenerationParams | None = None, sample_index: int = 0,
-                   hints: Mapping[str, Any] | None = None) -> ChatResponse:
-        message = await self.behaviour.chat(
-            messages, tools=tools, tool_choice=tool_choice, params=params or GenerationParams(),
-            sample_index=sample_index, hints=hints or {})
+    async def chat(self, request: ModelRequest) -> ChatResponse:
+        message = await self.behaviour.chat(request)
         return ChatResponse(message=message, model=str(self.spec))
 
-    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
-                         role: Role, params: GenerationParams | None = None,
-                         sample_index: int = 0, max_reasks: int = 2,
-                         hints: Mapping[str, Any] | None = None) -> StructuredResponse[T]:
-        value = await self.behaviour.structured(
-            messages, response_model, params=params or GenerationParams(),
-            sample_index=sample_index, hints=hints or {})
+    async def structured(self, request: ModelRequest, response_model: type[T]
+                         ) -> StructuredResponse[T]:
+        value = await self.behaviour.structured(request, response_model)
         return StructuredResponse[T](value=value, model=str(self.spec), cost_usd=0.0)
 
 

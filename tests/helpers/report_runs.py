@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.errors import ModelUnavailableError
-from harness.models.base import MockBehaviour
-from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
+from harness.models.request import ModelRequest
+from harness.models.types import Message, T
 from harness.runs.api import run_suite
 from harness.runs.config import RunConfig
+from tests.helpers.bound_mocks import ContextBound
 
 PAYLOADS = (
     "<script>alert(1)</script>",
@@ -45,7 +46,7 @@ R = TypeVar("R")
 REGRESSED, IMPROVED, NOISY = {"task-0", "task-1"}, {"task-5"}, {"task-2"}
 
 
-class PageAgent(MockBehaviour):
+class PageAgent(ContextBound):
     """The agents of the module docstring (``mock:pageagent``, ``mock:pageagent-new``)."""
 
     VARIANTS = ("new",)
@@ -59,19 +60,15 @@ class PageAgent(MockBehaviour):
             return not (scenario_id in REGRESSED or (scenario_id in NOISY and epoch % 2 == 0))
         return scenario_id not in IMPROVED
 
-    async def chat(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec],
-                   tool_choice: ToolChoice, params: GenerationParams, sample_index: int,
-                   hints: Mapping[str, Any]) -> Message:
-        text = "DONE" if self.passes(hints["scenario_id"], sample_index) else "no idea"
+    async def chat(self, request: ModelRequest) -> Message:
+        text = "DONE" if self.passes(self.scenario_id, request.sample_index) else "no idea"
         return Message(role="assistant", content=f"{text} {PAYLOAD}" if self.hostile else text)
 
-    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
-                         params: GenerationParams, sample_index: int,
-                         hints: Mapping[str, Any]) -> T:
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
         raise AssertionError("the page agent is never asked for structured output")
 
 
-class PageJudge(MockBehaviour):
+class PageJudge(ContextBound):
     """The pairwise judge of the module docstring (``mock:pagejudge``)."""
 
     hostile = False
@@ -80,18 +77,14 @@ class PageJudge(MockBehaviour):
     def __init__(self, name: str) -> None:
         self.name = name
 
-    async def chat(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec],
-                   tool_choice: ToolChoice, params: GenerationParams, sample_index: int,
-                   hints: Mapping[str, Any]) -> Message:
+    async def chat(self, request: ModelRequest) -> Message:
         raise AssertionError("a judge is only asked for structured answers")
 
-    async def structured(self, messages: Sequence[Message], response_model: type[T], *,
-                         params: GenerationParams, sample_index: int,
-                         hints: Mapping[str, Any]) -> T:
-        shown = hints["judge"]
-        if self.fail_first_shown is not None and self.fail_first_shown in shown["first"]:
+    async def structured(self, request: ModelRequest, response_model: type[T]) -> T:
+        shown = self.pair
+        if self.fail_first_shown is not None and self.fail_first_shown in shown.first:
             raise ModelUnavailableError("500 after 3 attempts", model=f"mock:{self.name}")
-        first, second = ("DONE" in shown["first"]), ("DONE" in shown["second"])
+        first, second = ("DONE" in shown.first), ("DONE" in shown.second)
         verdict = "B" if second and not first else "A"
         why = ("Only one of them finished the task." if first != second
                else "Both read the same; the first one seemed fine.")

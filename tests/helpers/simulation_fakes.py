@@ -5,22 +5,21 @@ tests through the real SDKs and the loopback server live in test_episode_loopbac
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
 from harness.models.base import ChatModel, MockBehaviour, ModelSpec
+from harness.models.request import ModelRequest
 from harness.models.types import (
     ChatResponse,
-    GenerationParams,
     Message,
     Role,
     StructuredResponse,
     T,
     ToolCall,
-    ToolChoice,
     ToolSpec,
     Usage,
 )
@@ -33,7 +32,7 @@ class Request:
     role: Role
     tools: list[ToolSpec] = field(default_factory=list)
     sample_index: int = 0
-    hints: dict[str, Any] = field(default_factory=dict)
+    request: ModelRequest | None = None
 
 
 def text(content: str) -> Message:
@@ -79,29 +78,11 @@ class FakeModel(ChatModel):
             raise reply
         return reply
 
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        role: Role,
-        tools: Sequence[ToolSpec] = (),
-        tool_choice: ToolChoice = "auto",
-        params: GenerationParams | None = None,
-        sample_index: int = 0,
-        hints: Mapping[str, Any] | None = None,
-    ) -> ChatResponse:
-        self.requests.append(
-            Request("chat", list(messages), role, list(tools), sample_index, dict(hints or {}))
-        )
+    async def chat(self, request: ModelRequest) -> ChatResponse:
+        self.requests.append(Request("chat", list(request.messages), request.role,
+                                     list(request.tools), request.sample_index, request))
         if self.behaviour is not None:
-            message = await self.behaviour.chat(
-                messages,
-                tools=tools,
-                tool_choice=tool_choice,
-                params=params or GenerationParams(),
-                sample_index=sample_index,
-                hints=hints or {},
-            )
+            message = await self.behaviour.chat(request)
         else:
             message = self._next()
         return ChatResponse(
@@ -113,27 +94,12 @@ class FakeModel(ChatModel):
         )
 
     async def structured(
-        self,
-        messages: Sequence[Message],
-        response_model: type[T],
-        *,
-        role: Role,
-        params: GenerationParams | None = None,
-        sample_index: int = 0,
-        max_reasks: int = 2,
-        hints: Mapping[str, Any] | None = None,
+        self, request: ModelRequest, response_model: type[T]
     ) -> StructuredResponse[T]:
-        self.requests.append(
-            Request("structured", list(messages), role, [], sample_index, dict(hints or {}))
-        )
+        self.requests.append(Request("structured", list(request.messages), request.role, [],
+                                     request.sample_index, request))
         if self.behaviour is not None:
-            value = await self.behaviour.structured(
-                messages,
-                response_model,
-                params=params or GenerationParams(),
-                sample_index=sample_index,
-                hints=hints or {},
-            )
+            value = await self.behaviour.structured(request, response_model)
         else:
             reply = self._next()
             value = reply if isinstance(reply, BaseModel) else response_model.model_validate(reply)
