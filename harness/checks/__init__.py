@@ -20,7 +20,7 @@ the final answer), ``custom`` (checks of one's own), ``state`` (final-state diff
 analysis).
 """
 
-from harness.checks.custom import check
+from harness.checks.registry import check
 from harness.checks.result import CheckResult
 
 __all__ = ["CheckResult", "check"]

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.checks.args import CheckConfigError
-from harness.checks.custom import check_name, compile_check
+from harness.checks.builtins import BUILTIN_CHECK_NAMES
 from harness.checks.response_format import compile_response_checks
-from harness.checks.run import BUILTIN_CHECK_NAMES
+from harness.checks.run import check_name, compile_check
 from harness.scenarios.expressions import template_problems
 from harness.scenarios.schema import Scenario, ToolDef, _AnswerFields
 from harness.user_code import AGENT_KEYWORDS, ImportPathError, resolve_callable
