@@ -124,6 +124,22 @@ def expand_expectations(expectations: Expectations) -> list[CheckSpec]:
     return specs
 
 
+def builtin_spec_name(use: str) -> str | None:
+    """The name a built-in's spec takes (its metric's, for a check reporting one), or
+    ``None`` when ``use`` names no built-in."""
+    held = _BUILTINS.get(use)
+    return None if held is None else held[0]
+
+
+def clashing_field(use: str, expectations: Expectations) -> str | None:
+    """The expectation field that already runs the built-in ``use`` when a second run of it
+    would report the same metric names (``trajectory`` and ``single_tool_use`` name their
+    own metrics; the others report under their spec's name), or ``None``."""
+    if use not in ("trajectory", "single_tool_use") or not _given(expectations, use):
+        return None
+    return _BUILTINS[use][1][0]
+
+
 def _fields(use: str, args: dict[str, Any]) -> Expectations:
     """``args`` validated as the expectation fields the built-in ``use`` takes. Raises
     :class:`CheckConfigError` naming the argument that cannot be used."""
@@ -137,7 +153,8 @@ def _fields(use: str, args: dict[str, Any]) -> Expectations:
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or use
-        raise CheckConfigError(where, first["msg"]) from None
+        raise CheckConfigError(where, f"a valid value ({first['msg'][:1].lower()}"
+                               f"{first['msg'][1:]})") from None
     if not _given(exp, use):
         raise CheckConfigError(allowed[0], f"a value: the built-in check {use!r} needs it")
     return exp
