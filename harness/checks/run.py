@@ -141,9 +141,10 @@ def run_check(compiled: CompiledCheck, transcript: Transcript,
     # findings); a bare value, or a verdict left to the threshold, has no reason attached
     if isinstance(returned, list) and returned and all(
             isinstance(r, CheckResult) for r in returned):
-        results = [r.model_copy(deep=True) for r in returned]
+        results = list(returned)
     elif isinstance(returned, CheckResult):
-        results = [returned.model_copy(update={"name": name}, deep=True)]
+        results = [returned if returned.name == name
+                   else returned.model_copy(update={"name": name}, deep=True)]
     elif isinstance(returned, bool | np.bool_):  # numpy comparisons give np.bool_
         results = [CheckResult(name=name, value=float(returned), passed=bool(returned))]
     elif isinstance(returned, numbers.Real):  # int, float, numpy scalars
@@ -158,7 +159,7 @@ def run_check(compiled: CompiledCheck, transcript: Transcript,
     # failure analysis counts it
     failed = [r for r, said in zip(out, said_why, strict=True)
               if not said and r.gating and r.passed is False and not r.findings]
-    if failed:
+    if failed:  # a fresh object or a copy (the run decided its verdict): ours to change
         first = failed[0]
         first.findings.append(Finding(
             kind="custom_check", subject=first.name,
@@ -171,20 +172,23 @@ def run_check(compiled: CompiledCheck, transcript: Transcript,
 
 def _settled(result: CheckResult, spec: CheckSpec) -> CheckResult:
     """A returned result with its value checked, its verdict decided (by the threshold when
-    the check left it) and the spec's ``gating`` applied."""
+    the check left it) and the spec's ``gating`` applied: a copy when anything changes, so
+    that an object the check keeps (or returns again) is never altered."""
     value = result.value
     if result.error is not None:
         return result
+    update: dict[str, Any] = {}
     if value is not None:
         if math.isnan(value) or not 0.0 <= value <= 1.0:
             return _errored(result.name, f"returned {value!r}; expected a value in [0, 1]")
         if result.passed is None and result.gating:
-            result.passed = value >= spec.threshold
-            result.details.setdefault("threshold", spec.threshold)
+            update["passed"] = value >= spec.threshold
+            update["details"] = {**result.details, "threshold": spec.threshold}
     if not spec.gating:
-        result.gating = False
-        result.passed = None
-    return result
+        update.update(gating=False, passed=None)
+    if not update:
+        return result
+    return result.model_copy(update=update, deep=True)
 
 
 def _errored(name: str, message: str) -> CheckResult:
@@ -259,8 +263,9 @@ def run_checks(
                 result = _errored(result.name, "reported a metric another check already "
                                   "reported; give the check another name")
             seen.add(result.name)
-            report.warnings.extend(result.warnings)
-            result.warnings = []
+            if result.warnings:  # said once, in the report
+                report.warnings.extend(result.warnings)
+                result = result.model_copy(update={"warnings": []})
             report.results.append(result)
     report.warnings = list(dict.fromkeys(report.warnings))
     return report
