@@ -221,6 +221,8 @@ def prepare_expectations(
         except ImportPathError as err:
             raise CheckConfigError(f"checks[{i}].use", f"a check f(transcript, expectations): "
                                    f"{err}") from None
+        except CheckConfigError as err:
+            raise CheckConfigError(f"checks[{i}].args.{err.field}", err.expected) from None
     return PreparedExpectations(expectations, tuple(compiled))
 
 
