@@ -27,7 +27,7 @@ from harness.version import __version__
 if TYPE_CHECKING:
     from harness.calibration.report import CalibrationReport
     from harness.calibration.study import run_calibration
-    from harness.checks.custom import check
+    from harness.checks.registry import check
     from harness.checks.result import CheckResult
     from harness.formats import load_scenarios, validate_paths
     from harness.runs.api import RunResult, resume_run, run_suite
@@ -50,7 +50,7 @@ _EXPORTS: dict[str, str] = {
     "load_scenarios": "harness.formats",
     "validate_paths": "harness.formats",
     "Scenario": "harness.scenarios.schema",
-    "check": "harness.checks.custom",
+    "check": "harness.checks.registry",
     "CheckResult": "harness.checks.result",
     "run_calibration": "harness.calibration.study",
     "CalibrationReport": "harness.calibration.report",

@@ -14,8 +14,14 @@ import numpy as np
 import pytest
 
 from harness.checks import CheckResult, check
-from harness.checks.custom import CompiledCheck, compile_check, run_check
-from harness.checks.run import prepare_expectations, run_checks
+from harness.checks.run import (
+    CompiledCheck,
+    PreparedExpectations,
+    compile_check,
+    prepare_expectations,
+    run_check,
+    run_checks,
+)
 from harness.checks.spec import CheckSpec, Expectations
 from harness.errors import InputError, InputErrors
 from harness.models.types import Message
@@ -37,6 +43,11 @@ def _compiled(function: Any, **spec: Any) -> CompiledCheck:
                          spec=CheckSpec(use="x:y", **spec))
 
 
+def _run_one(compiled: CompiledCheck, transcript: Transcript) -> CheckResult:
+    [result] = run_check(compiled, transcript, Expectations())
+    return result
+
+
 def mentions(transcript: Transcript, expectations: Expectations, *, word: str) -> bool:
     return word.lower() in transcript.final_response.lower()
 
@@ -52,14 +63,14 @@ def mentions(transcript: Transcript, expectations: Expectations, *, word: str) -
 def test_a_bool_or_a_number_becomes_a_value_and_a_verdict(
     returned: Any, value: float, passed: bool
 ) -> None:
-    result = run_check(_compiled(lambda t, e: returned), _tx(), Expectations())
+    result = _run_one(_compiled(lambda t, e: returned), _tx())
     assert (result.name, result.value, result.passed, result.error) == ("mine", value, passed,
                                                                         None)
     assert [f.kind for f in result.findings] == ([] if passed else ["custom_check"])
 
 
 def test_a_number_passes_at_its_threshold() -> None:
-    result = run_check(_compiled(lambda t, e: 0.75, threshold=0.75), _tx(), Expectations())
+    result = _run_one(_compiled(lambda t, e: 0.75, threshold=0.75), _tx())
     assert result.passed is True and result.details["threshold"] == 0.75
 
 
@@ -67,20 +78,20 @@ def test_a_check_result_is_kept_under_the_specs_name() -> None:
     def detailed(t: Transcript, e: Expectations) -> CheckResult:
         return CheckResult(name="whatever", value=0.5, passed=True, details={"why": "half"})
 
-    result = run_check(_compiled(detailed, name="tone"), _tx(), Expectations())
+    result = _run_one(_compiled(detailed, name="tone"), _tx())
     assert (result.name, result.value, result.passed) == ("tone", 0.5, True)
     assert result.details["why"] == "half"
 
     kept = CheckResult(name="kept", value=0.5, passed=None, details={})
-    result = run_check(_compiled(lambda t, e: kept, threshold=0.5), _tx(), Expectations())
+    result = _run_one(_compiled(lambda t, e: kept, threshold=0.5), _tx())
     assert result.passed is True and result.details["threshold"] == 0.5
     assert kept.passed is None and kept.details == {}  # the check's own object is untouched
 
 
 def test_args_are_passed_as_keywords() -> None:
     spec = CheckSpec(use="x:y", args={"word": "monday"})
-    assert run_check(CompiledCheck("m", mentions, spec), _tx(), Expectations()).value == 1.0
-    assert run_check(CompiledCheck("m", mentions, spec), _tx("Soon."), Expectations()).value == 0.0
+    assert _run_one(CompiledCheck("m", mentions, spec), _tx()).value == 1.0
+    assert _run_one(CompiledCheck("m", mentions, spec), _tx("Soon.")).value == 0.0
 
 
 @pytest.mark.parametrize(("function", "message"), [
@@ -94,7 +105,7 @@ def test_args_are_passed_as_keywords() -> None:
 def test_a_bad_value_or_an_exception_is_an_errored_check_not_a_zero(
     function: Any, message: str
 ) -> None:
-    result = run_check(_compiled(function), _tx(), Expectations())
+    result = _run_one(_compiled(function), _tx())
     assert result.value is None and result.passed is None
     assert result.error is not None and message in result.error
     assert result.error.startswith("check 'mine' ")
@@ -103,9 +114,8 @@ def test_a_bad_value_or_an_exception_is_an_errored_check_not_a_zero(
 def test_an_errored_check_makes_the_sample_errored_with_its_message() -> None:
     transcript = _tx()
     prepared = prepare_expectations(Expectations(max_tool_calls=3))
-    prepared = prepared.__class__(prepared.expectations, prepared.global_matching,
-                                  prepared.call_matchings,
-                                  (_compiled(lambda t, e: 1 / 0, name="boom"),))
+    prepared = PreparedExpectations(prepared.expectations,
+                                    (*prepared.checks, _compiled(lambda t, e: 1 / 0, name="boom")))
     report = run_checks(transcript, prepared)
     sample = build_sample(transcript, report, [], started_at=0.0, finished_at=1.0)
     assert sample.status == "errored" and sample.score is None
@@ -116,10 +126,9 @@ def test_an_errored_check_makes_the_sample_errored_with_its_message() -> None:
 def test_a_non_gating_check_is_a_metric_but_not_in_the_score_or_verdict() -> None:
     transcript = _tx()
     prepared = prepare_expectations(Expectations(max_tool_calls=3))
-    prepared = prepared.__class__(prepared.expectations, prepared.global_matching,
-                                  prepared.call_matchings,
-                                  (_compiled(lambda t, e: 0.25, name="info", gating=False),
-                                   _compiled(lambda t, e: 0.5, name="gate", threshold=0.4)))
+    prepared = PreparedExpectations(prepared.expectations, (
+        *prepared.checks, _compiled(lambda t, e: 0.25, name="info", gating=False),
+        _compiled(lambda t, e: 0.5, name="gate", threshold=0.4)))
     report = run_checks(transcript, prepared)
     assert report.get("info").passed is None
     sample = build_sample(transcript, report, [], started_at=0.0, finished_at=1.0)
@@ -131,8 +140,8 @@ def test_a_non_gating_check_is_a_metric_but_not_in_the_score_or_verdict() -> Non
 def test_a_failing_gating_check_fails_the_sample() -> None:
     transcript = _tx()
     prepared = prepare_expectations(Expectations())
-    prepared = prepared.__class__(prepared.expectations, prepared.global_matching,
-                                  prepared.call_matchings, (_compiled(lambda t, e: False),))
+    prepared = PreparedExpectations(prepared.expectations,
+                                    (*prepared.checks, _compiled(lambda t, e: False)))
     sample = build_sample(transcript, run_checks(transcript, prepared), [], started_at=0.0,
                           finished_at=1.0)
     assert sample.passed is False and sample.score == 0.0
@@ -187,9 +196,9 @@ def test_a_path_and_a_registered_name_resolve_from_the_scenario_directory(
     [scenario] = load_scenarios([str(suite)])
     prepared = prepare_expectations(scenario.expectations, scenario.checks,
                                     base_dir=scenario.base_dir)
-    assert [c.name for c in prepared.custom_checks] == ["says_monday", "brevity",
-                                                        "brevity_again"]
-    assert prepared.custom_checks[1].function is prepared.custom_checks[2].function
+    # no expectations: the scenario's checks are its own
+    assert [c.name for c in prepared.checks] == ["says_monday", "brevity", "brevity_again"]
+    assert prepared.checks[1].function is prepared.checks[2].function
 
 
 @pytest.mark.parametrize(("checks", "field", "expected"), [

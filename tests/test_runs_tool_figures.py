@@ -86,11 +86,13 @@ def test_precision_and_recall_per_tool_are_the_matching_of_that_tool_alone(mode:
     collector.add(build_sample(transcript, run_checks(transcript, expectations), [],
                                started_at=0.0, finished_at=1.0))
     tools = collector.tools(0.95)
-    prepared = prepare_expectations(expectations)
+    [trajectory] = prepare_expectations(expectations).checks
+    assert trajectory.kwargs is not None
+    call_matchings = trajectory.kwargs["call_matchings"]
     found = {}
     for name in ("search", "book"):
         ref, matchings = zip(*[(r, m) for r, m in zip(expectations.tool_calls or [],
-                                                      prepared.call_matchings, strict=True)
+                                                      call_matchings, strict=True)
                                if r.name == name], strict=True)
         compat, _ = traj.compatibility(ref, [c for c in calls if c.name == name], matchings)
         alone = traj.trajectory_scores(compat)

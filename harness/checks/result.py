@@ -18,6 +18,7 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     model_serializer,
+    model_validator,
 )
 
 FindingKind = Literal[
@@ -34,7 +35,7 @@ FindingKind = Literal[
     "wrong_final_state",  # the tools' final state differs from the expected one
     "over_latency",  # a turn took longer than the latency budget
     "response_format",  # the final answer misses its regex, JSON Schema or length limit
-    "custom_check",  # a check of one's own (a scenario's ``checks``) failed
+    "custom_check",  # a check failed and said nothing more (e.g. a bare False of one's own)
     "judge_failed_criterion",  # a judge scored a rubric criterion as failed
 ]
 
@@ -57,12 +58,27 @@ class Finding(BaseModel):
     message: str
 
 
+# The descriptive trajectory views do not gate. Stored JSON leaves ``gating`` out where it is
+# what these names imply (or where there is no verdict for it to matter), so the JSON of the
+# built-ins reads as it always did, and stores written before ``gating`` read the same.
+_DESCRIPTIVE_VIEWS = frozenset({
+    "trajectory_exact_match", "trajectory_in_order_match", "trajectory_any_order_match",
+    "trajectory_precision", "trajectory_recall", "trajectory_f1",
+})
+
+
+def _implied_gating(name: object) -> bool:
+    return name not in _DESCRIPTIVE_VIEWS
+
+
 class CheckResult(BaseModel):
-    """The outcome of one check.
+    """The outcome of one check, built-in or one's own alike.
 
     ``value`` is normalised to [0, 1] (1 is best); ``passed`` says whether it met its bar.
     Both are ``None`` when the check could not be computed (``unscored_reason`` says why).
-    ``details`` hold what matched and what was missing, for a human reading the report.
+    ``gating`` says whether it counts in the sample's score and pass verdict (a descriptive
+    view, or a check made informational, is reported only). ``details`` hold what matched
+    and what was missing, for a human reading the report.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -70,6 +86,11 @@ class CheckResult(BaseModel):
     name: str
     value: float | None
     passed: bool | None
+    gating: bool = Field(
+        default=True,
+        description="counts in the sample's score and pass verdict (when it has a verdict); "
+        "false: reported only",
+    )
     details: dict[str, Any] = Field(default_factory=dict)
     findings: list[Finding] = Field(default_factory=list)
     unscored_reason: str | None = None
@@ -79,12 +100,30 @@ class CheckResult(BaseModel):
         "message (value and passed are None, and the sample is errored)",
     )
 
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="problems with the input met while checking (e.g. a matcher that "
+        "raised); the run moves them to the report's warnings",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _implied_by_the_name(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "gating" not in data:
+            return {**data, "gating": _implied_gating(data.get("name"))}
+        return data
+
     @model_serializer(mode="wrap")
-    def _without_a_missing_error(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # only checks of one's own can error: the built-ins' stored JSON stays as it was
+    def _without_empty_extras(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # an error, warnings and an unusual ``gating`` are the exceptions: the stored JSON
+        # carries them only when they apply, so a built-in's JSON is as it always was
         data: dict[str, Any] = handler(self)
+        if self.passed is None or self.gating == _implied_gating(self.name):
+            data.pop("gating", None)
         if data.get("error", "") is None:
             del data["error"]
+        if data.get("warnings") == []:
+            del data["warnings"]
         return data
 
     @classmethod

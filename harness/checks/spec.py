@@ -155,11 +155,13 @@ class Expectations(_Strict):
 
 
 class CheckSpec(_Strict):
-    """A check of one's own, named under a scenario's ``checks``: a Python function
-    ``f(transcript, expectations, **args) -> CheckResult | float | bool``."""
+    """One check to run: a function ``f(transcript, expectations, **args) -> CheckResult |
+    list[CheckResult] | float | bool``, named under a scenario's ``checks`` or expanded from
+    its ``expectations`` (the built-ins, see :mod:`harness.checks.builtins`)."""
 
     use: str = Field(
-        description="'package.module:function', or the name given to @harness.checks.check"
+        description="'package.module:function', or a registered name: a built-in check's "
+        "(trajectory, max_tool_calls, ...) or one given to @harness.checks.check"
     )
     name: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.:-]*$",

@@ -297,8 +297,7 @@ def with_single_tool_use(records: Sequence[TranscriptRecord], tools: Sequence[st
     for record in records:
         exp = record.expectations.expectations
         merged = list(dict.fromkeys([*exp.single_tool_use, *tools]))
-        prepared = replace(record.expectations,
-                           expectations=exp.model_copy(update={"single_tool_use": merged}))
+        prepared = prepare_expectations(exp.model_copy(update={"single_tool_use": merged}))
         out.append(replace(record, expectations=prepared))
     return out
 

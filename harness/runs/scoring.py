@@ -8,13 +8,14 @@
   ``scoring.weights`` makes it a weighted mean: ``checks`` weighs the checks component, a
   rubric id that rubric's; a component not named weighs 1 (so by default the plain mean).
 - The sample **passes** when every gating check passed and every judged rubric passed.
-- Gating checks are every check with a pass verdict (``passed`` not ``None``; a check made
-  informational by a ``None`` threshold is reported only) except the descriptive trajectory
-  views
-  (``trajectory_exact_match``, ``..._in_order_match``, ``..._any_order_match``,
-  ``..._precision``, ``..._recall``, ``..._f1``): those are reported, and the strictness of
-  the trajectory gate is the scenario's choice of ``adk_trajectory_match`` (EXACT, IN_ORDER
-  or ANY_ORDER) through ``tool_trajectory_avg_score``.
+- Gating checks are the check results that say so (``gating``) and have a pass verdict
+  (``passed`` not ``None``). Each check decides, built-in or one's own alike: the
+  descriptive trajectory views (``trajectory_exact_match``, ``..._in_order_match``,
+  ``..._any_order_match``, ``..._precision``, ``..._recall``, ``..._f1``) are reported
+  only, so the strictness of the trajectory gate is the scenario's choice of
+  ``adk_trajectory_match`` (EXACT, IN_ORDER or ANY_ORDER) through
+  ``tool_trajectory_avg_score``; a ``None`` threshold or ``gating: false`` reports a check
+  only.
 - A sample whose episode failed, or whose judges all failed for a rubric, is **errored**:
   it has no score, and the run's error policy decides, explicitly, how it counts.
 - A scenario's own check that raised or returned an invalid value (``error`` set) makes the
@@ -35,22 +36,6 @@ from harness.judging.verdicts import JudgeError, Judgment
 from harness.models.types import Role
 from harness.runs.sample import SampleRecord
 from harness.transcript import ErrorInfo, Transcript, UsageTotals
-
-DESCRIPTIVE_CHECKS = frozenset(
-    {
-        "trajectory_exact_match",
-        "trajectory_in_order_match",
-        "trajectory_any_order_match",
-        "trajectory_precision",
-        "trajectory_recall",
-        "trajectory_f1",
-    }
-)
-
-
-def is_gating(check_name: str) -> bool:
-    """Whether a check counts towards the sample's score and pass verdict."""
-    return check_name not in DESCRIPTIVE_CHECKS
 
 
 def build_sample(
@@ -107,7 +92,7 @@ def build_sample(
         if result.value is None:
             continue
         metrics[result.name] = result.value
-        if is_gating(result.name) and result.passed is not None:
+        if result.gating and result.passed is not None:
             gating_values.append(result.value)
             checks_passed = checks_passed and result.passed is not False
     weight = dict(weights or {})

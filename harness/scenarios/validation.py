@@ -11,9 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.checks.args import CheckConfigError
-from harness.checks.custom import check_name, compile_check
+from harness.checks.builtins import (
+    BUILTIN_CHECK_NAMES,
+    builtin_spec_name,
+    clashing_field,
+    expand_expectations,
+)
 from harness.checks.response_format import compile_response_checks
-from harness.checks.run import BUILTIN_CHECK_NAMES
+from harness.checks.run import check_name, compile_check
 from harness.scenarios.expressions import template_problems
 from harness.scenarios.schema import Scenario, ToolDef, _AnswerFields
 from harness.user_code import AGENT_KEYWORDS, ImportPathError, resolve_callable
@@ -236,6 +241,16 @@ def _import_problems(scenario: Scenario, base_dir: Path | None) -> Iterator[Prob
         except ImportPathError as err:
             yield Problem(("checks", i, "use"),
                           f"a check f(transcript, expectations, **args): {err}")
+        except CheckConfigError as err:
+            yield Problem(("checks", i, "args", err.field), f"expected {err.expected}")
+    # the built-ins the expectations stand for (their matchers import here); the response
+    # checks' patterns are checked below, imports or not
+    for spec in expand_expectations(scenario.expectations):
+        try:
+            compile_check(spec)
+        except CheckConfigError as err:
+            if not err.field.startswith(("response_matches", "response_json_schema")):
+                yield Problem(("expectations", err.field), f"expected {err.expected}")
 
 
 def _check_problems(scenario: Scenario) -> Iterator[Problem]:
@@ -246,7 +261,13 @@ def _check_problems(scenario: Scenario) -> Iterator[Problem]:
         name = check_name(spec)
         field = ("checks", i, "name" if spec.name is not None else "use")
         reserved = name.startswith(("rubric:", "trajectory_single_tool_use:"))
-        if reserved or name in BUILTIN_CHECK_NAMES:
+        clash = clashing_field(spec.use, scenario.expectations)
+        if clash is not None:
+            yield Problem(("checks", i, "use"),
+                          f"the built-in check {spec.use!r} already runs from "
+                          f"expectations.{clash} and would report the same metrics; name it "
+                          "in one place")
+        elif reserved or (name in BUILTIN_CHECK_NAMES and name != builtin_spec_name(spec.use)):
             yield Problem(field, f"check name {name!r} is taken by a built-in metric; "
                           "give the check another name")
         elif name in seen:

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.checks.result import CheckResult
 from harness.choices import GateBasis
 from harness.runs.gate import evaluate_gate
 from harness.runs.sample import SampleRecord
-from harness.runs.scoring import is_gating
 from harness.runs.store import RunStore
 from harness.safe_text import visible_controls
 from harness.stats.sampling import ScenarioStats, scenario_stats
@@ -65,8 +65,9 @@ def _evidence(samples: Iterable[SampleRecord]) -> dict[str, _ScenarioEvidence]:
             continue
         for report in rec.checks:
             for result in report.get("results", []):
-                if is_gating(result["name"]) and result.get("passed") is not None:
-                    ev.checks[result["name"]].add(float(result["value"]), bool(result["passed"]))
+                checked = CheckResult.model_validate(result)
+                if checked.gating and checked.passed is not None and checked.value is not None:
+                    ev.checks[checked.name].add(checked.value, checked.passed)
         for judged in rec.judgments:
             _add_judgment(ev, judged)
     return out

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.checks.custom import check_name
+from harness.checks.run import check_name
 from harness.errors import InputError
 from harness.formats.adk.convert import (
     FINAL_RESPONSE_MATCH,

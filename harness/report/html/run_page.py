@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.checks.result import CheckResult
 from harness.models.types import Message
 from harness.report.html.page import embedded_data, render_page, write_page
 from harness.report.html.plots import (
@@ -124,7 +125,9 @@ def sample_view(record: SampleRecord) -> dict[str, Any]:
                          for c in j.get("criteria", [])],
             "samples": samples,
         })
-    checks = [r for report in record.checks for r in report.get("results", [])]
+    # ``gating`` spelled out for the page (the stored JSON leaves it out where it is implied)
+    checks = [{**r, "gating": CheckResult.model_validate(r).gating}
+              for report in record.checks for r in report.get("results", [])]
     return {
         "scenario_id": record.scenario_id, "epoch": record.epoch, "status": record.status,
         "score": record.score, "passed": record.passed, "tags": record.tags,

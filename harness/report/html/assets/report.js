@@ -90,6 +90,15 @@
       h("div", null, h("div", { "class": "muted small" }, "reference"), ref.length ? left : h("p", { "class": "muted" }, stored ? "none" : "not stored with this run (written by an older harness)")),
       h("div", null, h("div", { "class": "muted small" }, "actual"), s.actual_trajectory.length ? right : h("p", { "class": "muted" }, "no tool call")))];
   }
+  // A check's verdict, built-in or one's own alike: a value without a verdict was reported
+  // only (a null threshold, gating: false); a verdict that does not gate is marked so.
+  function checkVerdict(c) {
+    if (c.error) return tag("error", "bad");
+    if (c.value === null) return tag("unscored");
+    if (c.passed === null) return tag("reported only");
+    var verdict = c.passed ? tag("pass", "good") : tag("fail", "bad");
+    return c.gating === false ? [verdict, " ", tag("reported only")] : verdict;
+  }
   function checks(s) {
     if (!s.checks.length) return null;
     var rows = s.checks.map(function (c) {
@@ -102,7 +111,7 @@
       if (c.error) detail.push(h("div", null, tag("error", "bad"), " ", c.error));
       if (c.details && Object.keys(c.details).length) detail.push(h("details", null, h("summary", { "class": "muted small" }, "details"), h("pre", null, pretty(c.details))));
       return h("tr", { "data-check": c.name }, h("td", null, c.name), h("td", { "class": "num" }, num(c.value)),
-        h("td", null, c.error ? tag("error", "bad") : c.passed === null ? tag("unscored") : (c.passed ? tag("pass", "good") : tag("fail", "bad"))), h("td", null, detail));
+        h("td", null, checkVerdict(c)), h("td", null, detail));
     });
     return [h("h3", null, "Checks"), h("table", null, h("thead", null, h("tr", null, h("th", null, "check"), h("th", { "class": "num" }, "value"), h("th", null, "verdict"), h("th", null, "expected against actual"))), h("tbody", null, rows))];
   }
