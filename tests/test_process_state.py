@@ -19,6 +19,8 @@ import pytest
 from harness.runs import api, event_loop
 from harness.runs.config import RunConfig
 
+pytest_plugins = ("pytester",)
+
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
 
@@ -123,8 +125,6 @@ def test_the_library_s_own_event_loop_leaves_the_thread_s_loop_as_it_was(
         asyncio.set_event_loop(None)
         mine.close()
 
-
-pytest_plugins = ("pytester",)
 
 # The inner session records, as the plugin's run summarises, what the outer test compares.
 WATCHING_CONFTEST = """\

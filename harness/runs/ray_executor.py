@@ -278,9 +278,9 @@ class RayExecutor:
                                    "configure_logging": False}
         # Read by the processes the local instance starts, as they start: set for its start
         # only, so the caller's environment is as it was afterwards.
-        usage_stats = {} if self.config.ray_address is not None else {
-            "RAY_USAGE_STATS_ENABLED": "0"}
-        options["address"] = self.config.ray_address or "local"
+        local = self.config.ray_address is None
+        usage_stats = {"RAY_USAGE_STATS_ENABLED": "0"} if local else {}
+        options["address"] = "local" if local else self.config.ray_address
         try:
             with _environment(usage_stats):
                 ray.init(**options)
