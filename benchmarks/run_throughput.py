@@ -137,7 +137,8 @@ def measure(args: argparse.Namespace) -> None:
     reporter.emit = lambda record: left.append(record.getMessage())  # type: ignore[method-assign]
     logging.getLogger("harness.runs.workers").addHandler(reporter)
     logging.getLogger("harness.runs.workers").setLevel(logging.INFO)
-    result = event_loop.run(run_suite(config, out))
+    # Tuned as `harness run` tunes its process (a library caller's is left as it is).
+    result = event_loop.run(run_suite(config, out, tune_collector=True))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     # The worker processes' CPU and memory, as each reported when it left. Workers forked
     # from this process are its children, waited for, so their CPU is in RUSAGE_CHILDREN;

@@ -7,9 +7,10 @@ tree). Without either, the plugin adds command-line options, two fixtures and no
 else: no items, no hooks at collection time, and this module imports only pytest (the
 harness is imported when a scenario is collected or a fixture is used).
 
-One test item per scenario. The first item to run runs every selected scenario item once,
-in one run (one store, one ``summary.json``, one ``report.html``), through the engine of
-``harness run``; each item then reports its scenario's result, failing with
+One test item per scenario (a :class:`pytest.Function`, so that it is given the session's
+``tmp_path_factory`` as any test is). The first item to run runs every selected scenario
+item once, in one run (one store, one ``summary.json``, one ``report.html``), through the
+engine of ``harness run``; each item then reports its scenario's result, failing with
 :func:`harness.testing.outcome.failure_message`. Deselected items (``-k``, ``-m``) are not
 run. Under pytest-xdist a worker cannot know which items it will be given, so there each
 item runs its own scenario (one run directory per item).
@@ -17,7 +18,6 @@ item runs its own scenario (one run directory per item).
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -97,17 +97,19 @@ class ScenarioCollection:
             return ScenarioFile.from_parent(parent, path=file_path)
         return None
 
-    def run_for(self, item: ScenarioItem) -> RunResult:
+    def run_for(self, item: ScenarioItem, tmp_path_factory: pytest.TempPathFactory
+                ) -> RunResult:
         """The run holding ``item``'s scenario: this process's one run of every selected
-        scenario item (under xdist, a run of this item alone). A failure to start the run
-        (bad input, a missing model) is kept and raised for every item."""
+        scenario item (under xdist, a run of this item alone), in a directory from
+        ``tmp_path_factory`` unless ``--harness-out``. A failure to start the run (bad input,
+        a missing model) is kept and raised for every item."""
         workers = hasattr(self.config, "workerinput")
         holder = item.stash if workers else self.config.stash
         if _RUN_KEY not in holder:
             items = [item] if workers else [
                 i for i in item.session.items if isinstance(i, ScenarioItem)]
             try:
-                holder[_RUN_KEY] = self._run(items, item)
+                holder[_RUN_KEY] = self._run(items, item, tmp_path_factory)
             except Exception as err:
                 holder[_RUN_KEY] = err
         got = holder[_RUN_KEY]
@@ -129,20 +131,15 @@ class ScenarioCollection:
             cache_path=str(self.config.rootpath / ".harness" / "cache.sqlite"),
         )
 
-    def _run(self, items: list[ScenarioItem], first: ScenarioItem) -> RunResult:
+    def _run(self, items: list[ScenarioItem], first: ScenarioItem,
+             tmp_path_factory: pytest.TempPathFactory) -> RunResult:
         from harness.runs import event_loop
         from harness.runs.api import run_suite
         from harness.testing.evaluation import write_report
 
         out = self.config.getoption("harness_out")
         if out is None:
-            # The session's tmp_path_factory (items are not fixtures' requesters, so it is
-            # read where pytest keeps it, a private attribute); a directory of our own should
-            # a pytest release drop it.
-            factory = getattr(self.config, "_tmp_path_factory", None)
-            run_dir = (factory.mktemp("harness-run")
-                       if isinstance(factory, pytest.TempPathFactory)
-                       else Path(tempfile.mkdtemp(prefix="harness-run-")))
+            run_dir = tmp_path_factory.mktemp("harness-run")
         else:
             run_dir = Path(out).resolve()
             if hasattr(self.config, "workerinput"):
@@ -170,19 +167,29 @@ class ScenarioFile(pytest.File):
         return super().repr_failure(excinfo)
 
 
-class ScenarioItem(pytest.Item):
+def _scenario_test(request: pytest.FixtureRequest,
+                   tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The test function of every scenario item: the item is ``request.node``; fixtures are
+    pytest's public way to hand a test the session's temporary directories."""
+    item = request.node
+    assert isinstance(item, ScenarioItem)
+    item.check_scenario(tmp_path_factory)
+
+
+class ScenarioItem(pytest.Function):
     """One scenario: passes when its result in the session's run passes."""
 
     def __init__(self, *, scenario_id: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(callobj=_scenario_test, **kwargs)
         self.scenario_id = scenario_id
 
-    def runtest(self) -> None:
+    def check_scenario(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        """Fail unless the scenario's result in the session's run passes."""
         from harness.testing.outcome import assert_passes
 
         plugin = self.config.pluginmanager.get_plugin("harness-scenarios")
         assert isinstance(plugin, ScenarioCollection)
-        result = plugin.run_for(self)
+        result = plugin.run_for(self, tmp_path_factory)
         assert_passes(result, scenario=self.scenario_id,
                       min_pass_rate=self.config.getoption("harness_min_pass_rate"),
                       gate_on=self.config.getoption("harness_gate_on"))
@@ -193,7 +200,7 @@ class ScenarioItem(pytest.Item):
 
         if isinstance(excinfo.value, AssertionError | HarnessError):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
+        return super().repr_failure(excinfo)  # a test function's: --tb decides the style
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"scenario {self.scenario_id}"

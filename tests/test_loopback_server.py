@@ -255,3 +255,28 @@ def test_runs_as_a_subprocess_printing_its_port():
         assert process.wait(timeout=10) == 0
         assert process.stdout is not None
         process.stdout.close()
+
+
+def test_a_port_asked_for_is_the_port_served_and_a_taken_one_is_refused():
+    # The server binds its socket itself and reads its port from it: the port asked for,
+    # or a free one for 0; a port already taken stops start() with the reason.
+    with LoopbackServer() as first:
+        free = first.port
+        assert free > 0
+        with pytest.raises(RuntimeError, match="did not start"):
+            LoopbackServer(port=free).start()
+    with LoopbackServer(port=free) as again:  # free again, and bound at once
+        assert again.port == free
+        response = httpx2.post(f"{again.anthropic_base_url}/v1/messages",
+                               json={"model": "m", "max_tokens": 5, "messages": USER})
+        assert response.status_code == 200
+
+
+def test_both_event_loops_serve_from_the_socket_bound_here(monkeypatch):
+    # uvloop and asyncio's loop each take the socket bound by the server (no private names).
+    for loop in ("asyncio", "uvloop"):
+        monkeypatch.setenv("HARNESS_EVENT_LOOP", loop)
+        with LoopbackServer() as server:
+            response = httpx2.post(f"{server.openai_base_url}/chat/completions",
+                                   json={"model": "m", "messages": USER})
+            assert response.status_code == 200, loop

@@ -84,24 +84,31 @@ def test_one_item_per_scenario_a_pass_and_a_failure(project: pytest.Pytester) ->
 
 def test_a_pytest_without_its_private_tmp_path_factory_still_gets_a_run_directory(
         project: pytest.Pytester) -> None:
-    # The run directory comes from pytest's session factory, a private attribute: a pytest
-    # release without it must still run the scenarios, in a directory of their own.
+    # The run directory comes from the session's tmp_path_factory, asked for as a fixture
+    # (pytest's public way), never from where pytest keeps it: a pytest that keeps it
+    # elsewhere still runs the scenarios, under its base temporary directory.
     project.makeconftest(
         "import pytest\n"
         "saved = {}\n"
         "def pytest_collection_finish(session):\n"  # gone while the items run
         "    saved['factory'] = session.config._tmp_path_factory\n"
         "    del session.config._tmp_path_factory\n"
+        "@pytest.fixture(scope='session')\n"  # the fixture, served from elsewhere
+        "def tmp_path_factory():\n"
+        "    return saved['factory']\n"
         "@pytest.hookimpl(tryfirst=True)\n"
         "def pytest_sessionfinish(session):\n"  # back for pytest's own clean-up
         "    session.config._tmp_path_factory = saved['factory']\n")
+    base = project.path / "base"
     done = project.runpytest("--harness-scenarios", "evals", "--harness-epochs", "1",
-                             "--harness-agent", "mock:echo", "-k", "offers")
+                             "--harness-agent", "mock:echo", "-k", "offers",
+                             f"--basetemp={base}")
     done.assert_outcomes(failed=1)
     message = str(next(r for r in done.reprec.getreports(  # type: ignore[attr-defined]
         "pytest_runtest_logreport") if r.failed).longrepr)
     run_dir = Path(message.split("run directory: ")[1].splitlines()[0])
-    assert run_dir.name.startswith("harness-run-") and (run_dir / "summary.json").is_file()
+    assert run_dir.name.startswith("harness-run") and (run_dir / "summary.json").is_file()
+    assert run_dir.parent == base.resolve()
 
 
 def test_one_run_for_the_session(project: pytest.Pytester) -> None:

@@ -180,6 +180,12 @@ def test_a_local_instance_starts_without_dashboard_or_usage_stats(
         executor._connect()
     assert seen == {"address": "local", "include_dashboard": False, "log_to_driver": True,
                     "configure_logging": False, "usage_stats": "0"}
+    # Set for the instance's start only: the caller's environment is as it was.
+    assert "RAY_USAGE_STATS_ENABLED" not in os.environ
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "1")
+    with pytest.raises(HarnessError):
+        executor._connect()
+    assert seen["usage_stats"] == "0" and os.environ["RAY_USAGE_STATS_ENABLED"] == "1"
 
     seen.clear()
     monkeypatch.delenv("RAY_USAGE_STATS_ENABLED")

@@ -1,16 +1,19 @@
-"""The runner's garbage-collector tuning applies inside a run only and is always undone."""
+"""The runner's garbage-collector tuning: asked for by `harness run` (its process exists for
+the run), it applies inside the run only and is always undone."""
 
 from __future__ import annotations
 
 import gc
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.cli.run_cmd import RunProgress
 from harness.runs import api
-from harness.runs.config import RunConfig
 from harness.runs.engine import RUN_GC_THRESHOLD, collector_tuned_for_run
+from tests.helpers.cli import run_cli
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -37,26 +40,32 @@ def test_garbage_made_inside_is_still_collected() -> None:
         assert gc.collect() >= 1
 
 
-async def test_a_run_is_tuned_from_before_its_workers_fork_until_its_summary(
+def test_a_run_is_tuned_from_before_its_workers_fork_until_its_summary(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Worker processes forked from the parent inherit its frozen objects (no full pass over
-    them in the parent holds up the first samples, none in the workers copies their pages),
-    and the summary runs tuned too; afterwards everything is as it was."""
+    """`harness run`: worker processes forked from the parent inherit its frozen objects (no
+    full pass over them in the parent holds up the first samples, none in the workers copies
+    their pages), and the summary runs tuned too; afterwards everything is as it was."""
     before = gc.get_threshold()
     seen: dict[str, tuple[int, int]] = {}
     summarise = api.summarise
+    start = RunProgress.start
 
     def watched(*args: Any, **kwargs: Any) -> Any:
         seen["summary"] = (gc.get_freeze_count(), gc.get_threshold()[0])
         return summarise(*args, **kwargs)
 
-    monkeypatch.setattr(api, "summarise", watched)
-    config = RunConfig(scenario_paths=[str(SCENARIOS)], offline=True, epochs=1, workers=2,
-                       bootstrap_resamples=200)
-    result = await api.run_suite(config, tmp_path / "run", on_start=lambda runner: seen.update(
-        started=(gc.get_freeze_count(), gc.get_threshold()[0])))
+    def started(progress: RunProgress, runner: Any) -> None:
+        seen["started"] = (gc.get_freeze_count(), gc.get_threshold()[0])
+        start(progress, runner)
 
-    assert result.state.finished == result.state.planned > 0
+    monkeypatch.setattr(api, "summarise", watched)
+    monkeypatch.setattr(RunProgress, "start", started)
+    done = run_cli("run", SCENARIOS, "--offline", "--epochs", "1", "--workers", "2",
+                   "--cache-mode", "off", "--out", tmp_path / "run", "--json")
+
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert done.returncode == 0, done.stderr
+    assert summary["counts"]["samples"] == summary["counts"]["samples_planned"] > 0
     for when in ("started", "summary"):  # on_start: the workers are forked by then
         frozen, young = seen[when]
         assert frozen > 0, when

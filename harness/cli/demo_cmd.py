@@ -58,7 +58,7 @@ def _demo(out: Path, epochs: int) -> None:
                          agent="mock:agent-flaky", epochs=epochs),
         execution=RunExecution(cache_mode="off"),
     )
-    result = event_loop.run(run_suite(config, out / "suite"))
+    result = event_loop.run(run_suite(config, out / "suite", tune_collector=True))
     render_run(result.summary, console, run_dir=str(out / "suite"), brief=True)
     write_run_report(out / "suite")
 

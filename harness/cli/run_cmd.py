@@ -345,7 +345,8 @@ def run(
                 "episode_timeout_s": episode_timeout}
             overrides = {name: value for name, value in given.items() if value is not None}
             coro = resume_run(resume, overrides=overrides, retry_errors=retry_errors,
-                              on_start=progress.start, on_sample=progress.sample)
+                              on_start=progress.start, on_sample=progress.sample,
+                              tune_collector=True)
         else:
             assert paths is not None
             config = _config(
@@ -368,7 +369,10 @@ def run(
                     "max_epochs_per_scenario": max_epochs},
                 shard=shard_spec,
             )
-            coro = run_suite(config, run_dir, on_start=progress.start, on_sample=progress.sample)
+            # This process exists for the run: its collector is tuned for it (a library
+            # caller's is not; see run_suite).
+            coro = run_suite(config, run_dir, on_start=progress.start,
+                             on_sample=progress.sample, tune_collector=True)
         result = _run_to_end(coro, progress, run_dir)
         finish_run(result.run_dir, result.summary, as_json=as_json,
                    min_pass_rate=min_pass_rate, min_score=min_score, gate_on=gate_on)

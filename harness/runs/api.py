@@ -15,6 +15,7 @@ import asyncio
 import importlib
 import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -77,11 +78,17 @@ async def run_suite(
     *,
     on_start: OnStart | None = None,
     on_sample: OnSample | None = None,
+    tune_collector: bool = False,
 ) -> RunResult:
     """Start a new run in ``run_dir``. Everything is checked (scenarios, rubrics, models,
     keys) before the store is created or any model is called. The store records ``config``
     as resolved (:func:`~harness.runs.settings.resolve_settings`: ``--offline``, absolute
-    paths, and the cache and budgets from the models YAML where ``config`` gives none)."""
+    paths, and the cache and budgets from the models YAML where ``config`` gives none).
+
+    The calling process's garbage collector is left as it is unless ``tune_collector``
+    (:func:`~harness.runs.engine.collector_tuned_for_run`, from before worker processes
+    start until the summary is written, then restored): for a process that exists to run
+    the suite, as ``harness run``'s does. Worker processes tune their own either way."""
     config = resolve_settings(config)
     _check_executor(config)
     suite = Suite.load(config.design)
@@ -94,7 +101,7 @@ async def run_suite(
         hub.close()
         raise
     return await _execute(config, suite, store, hub, run_dir, on_start=on_start,
-                          on_sample=on_sample)
+                          on_sample=on_sample, tune_collector=tune_collector)
 
 
 async def resume_run(
@@ -104,12 +111,13 @@ async def resume_run(
     retry_errors: bool = False,
     on_start: OnStart | None = None,
     on_sample: OnSample | None = None,
+    tune_collector: bool = False,
 ) -> RunResult:
     """Continue a stopped run with its stored configuration; no finished sample is repeated
     (errored ones are, with ``retry_errors``). ``overrides`` may change only settings that do
     not change finished results: concurrency, worker processes, the executor and its Ray
     address, budgets and the episode timeout (a run stalled by a hung agent can be resumed
-    with one)."""
+    with one). ``tune_collector``: as for :func:`run_suite`."""
     store = RunStore.open(run_dir)
     try:
         stored = store.run_config()
@@ -134,18 +142,20 @@ async def resume_run(
         raise
     store.log_event("resumed", {"retry_errors": retry_errors, "overrides": overrides or {}})
     return await _execute(config, suite, store, hub, run_dir, retry_errors=retry_errors,
-                          on_start=on_start, on_sample=on_sample)
+                          on_start=on_start, on_sample=on_sample,
+                          tune_collector=tune_collector)
 
 
 async def _execute(
     config: RunConfig, suite: Suite, store: RunStore, hub: ModelHub, run_dir: Path, *,
     retry_errors: bool = False, on_start: OnStart | None, on_sample: OnSample | None,
+    tune_collector: bool,
 ) -> RunResult:
     try:
-        # The collector is tuned from before worker processes are forked (they inherit the
-        # frozen objects, and no full collection holds up the first samples) until the
-        # summary is written.
-        with collector_tuned_for_run():
+        # When asked for, the collector is tuned from before worker processes are forked
+        # (they inherit the frozen objects, and no full collection holds up the first
+        # samples) until the summary is written.
+        with collector_tuned_for_run() if tune_collector else nullcontext():
             return await _run_and_summarise(config, suite, store, hub, run_dir,
                                             retry_errors=retry_errors, on_start=on_start,
                                             on_sample=on_sample)

@@ -53,12 +53,15 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(coro)`` on the loop :func:`loop_factory` chooses (Ctrl-C handled as
-    ``asyncio.run`` handles it). When no loop can be chosen, ``coro`` is closed unstarted and
-    the error raised."""
+    ``asyncio.run`` handles it, for the call's duration). The thread's current event loop is
+    left as it was (``asyncio.run`` would set it to ``None``: library calls such as
+    ``harness.evaluate`` and the pytest plugin run here). When no loop can be chosen,
+    ``coro`` is closed unstarted and the error raised."""
     try:
-        factory = loop_factory()
+        factory = loop_factory() or asyncio.new_event_loop
     except BaseException:
         coro.close()
         raise
+    # Given a factory, the runner neither sets its loop as the thread's nor unsets it after.
     with asyncio.Runner(loop_factory=factory) as runner:
         return runner.run(coro)

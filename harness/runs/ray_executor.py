@@ -23,8 +23,13 @@ import logging
 import math
 import os
 import threading
-from collections.abc import AsyncIterator, Coroutine, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from contextlib import (
+    AbstractAsyncContextManager,
+    asynccontextmanager,
+    contextmanager,
+    suppress,
+)
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, TypeVar
@@ -49,6 +54,21 @@ EXIT_GRACE_S = 30.0
 WAIT_SLICE_S = 0.05
 
 T = TypeVar("T")
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` set in ``os.environ`` inside the block; each name as it was afterwards."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def import_ray() -> ModuleType:
@@ -256,13 +276,14 @@ class RayExecutor:
             return False
         options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True,
                                    "configure_logging": False}
-        if self.config.execution.ray_address is None:
-            os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-            options["address"] = "local"
-        else:
-            options["address"] = self.config.execution.ray_address
+        # Read by the processes the local instance starts, as they start: set for its start
+        # only, so the caller's environment is as it was afterwards.
+        local = self.config.execution.ray_address is None
+        usage_stats = {"RAY_USAGE_STATS_ENABLED": "0"} if local else {}
+        options["address"] = "local" if local else self.config.execution.ray_address
         try:
-            ray.init(**options)
+            with _environment(usage_stats):
+                ray.init(**options)
         except Exception as err:  # Ray's own errors: a wrong address, a cluster gone
             raise HarnessError(f"--executor ray: could not start or reach Ray at "
                                f"{self.config.execution.ray_address or 'a local instance'}: "

@@ -27,6 +27,7 @@ import json
 import logging
 import random
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -166,13 +167,16 @@ class LoopbackServer:
         app.router.add_post("/v1/messages", self._handle_anthropic)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5, logger=_QUIET)
         await self._runner.setup()
-        # A deep backlog so hundreds of clients connecting at once are not refused.
-        site = web.TCPSite(self._runner, "127.0.0.1", self._requested_port, backlog=4096,
-                           reuse_address=True)
-        await site.start()
-        server = site._server
-        assert server is not None  # asyncio's Server, or uvloop's
-        self._port = int(server.sockets[0].getsockname()[1])  # type: ignore[attr-defined]
+        # The socket is bound here, so its port (a free one when 0 was asked for) is known
+        # from the socket itself rather than from the site's internals.
+        sock = _listening_socket(self._requested_port)
+        try:
+            # A deep backlog so hundreds of clients connecting at once are not refused.
+            await web.SockSite(self._runner, sock, backlog=4096).start()
+        except BaseException:
+            sock.close()
+            raise
+        self._port = int(sock.getsockname()[1])
 
     async def _shutdown(self) -> None:
         if self._runner is not None:
@@ -323,6 +327,21 @@ class LoopbackServer:
             if reply is not None:
                 return reply
         return auto_reply(request)
+
+
+def _listening_socket(port: int) -> socket.socket:
+    """A TCP socket bound to 127.0.0.1:``port`` (0: a free port), not yet listening (the site
+    listens with its backlog). Raises ``OSError`` when the port cannot be had."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        # As aiohttp's own TCP site sets it: a port just freed by an earlier server (in
+        # TIME_WAIT) can be bound again at once.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def _json_response(rendered: Rendered) -> web.Response:
