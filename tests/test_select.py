@@ -112,3 +112,21 @@ def test_run_with_a_selector_that_selects_nothing_writes_nothing(tmp_path: Path)
     assert done.returncode == 2
     assert "-k nothing-like-this matches no scenario id" in done.stderr
     assert not (tmp_path / "r" / "summary.json").exists()
+
+
+@pytest.mark.parametrize("paths", [
+    ("weather.yaml", "weather.yaml:weather-current-paris"),
+    ("weather.yaml:weather-current-paris", "weather.yaml"),
+])
+def test_a_file_named_whole_and_with_ids_is_selected_whole(paths: tuple[str, ...]) -> None:
+    whole = [s.id for s in load_scenarios([SCENARIOS / "weather.yaml"])]
+    assert len(whole) > 1
+    assert [s.id for s in load_scenarios([SCENARIOS / p for p in paths])] == whole
+
+
+def test_ids_of_one_file_named_twice_are_joined_once_each() -> None:
+    weather = SCENARIOS / "weather.yaml"
+    paths = [f"{weather}:weather-forecast-tokyo,weather-current-paris",
+             f"{weather}:weather-current-paris"]
+    assert [s.id for s in load_scenarios(paths)] == ["weather-current-paris",
+                                                     "weather-forecast-tokyo"]
