@@ -11,7 +11,7 @@ from rouge_score import rouge_scorer
 from harness.checks.args import CheckConfigError
 from harness.checks.response import find_phrases, rouge1
 from harness.checks.run import run_checks
-from harness.checks.spec import Expectations, ExpectedToolCall
+from harness.checks.spec import Expectations, ExpectedToolCall, TurnAnswer
 from harness.checks.trajectory import adk_turn_match
 from harness.models.types import Message
 from harness.transcript import ToolCallRecord, Transcript
@@ -212,3 +212,30 @@ def test_response_match_check_threshold_and_empty_answer() -> None:
 def test_required_phrases(text: str, found: list[str], missing: list[str]) -> None:
     phrases = [*found, *missing]
     assert find_phrases(text, phrases) == (found, missing)
+
+
+def test_a_trajectory_score_equal_to_its_threshold_passes_as_in_adk() -> None:
+    # ADK compares score >= threshold: a score exactly at the threshold passes.
+    exp = Expectations(tool_calls=REF_2TURNS, adk_trajectory_match="EXACT",
+                       trajectory_threshold=0.5)
+    at = run_checks(_tx(EXTRA_IN_TURN_1, 2), exp).get("tool_trajectory_avg_score")
+    assert (at.value, at.passed) == (0.5, True)
+    above = exp.model_copy(update={"trajectory_threshold": 0.5000001})
+    assert run_checks(_tx(EXTRA_IN_TURN_1, 2), above).get(
+        "tool_trajectory_avg_score").passed is False
+
+
+def test_a_word_for_word_answer_per_turn_scores_one_and_passes_a_threshold_of_one() -> None:
+    answers = ["It is sunny in Paris.", "Tomorrow brings rain to Tokyo."]
+    messages = []
+    for i, answer in enumerate(answers):
+        messages += [Message(role="user", content=f"q{i}"),
+                     Message(role="assistant", content=answer)]
+    transcript = Transcript(scenario_id="s", messages=messages, stop_reason="imported")
+    exp = Expectations(reference_answers=[TurnAnswer(turn=i, answer=a)
+                                          for i, a in enumerate(answers)],
+                       response_match_threshold=1.0)
+    result = run_checks(transcript, exp).get("response_match_score")
+    assert (result.value, result.passed) == (1.0, True)
+    single = Expectations(reference_answer=answers[-1], response_match_threshold=1.0)
+    assert run_checks(transcript, single).get("response_match_score").passed is True
