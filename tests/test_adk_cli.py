@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from harness.formats.adk.evalset import read_eval_set
-from harness.scenarios.loading import load_scenarios
+from harness.formats import load_scenarios
 from harness.scenarios.schema import Scenario
 from tests.helpers.cli import run_cli
 
@@ -168,6 +168,29 @@ def test_export_of_our_yaml_names_what_adk_cannot_hold(tmp_path: Path) -> None:
     (case,) = json.loads(out.read_text())["eval_cases"]
     assert case["conversation_scenario"]["starting_prompt"] == \
         "What's the weather like in Paris right now?"
+
+
+def test_export_puts_a_scripted_scenarios_reference_answer_on_its_last_invocation(
+        tmp_path: Path) -> None:
+    scenario = tmp_path / "scripted.yaml"
+    scenario.write_text(
+        "id: scripted-two-turns\n"
+        "user: {goal: Know the weather, script: [Hello., What is the weather in Paris?]}\n"
+        "agent: {model: mock:agent}\n"
+        "expectations: {reference_answer: It is sunny in Paris.}\n")
+    out = tmp_path / "scripted.evalset.json"
+    result = run_cli("export", "adk", scenario, "--out", out)
+    assert result.returncode == 0, result.stderr
+    (case,) = json.loads(out.read_text())["eval_cases"]
+    invocations = case["conversation"]
+    assert [inv["user_content"]["parts"][0]["text"] for inv in invocations] == [
+        "Hello.", "What is the weather in Paris?"]
+    assert invocations[0].get("final_response") is None
+    assert invocations[-1]["final_response"]["parts"][0]["text"] == "It is sunny in Paris."
+    # ... and it comes back as the answer to that last turn.
+    (back,) = load_scenarios([out])
+    assert [(a.turn, a.answer) for a in back.expectations.reference_answers or []] == [
+        (1, "It is sunny in Paris.")]
 
 
 # --- malformed files -----------------------------------------------------------------------
