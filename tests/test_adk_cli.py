@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from harness.formats.adk.evalset import read_eval_set
 from harness.formats import load_scenarios
+from harness.formats.adk.evalset import read_eval_set
 from harness.scenarios.schema import Scenario
 from tests.helpers.cli import run_cli
 
