@@ -3,6 +3,9 @@ testing helpers (evaluate, assert_passes) and the fixtures users get."""
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -16,6 +19,9 @@ from harness.testing.replies import Reply
 from harness.testing.server import LoopbackServer
 
 pytest_plugins = ("pytester",)
+
+REPO = Path(__file__).resolve().parents[1]
+ADK_DICE = REPO / "tests" / "data" / "adk" / "dice"
 
 # A scripted user and mock:echo (it repeats the user) as the agent: no simulator or judge,
 # and a required phrase the echo has (passes) or lacks (fails), every epoch alike. (Not
@@ -118,6 +124,53 @@ def test_one_run_for_the_session(project: pytest.Pytester) -> None:
         passed=2, failed=1)
     lines = (out / "samples.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 4  # both scenarios x 2 epochs, in the one run directory
+
+
+def test_without_harness_out_the_session_still_makes_one_run(
+        project: pytest.Pytester) -> None:
+    # The default run directory comes from tmp_path_factory, which hands out a new folder
+    # per call: the session's one run must ask for it once, not once per item.
+    base = project.path / "base"
+    done = project.runpytest("--harness-scenarios", "evals", "--harness-epochs", "2",
+                             "--harness-agent", "mock:echo", "-k", "not plain",
+                             f"--basetemp={base}")
+    done.assert_outcomes(passed=1, failed=1)
+    # mktemp's numbered folders (beside them, a "harness-runcurrent" link to the newest)
+    [run_dir] = [p for p in base.iterdir() if re.fullmatch(r"harness-run\d+", p.name)]
+    lines = (run_dir / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sorted(json.loads(x)["scenario_id"] for x in lines) == [
+        "greets-back", "greets-back", "offers-refund", "offers-refund"]
+    message = _failure_messages(done)[0]
+    assert f"run directory: {run_dir}" in message
+
+
+def test_the_documented_default_epochs_is_what_runs(project: pytest.Pytester) -> None:
+    # the default as docs/pytest.md's table of options states it
+    docs = (REPO / "docs" / "pytest.md").read_text(encoding="utf-8")
+    found = re.search(r"^\| `--harness-epochs K` \| .*\(default (\d+)\) \|$", docs, re.M)
+    assert found is not None
+    documented = int(found.group(1))
+    out = project.path / "run"
+    project.runpytest("--harness-scenarios", "evals", "--harness-out", str(out),
+                      "-k", "greets").assert_outcomes(passed=1)
+    lines = (out / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == documented
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["config"]["epochs"] == documented
+
+
+def test_adk_eval_sets_are_collected_one_item_per_eval_case(
+        pytester: pytest.Pytester) -> None:
+    # In a process of its own: the eval-set reader must be registered by what the plugin
+    # imports, not by whatever this test process happens to have imported already.
+    shutil.copytree(ADK_DICE, pytester.path / "evals")
+    [evalset] = (pytester.path / "evals").glob("*.evalset.json")
+    cases = json.loads(evalset.read_text(encoding="utf-8"))["evalCases"]
+    done = pytester.runpytest_subprocess("--harness-scenarios", "evals", "--co", "-q",
+                                         "-p", "no:cacheprovider")
+    collected = [x for x in done.stdout.lines if "::" in x]
+    assert collected == [f"evals/{evalset.name}::{c['evalId']}" for c in cases]
+    assert len(collected) == 3
 
 
 def test_k_deselection_reduces_what_is_run(project: pytest.Pytester) -> None:
