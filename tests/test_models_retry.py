@@ -16,6 +16,7 @@ from harness.models.retry import RetryPolicy, TransientFailure, retry_after_seco
 from harness.models.types import Message
 from harness.redact import redact
 from harness.testing.replies import Reply
+from harness.testing.server import LoopbackServer
 
 HI = [Message(role="user", content="hi")]
 PROVIDERS = ["openai", "anthropic"]
@@ -147,11 +148,37 @@ async def test_malformed_body_is_retried(provider, loopback, make_hub):
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_refused_connection_is_retried_then_reported(provider, make_hub):
-    # Nothing listens on this port: every attempt fails to connect, which is not a timeout
-    # (the SDKs' aiohttp transport calls it one; the cause says otherwise).
-    hub = make_hub(max_attempts=2)
+async def test_a_refused_first_connection_stops_at_once_naming_role_model_and_address(
+        provider, make_hub):
+    # Nothing listens on this port, and nothing ever answered there: a wrong address, which
+    # retrying would only repeat (the SDKs' aiohttp transport calls it a timeout; the cause
+    # says otherwise).
+    hub = make_hub(max_attempts=3)
     model = hub.get(f"{provider}:m", base_url="http://127.0.0.1:9/v1")
+    started = time.perf_counter()
+    with pytest.raises(ModelConfigError) as caught:
+        await model.chat(ModelRequest(HI, role="simulator"))
+    assert time.perf_counter() - started < 1.0  # no backoff between attempts
+    message = str(caught.value)
+    assert f"{provider}:m" in message and "the simulator model" in message
+    assert "cannot reach http://127.0.0.1:9/v1" in message
+    assert hub.ledger.get("simulator", f"{provider}:m").requests == 1  # one attempt only
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_refused_connection_after_an_answer_is_retried_then_reported(provider,
+                                                                             make_hub):
+    # The same address answered before: the server going away mid-run is a failure to
+    # retry and report for that sample, not a configuration error that stops the run.
+    server = LoopbackServer().start()
+    base_url = (server.openai_base_url if provider == "openai"
+                else server.anthropic_base_url)
+    model = make_hub(max_attempts=2).get(f"{provider}:m", base_url=base_url)
+    try:
+        server.enqueue(Reply.text_reply("first"))
+        assert (await model.chat(ModelRequest(HI, role="agent"))).message.content == "first"
+    finally:
+        server.stop()
     with pytest.raises(ModelUnavailableError, match="connection failed or dropped"):
         await model.chat(ModelRequest(HI, role="agent"))
 

@@ -108,3 +108,19 @@ def test_a_budget_stop_exits_3_and_the_counts_say_what_was_loaded(tmp_path: Path
     counts = json.loads(again.stdout)["counts"]
     assert counts["samples"] == counts["samples_planned"] == 55
     assert counts["scenarios"] == counts["scenarios_loaded"] == 11
+
+
+def test_a_wrong_agent_base_url_stops_the_run_at_once_naming_it(tmp_path: Path) -> None:
+    # Nothing listens on port 9: the first agent call cannot connect, so the run stops there
+    # (one line naming role, model and address), instead of retrying every sample in turn.
+    out = tmp_path / "run"
+    done = harness("run", f"{WEATHER}:weather-current-paris", "--agent", "openai:gpt-4o",
+                   "--agent-base-url", "http://127.0.0.1:9/v1", "--simulator", "mock:simulator",
+                   "--judge", "mock:judge", "--epochs", "3", "--cache-mode", "off",
+                   "--out", str(out))
+    assert done.exit_code == 2, done.output
+    [line] = [x for x in done.stderr.splitlines() if x.startswith("error:")]
+    assert "openai:gpt-4o: the agent model cannot reach http://127.0.0.1:9/v1" in line
+    stop = json.loads((out / "summary.json").read_text())["stopped"]
+    assert stop["reason"] == "model_configuration"
+    assert "Model usage" not in done.stdout  # no empty table after a run that never started

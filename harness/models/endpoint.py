@@ -76,6 +76,9 @@ class Endpoint:
         self._client: Any = None
         self._http: httpx2.AsyncClient | None = None
         self._semaphore: asyncio.Semaphore | None = None
+        # Whether any request here got an answer (a reply or an HTTP error) in this process: a
+        # connection refused before then is a wrong address, not a passing failure.
+        self.answered = False
 
     def __repr__(self) -> str:  # never shows the key
         return f"Endpoint({self.provider}, {self.base_url}, concurrency={self.concurrency})"

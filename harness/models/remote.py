@@ -36,7 +36,13 @@ from harness.models.endpoint import Endpoint
 from harness.models.instructor_speedups import memoise_async_validator_check
 from harness.models.prices import PriceTable
 from harness.models.request import ModelRequest
-from harness.models.retry import ErrorContext, RetryPolicy, TransientFailure, classify
+from harness.models.retry import (
+    ErrorContext,
+    RetryPolicy,
+    TransientFailure,
+    classify,
+    unreachable,
+)
 from harness.models.types import (
     ChatResponse,
     GenerationParams,
@@ -304,6 +310,7 @@ class RemoteChatModel(ChatModel):
             try:
                 async with asyncio.timeout(timeout_s):
                     raw = await create_function(client)(**request)
+                endpoint.answered = True
                 input_tokens, output_tokens = self._usage(raw)
             except TransientFailure:
                 ledger.record_failed_request(role, label)
@@ -313,6 +320,10 @@ class RemoteChatModel(ChatModel):
                 ledger.record_failed_request(role, label)
                 if failure is None:
                     raise
+                if getattr(err, "status_code", None) is not None:
+                    endpoint.answered = True  # an HTTP status: something is there
+                elif not endpoint.answered:
+                    failure = unreachable(err, ctx, role) or failure
                 raise failure from None
             finally:
                 endpoint.release()

@@ -121,6 +121,22 @@ def classify(err: BaseException, ctx: ErrorContext) -> TransientFailure | ModelC
     return None
 
 
+def unreachable(err: BaseException, ctx: ErrorContext, role: str) -> ModelConfigError | None:
+    """For a request to an endpoint that has never answered in this process: when ``err`` is
+    a connection that could not be made at all (refused, or a host that does not resolve), the
+    error that stops the run, naming the role, the model and the address; else ``None``. A
+    connection dropped or refused after the endpoint has answered is retried as usual."""
+    aiohttp = sys.modules.get("aiohttp")
+    cause = connection_failure(err)
+    if aiohttp is None or not isinstance(cause, aiohttp.ClientConnectorError):
+        return None
+    reason = redact(str(cause.os_error or cause), ctx.secrets)[:200]
+    return ModelConfigError(
+        f"the {role} model cannot reach {ctx.base_url}: {reason}; nothing answered the first "
+        "request there, so the run stops (check the base URL, and that the server is up)",
+        model=ctx.model)
+
+
 def connection_failure(err: BaseException) -> BaseException | None:
     """The aiohttp connection error behind ``err``, if it was one and not a timeout. The
     aiohttp transport the SDKs ship (``DefaultAioHttpClient``, used for model calls and HTTP

@@ -323,6 +323,8 @@ def _failures(analysis: FailureAnalysis, console: Console, *, run_dir: str | Non
 
 
 def _usage(usage: RunUsage, console: Console) -> None:
+    if not usage.by_role:  # no model answered (a run stopped before its first call): no table
+        return
     table = make_table("Model usage", "role", "calls", "cached", "input tokens", "output tokens",
                    "cost (USD)")
     for role, u in usage.by_role.items():
