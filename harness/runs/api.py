@@ -187,9 +187,9 @@ async def _run_and_summarise(
             if on_start is not None:
                 on_start(runner)
             summary_imports.start()
-            if config.design.adaptive is None:
+            if design.adaptive is None:
                 await runner.run_samples(
-                    in_shard(epochs_plan(suite, config.design.epochs, done), config.design.shard))
+                    in_shard(epochs_plan(suite, design.epochs, done), design.shard))
             else:
                 adaptive = await _adaptive(runner, store, done)
     except (KeyboardInterrupt, asyncio.CancelledError) as err:

@@ -26,6 +26,7 @@ from harness.runs.config import RunConfig, RunExecution
 log = logging.getLogger(__name__)
 
 DEFAULT_CACHE_PATH = Path(".harness") / "cache.sqlite"
+_DEFAULT_CACHE_MODE = CacheConfig.model_fields["mode"].default  # the model layer's own
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def _default(setting: _Setting) -> object:
     if setting is _CACHE_PATH:
         return str(DEFAULT_CACHE_PATH)
     if setting is _CACHE_MODE:
-        return "read-write"
+        return _DEFAULT_CACHE_MODE
     return None
 
 
@@ -107,7 +108,7 @@ def models_config_for(config: RunConfig) -> ModelsConfig:
     path = config.design.models_config
     base = ModelsConfig.from_yaml(path) if path else ModelsConfig()
     execution = config.execution
-    mode = execution.cache_mode or "read-write"
+    mode = execution.cache_mode or _DEFAULT_CACHE_MODE
     cache = CacheConfig(
         path=Path(execution.cache_path) if execution.cache_path and mode != "off" else None,
         mode=mode)
