@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import codecs
 import errno
+import itertools
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,6 +111,29 @@ def make_directory(path: str | Path, expected: str) -> Path:
         raise InputError(path, None, f"cannot be created ({err.strerror or err}); expected "
                          f"{expected}") from None
     return path
+
+
+def new_output_directory(parent: str | Path, stem: str, expected: str) -> Path:
+    """A directory under ``parent`` that did not exist, named ``stem-<date>-<time>`` (or
+    ``<date>-<time>`` for an empty ``stem``), made and returned: the default output of a
+    command given no ``--out``. Two commands started in the same second get ``...-2``,
+    ``...-3`` rather than one refusing the other's directory; making the directory claims
+    the name, so two processes cannot take the same one. Raises :class:`InputError` as
+    :func:`make_directory` does."""
+    base = time.strftime("%Y%m%d-%H%M%S")
+    name = f"{stem}-{base}" if stem else base
+    parent = make_directory(parent, expected.replace("a ", "the parent of a ", 1))
+    for n in itertools.count(1):
+        path = parent / (name if n == 1 else f"{name}-{n}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as err:
+            raise InputError(path, None, f"cannot be created ({err.strerror or err}); "
+                             f"expected {expected}") from None
+        return path
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def check_output_file(path: str | Path, expected: str) -> Path:

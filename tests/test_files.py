@@ -16,6 +16,7 @@ from harness.files import (
     check_output_file,
     connect_read_only,
     make_directory,
+    new_output_directory,
     read_text,
     sqlite_damage,
     write_text_atomic,
@@ -188,3 +189,25 @@ def test_sqlite_damage_is_empty_for_an_intact_file_and_reading_writes_nothing(
     finally:
         probe.close()
     assert path.read_bytes() == before and _listing(tmp_path) == ["db.sqlite"]
+
+
+def test_a_default_output_directory_is_new_even_within_one_second(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two commands without --out in the same second used to get the same runs/<time>, and
+    the second refused it ("already holds a run")."""
+    import harness.files
+
+    monkeypatch.setattr(harness.files.time, "strftime", lambda _: "20261127-120000")
+    made = [new_output_directory(tmp_path / "runs", "demo", "a demo directory")
+            for _ in range(3)]
+    assert [p.name for p in made] == ["demo-20261127-120000", "demo-20261127-120000-2",
+                                      "demo-20261127-120000-3"]
+    assert all(p.is_dir() and p.parent == tmp_path / "runs" for p in made)
+    bare = new_output_directory(tmp_path / "runs", "", "a run directory")
+    assert bare.name == "20261127-120000"
+
+
+def test_a_default_output_directory_under_a_file_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "runs").write_text("not a folder")
+    with pytest.raises(InputError, match="runs"):
+        new_output_directory(tmp_path / "runs", "demo", "a demo directory")

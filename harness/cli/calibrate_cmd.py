@@ -19,7 +19,6 @@ in its directory (``DIR/report.html``, written anyway).
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -29,6 +28,7 @@ from harness.choices import CacheMode
 from harness.cli.app import Verbose, app, counting_progress, judge_models, logs_to
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
+from harness.files import new_output_directory
 from harness.logs import LOG_FILENAME
 from harness.safe_text import terminal_console, terminal_text
 
@@ -275,7 +275,7 @@ def calibrate(
         criterion=criterion, samples=1 if samples is None else samples,
         swap=True if swap is None else swap, allow_ties=True if ties is None else ties,
         scale_map=scale_map, temperature=temperature,
-        out=out or Path("runs") / f"calibrate-{time.strftime('%Y%m%d-%H%M%S')}",
+        out=out or new_output_directory("runs", "calibrate", "a calibration directory"),
         concurrency=8 if concurrency is None else concurrency,
         cache=cache or Path(".harness/cache.sqlite"), cache_mode=cache_mode,
         models_config=models_config, base_url=judge_base_url, rubric_dirs=rubrics_dir or [],

@@ -8,7 +8,6 @@ models.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +16,7 @@ from rich.console import Console
 
 from harness.cli.app import Verbose, app, logs_to
 from harness.errors import HarnessError
+from harness.files import new_output_directory
 from harness.logs import LOG_FILENAME
 from harness.resources import data_dir
 from harness.safe_text import terminal_console, terminal_text
@@ -37,7 +37,7 @@ def demo(
         raise HarnessError(
             f"the example scenarios are not at {EXAMPLE_SCENARIOS}; run the demo from a "
             "checkout installed with `pip install -e .`")
-    out = out or Path("runs") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = out or new_output_directory("runs", "demo", "a demo directory")
     with logs_to(out / LOG_FILENAME, verbose=verbose):
         _demo(out, epochs)
 

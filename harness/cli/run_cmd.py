@@ -4,7 +4,6 @@ show a run's summary again, and compare two runs scenario by scenario."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -32,6 +31,7 @@ from harness.cli.app import (
 )
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import HarnessError
+from harness.files import new_output_directory
 from harness.logs import LOG_FILENAME
 from harness.safe_text import terminal_console, terminal_text
 
@@ -331,7 +331,7 @@ def run(
     from harness.runs.api import resume_run, run_suite
 
     progress = RunProgress(ERR)
-    run_dir = resume or out or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
+    run_dir = resume or out or new_output_directory("runs", "", "a run directory")
     with logs_to(run_dir / LOG_FILENAME, verbose=verbose):
         if resume is not None:
             # Only what was given changes: an option left at its default keeps its stored value.
