@@ -285,7 +285,8 @@ async def test_what_kept_the_answer_away_is_named_when_the_retries_run_out() -> 
     refused = await failure(closed_port_url())
     assert dropped == ("agent_unavailable: last failure: connection failed or dropped "
                        "(ServerDisconnectedError)")
-    assert timed_out == "agent_unavailable: last failure: no answer within 0.3s (timeout_s)"
+    assert timed_out == ("agent_unavailable: last failure: no complete answer within 0.3s "
+                         "(timeout_s)")
     assert refused == ("agent_unreachable: last failure: connection refused or host "
                        "unreachable")
 

@@ -13,6 +13,7 @@ import math
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
@@ -362,6 +363,32 @@ def _at(path: FieldPath, expected: str) -> PydanticCustomError:
     return PydanticCustomError("value_error_at", "{expected}", {"expected": expected, "at": path})
 
 
+DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+"""The largest answer an HTTP agent may send (``max_response_bytes``), decompressed."""
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def http_origin(url: str, *, strict: bool = False) -> str:
+    """The origin of an http(s) ``url``, written ``scheme://host:port`` (the port always
+    given, the host in lower case), so two spellings of one origin compare equal. With
+    ``strict``, ``url`` must be an origin and nothing more (no path, query, user or
+    fragment). Raises ``ValueError`` saying what was expected."""
+    expected = f"an origin such as https://agent.example.com:8443, got {url!r}"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise ValueError(expected) from None
+    if parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
+        raise ValueError(expected)
+    if strict and (parts.path not in ("", "/") or parts.query or parts.fragment
+                   or parts.username is not None):
+        raise ValueError(expected)
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}:{port or _DEFAULT_PORTS[parts.scheme]}"
+
+
 class HttpAgentSpec(_Strict):
     """The agent under test as an HTTP endpoint: an OpenAI-compatible chat endpoint that is
     itself an agent (``openai_chat``), or any JSON API through a request template and the path
@@ -417,7 +444,19 @@ class HttpAgentSpec(_Strict):
         "made ({name, arguments, result}, or OpenAI's {id, function: {name, arguments}}), "
         "recorded in the transcript so tool checks apply",
     )
-    timeout_s: float = Field(default=120.0, gt=0, description="seconds per request at most")
+    timeout_s: float = Field(
+        default=120.0, gt=0,
+        description="seconds per request at most, from sending it to the answer's last byte "
+        "(redirects included)")
+    max_response_bytes: int = Field(
+        default=DEFAULT_MAX_RESPONSE_BYTES, ge=1,
+        description="the largest answer read, in bytes after decompression; a larger one is "
+        "the fault agent_response_too_large")
+    redirect_origins: list[str] = Field(
+        default_factory=list,
+        description="other origins (scheme://host[:port]) a redirect may lead to; the "
+        "scenario's headers are never sent there. A redirect within the url's own origin is "
+        "followed with them; one to any other origin is the fault agent_redirect_refused")
     max_concurrency: int = Field(
         default=16, ge=1, le=4096,
         description="requests in flight to this url at most, across the run (scenarios naming "
@@ -453,6 +492,11 @@ class HttpAgentSpec(_Strict):
 
     def uses(self, name: str) -> bool:
         return any(used == name for _, used in self.placeholders())
+
+    @field_validator("redirect_origins")
+    @classmethod
+    def _origins(cls, values: list[str]) -> list[str]:
+        return [http_origin(value, strict=True) for value in values]
 
     @field_validator("reply_path", "tool_calls_path")
     @classmethod

@@ -22,6 +22,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -45,7 +46,7 @@ from harness.models.retry import (
 from harness.models.types import Message, ToolCall
 from harness.redact import REDACTED, redact
 from harness.scenarios.expressions import UnresolvedReference, get_path, render, render_string
-from harness.scenarios.schema import HttpAgentSpec
+from harness.scenarios.schema import HttpAgentSpec, http_origin
 from harness.simulation.agent import Agent, AgentTurn, tool_message
 from harness.tools.toolbox import Toolbox
 from harness.transcript import ErrorInfo, ToolCallRecord
@@ -55,7 +56,11 @@ FAULT_KINDS: dict[str, str] = {
     "agent_unavailable": "429, 5xx, timeouts or dropped connections until the retries ran out",
     "agent_auth_refused": "the endpoint refused the credentials (401 or 403)",
     "agent_http_error": "the endpoint refused the request (another 4xx)",
-    "agent_bad_reply": "the answer is not JSON, or the reply is not text",
+    "agent_bad_reply": "the answer is not JSON, the reply is not text, or the answer is not "
+    "HTTP at all (a garbage status line)",
+    "agent_response_too_large": "the answer is larger than max_response_bytes",
+    "agent_redirect_refused": "a redirect to an origin not named in redirect_origins, with no "
+    "Location, or more than 5 in a row",
     "agent_reply_missing": "the reply (reply_path, or choices[0].message) is not in the answer",
     "agent_unexpected_tool_calls": "tool calls returned while tools is not client",
     "agent_config": "a placeholder with no value (${mcp_url} with no MCP server)",
@@ -93,7 +98,7 @@ class HttpEndpoints:
             # No pool limit (0 is aiohttp's "none"): the per-endpoint semaphores are the bound.
             self._client = DefaultAioHttpClient(
                 limits=httpx2.Limits(max_connections=0, max_keepalive_connections=64),
-                follow_redirects=True,
+                follow_redirects=False,  # see HttpAgent._exchange: never to another origin
             )
         return self._client
 
@@ -109,6 +114,31 @@ class HttpEndpoints:
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
+
+
+_MAX_REDIRECTS = 5
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """An endpoint's answer, read whole (within ``max_response_bytes``)."""
+
+    status_code: int
+    headers: httpx2.Headers
+    content: bytes
+
+
+def _not_http(err: Exception) -> str | None:
+    """What was wrong when the endpoint's answer was not HTTP (a garbage status line, broken
+    headers: aiohttp's parser reports them as a response error of status 400, which the
+    transport passes on unwrapped), on one line; ``None`` for any other exception."""
+    import aiohttp
+
+    if isinstance(err, aiohttp.ClientResponseError) and err.status == 400:
+        said = " ".join(str(err.message).split())
+        return said[:200] or "an unreadable status line or headers"
+    return None
 
 
 class _Fault(Exception):
@@ -247,8 +277,12 @@ class HttpAgent(Agent):
             async with semaphore:
                 started = time.perf_counter()
                 try:
-                    response = await client.post(url, headers=headers, json=body,
-                                                 timeout=spec.timeout_s)
+                    async with asyncio.timeout(spec.timeout_s):
+                        answer = await self._exchange(client, url, headers, body)
+                except TimeoutError:
+                    last.append(TransientFailure(
+                        f"no complete answer within {spec.timeout_s:g}s (timeout_s)"))
+                    raise last[-1] from None
                 except httpx2.ConnectError:
                     last.append(_Unreachable("connection refused or host unreachable"))
                     raise last[-1] from None
@@ -259,15 +293,21 @@ class HttpAgent(Agent):
                     last.append(TransientFailure(f"connection failed or dropped "
                                                  f"({type(err).__name__})"))
                     raise last[-1] from None
+                except Exception as err:
+                    broken = _not_http(err)
+                    if broken is None:
+                        raise
+                    raise _Fault("agent_bad_reply", f"the answer from {spec.url} is not "
+                                 f"HTTP ({broken})") from None
                 latency = time.perf_counter() - started
-            self._check_status(response, last)
+            self._check_status(answer, last)
             try:
-                return response.json(), latency
+                return json.loads(answer.content), latency
             except ValueError:
-                kind = response.headers.get("content-type", "no content type")
+                kind = answer.headers.get("content-type", "no content type")
                 raise _Fault("agent_bad_reply",
                              f"the answer from {spec.url} is not JSON ({kind}): "
-                             f"{_said(response)}") from None
+                             f"{_said(answer)}") from None
 
         try:
             return await self.endpoints.retry.run(attempt, model=self.label)
@@ -279,7 +319,59 @@ class HttpAgent(Agent):
                          f"attempt{'s' * (attempts > 1)}; last failure: {failure.reason}"
                          ) from None
 
-    def _check_status(self, response: httpx2.Response, last: list[TransientFailure]) -> None:
+    async def _exchange(self, client: httpx2.AsyncClient, url: str, headers: dict[str, str],
+                        body: Any) -> _Answer:
+        """POST ``body`` to ``url`` and read the answer, up to ``max_response_bytes``
+        (decompressed). Redirects within the url's origin are followed with the scenario's
+        headers; to an origin the scenario names in ``redirect_origins``, with none of them;
+        to any other origin, not at all (a header from ``${env:...}`` is a secret, and only
+        ``Authorization`` is one the HTTP client itself would drop)."""
+        spec, method = self.spec, "POST"
+        home = http_origin(url)
+        content: bytes | None = json.dumps(body).encode("utf-8")
+        sent = {**headers, "Content-Type": "application/json"}
+        for _ in range(_MAX_REDIRECTS + 1):
+            async with client.stream(method, url, headers=sent, content=content,
+                                     timeout=spec.timeout_s) as response:
+                if response.status_code not in _REDIRECTS:
+                    return _Answer(response.status_code, response.headers,
+                                   await self._read(response))
+                location = response.headers.get("location")
+                if not location:
+                    raise _Fault("agent_redirect_refused", f"{spec.url} answered "
+                                 f"{response.status_code} with no Location to go to")
+                target = response.url.join(location)
+            try:
+                origin = http_origin(str(target))
+            except ValueError:
+                raise _Fault("agent_redirect_refused", f"{spec.url} redirected to "
+                             f"{str(target)[:200]!r}, which is not an http(s) URL") from None
+            if origin != home:
+                if origin not in spec.redirect_origins:
+                    raise _Fault("agent_redirect_refused", f"{spec.url} redirected "
+                                 f"({response.status_code}) to another origin, {origin}; the "
+                                 "harness does not follow it: name it in redirect_origins to "
+                                 "follow it, without the scenario's headers")
+                sent = {"Content-Type": "application/json"}
+            if response.status_code == 303 or (response.status_code in (301, 302)
+                                               and method == "POST"):
+                method, content = "GET", None  # as HTTP clients do: the body is not resent
+                sent.pop("Content-Type", None)
+            url, home = str(target), origin
+        raise _Fault("agent_redirect_refused", f"{spec.url}: more than {_MAX_REDIRECTS} "
+                     "redirects in a row")
+
+    async def _read(self, response: httpx2.Response) -> bytes:
+        limit, chunks, size = self.spec.max_response_bytes, [], 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise _Fault("agent_response_too_large", f"the answer from {self.spec.url} "
+                             f"is more than {limit:,} bytes (max_response_bytes)")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _check_status(self, response: _Answer, last: list[TransientFailure]) -> None:
         status, url = response.status_code, self.spec.url
         if status < 400:
             return
@@ -405,7 +497,7 @@ def _timeout_or_connection(err: httpx2.TimeoutException, timeout_s: float) -> Tr
     answer in time."""
     cause = connection_failure(err)
     if cause is None:
-        return TransientFailure(f"no answer within {timeout_s:g}s (timeout_s)")
+        return TransientFailure(f"no complete answer within {timeout_s:g}s (timeout_s)")
     import aiohttp
 
     if isinstance(cause, aiohttp.ClientConnectorError):
@@ -413,9 +505,9 @@ def _timeout_or_connection(err: httpx2.TimeoutException, timeout_s: float) -> Tr
     return TransientFailure(f"connection failed or dropped ({type(cause).__name__})")
 
 
-def _said(response: httpx2.Response, limit: int = 200) -> str:
+def _said(response: _Answer, limit: int = 200) -> str:
     """The start of what the endpoint said (its own text: data, redacted by the caller)."""
-    text = " ".join(response.text.split())
+    text = " ".join(response.content[:4 * limit].decode("utf-8", "replace").split())
     text = text if len(text) <= limit else text[:limit] + "..."
     return repr(text) if text else "an empty body"
 

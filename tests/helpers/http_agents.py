@@ -11,7 +11,7 @@ import socket
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,8 @@ class Seen:
     query: dict[str, str]
     headers: Mapping[str, str]  # case-insensitive names (a client may send them lowercase)
     body: Any
+    # aiohttp's own request, for a handler that streams its answer (StreamResponse.prepare)
+    request: web.Request | None = field(default=None, compare=False, repr=False)
 
 
 Handler = Callable[[Seen], Awaitable[web.StreamResponse]]
@@ -50,7 +52,7 @@ class FakeAgent:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         text = await request.text()
         seen = Seen(request.path, dict(request.query), request.headers.copy(),
-                    json.loads(text) if text else None)
+                    json.loads(text) if text else None, request)
         self.requests.append(seen)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
