@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 # Panel titles shared by the commands (each command may add its own).
+INPUT_PANEL = "Input"
+DATASET_PANEL = "Run judges on DATASET"
 SELECT_PANEL = "Select scenarios"
 MODELS_PANEL = "Models"
 JUDGES_PANEL = "Judges"
@@ -44,8 +46,9 @@ STATS_PANEL = "Statistics"
 OUTPUT_PANEL = "Output"
 OPTIONS_PANEL = "Options"  # anything not given a panel: --json, --verbose, --help
 # The order of the panels on a page; a panel not named here follows them, "Options" comes last.
-PANEL_ORDER = (SELECT_PANEL, MODELS_PANEL, JUDGES_PANEL, CACHE_PANEL, SAMPLING_PANEL,
-               STATS_PANEL, GATE_PANEL, EXECUTION_PANEL, LIMITS_PANEL, OUTPUT_PANEL)
+PANEL_ORDER = (INPUT_PANEL, DATASET_PANEL, SELECT_PANEL, MODELS_PANEL, JUDGES_PANEL,
+               CACHE_PANEL, SAMPLING_PANEL, STATS_PANEL, GATE_PANEL, EXECUTION_PANEL,
+               LIMITS_PANEL, OUTPUT_PANEL)
 ARGUMENTS_PANEL = "Arguments"
 
 NAME_STYLE = "bold cyan"
@@ -53,6 +56,8 @@ VALUE_STYLE = "yellow"
 EXTRA_STYLE = "dim"
 BORDER_STYLE = "dim"
 GAP = 2  # spaces between the name column and the help
+
+Row = tuple["Text", "Text", "Text | None"]  # names, help, and a note such as [default: 5]
 
 
 class HarnessCommand(TyperCommand):
@@ -109,24 +114,25 @@ def print_help(command: _click.Command, ctx: _click.Context) -> None:
     if description:
         console.print(Padding(description, (1, 1, 0, 1)))
     console.print()
-    panels = [(title, [(_names(param, ctx), _param_help(param, ctx)) for param in params])
-              for title, params in _panels(command.get_params(ctx))]
+    panels: list[tuple[str, list[Row]]] = [
+        (title, [(_names(param, ctx), *_param_help(param, ctx)) for param in params])
+        for title, params in _panels(command.get_params(ctx))]
     if isinstance(command, TyperGroup):
-        rows = []
+        rows: list[Row] = []
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)
             if sub is not None and not sub.hidden:
                 rows.append((Text(name, style=NAME_STYLE),
-                             Text(sub.short_help or sub.get_short_help_str(limit=1000))))
+                             Text(sub.short_help or sub.get_short_help_str(limit=1000)), None))
         panels.append(("Commands", rows))
     # One name column for the whole page, so that the panels line up: as wide as the longest
     # name up to a third of the width; a longer name stands on a line of its own.
     inner = console.width - 4  # a panel's border and one space of padding on each side
     cap = max(24, inner // 3)
-    name_width = max((len(name) for _, rows in panels for name, _ in rows
-                      if len(name) <= cap), default=cap)
-    for title, rows in panels:
-        _print_panel(console, title, rows, name_width)
+    name_width = max((len(row[0]) for _, panel in panels for row in panel
+                      if len(row[0]) <= cap), default=cap)
+    for title, panel in panels:
+        _print_panel(console, title, panel, name_width)
     if command.epilog:
         console.print(Padding(Text.from_markup(command.epilog.strip("\n"), emoji=False),
                               (1, 1)))
@@ -190,32 +196,29 @@ def value_placeholder(param: TyperOption, ctx: _click.Context) -> str:
     return shown if "|" in shown else shown.upper()
 
 
-def _param_help(param: _click.Parameter, ctx: _click.Context) -> Text:
-    """The second column: the help text, then dim ``[default: ...]`` (not for a flag that is
-    off by default: every flag is), range and ``[required]`` notes."""
+def _param_help(param: _click.Parameter, ctx: _click.Context) -> tuple[Text, Text | None]:
+    """The second column: the help text, and the note that follows it, dim:
+    ``[default: ...]`` (not for a flag that is off by default: every flag is), the range,
+    ``[required]``."""
     from rich.text import Text
 
     own = " ".join((getattr(param, "help", None) or "").split())
-    text = Text(own)
-    extras = []
+    note = ""
     if isinstance(param, TyperOption):
         record = param.get_help_record(ctx)
         full = record[1] if record else ""
         tail = full[len(param.help or ""):].strip() if full.startswith(param.help or "") else ""
         off_flag = param.is_flag and not param.default
-        if tail and not off_flag:
-            extras.append(tail)
+        note = "" if off_flag else tail
     elif param.required:
-        extras.append("[required]")
-    for extra in extras:
-        text.append((" " if own else "") + extra, style=EXTRA_STYLE)
-    return text
+        note = "[required]"
+    return Text(own), Text(note, style=EXTRA_STYLE) if note else None
 
 
-def _print_panel(console: Console, title: str, rows: list[tuple[Text, Text]],
-                 name_width: int) -> None:
+def _print_panel(console: Console, title: str, rows: list[Row], name_width: int) -> None:
     """One bordered panel of two-column rows, the names ``name_width`` wide; a longer name
-    stands on its own line, its help below."""
+    stands on its own line, its help below. A note (``[default: 5]``) is never broken: it
+    ends the help's last line, or has a line of its own."""
     from rich.console import Group
     from rich.panel import Panel
     from rich.text import Text
@@ -226,8 +229,13 @@ def _print_panel(console: Console, title: str, rows: list[tuple[Text, Text]],
     help_width = max(inner - name_width - GAP, 20)
     indent = " " * (name_width + GAP)
     lines: list[Text] = []
-    for name, help_text in rows:
+    for name, help_text, note in rows:
         help_lines = list(help_text.wrap(console, help_width)) if help_text.plain else []
+        if note is not None:
+            if help_lines and help_lines[-1].cell_len + 1 + note.cell_len <= help_width:
+                help_lines[-1] = Text.assemble(help_lines[-1], " ", note)
+            else:
+                help_lines.extend(note.wrap(console, help_width))
         if len(name) > name_width:
             lines.extend(name.wrap(console, inner))
         else:
