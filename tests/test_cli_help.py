@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,11 +15,12 @@ from collections.abc import Iterator
 import pytest
 import typer
 import typer.main
+from rich.text import Text
 from typer._click import Command
 from typer.core import TyperGroup, TyperOption
 from typer.testing import CliRunner
 
-from harness.cli import app
+from harness.cli import app, with_optional_values
 
 
 def _commands(group: typer.Typer) -> list[typer.models.CommandInfo]:
@@ -121,3 +123,27 @@ def test_each_help_reads_whole_at_80_columns(path: tuple[str, ...], command: Com
             assert opt in _names(row), (opt, row)
         if param.is_flag:  # a flag's cell names the flag and nothing else
             assert all(word.startswith("-") for word in _names(row)), row
+
+
+def _example_commands(epilog: str) -> list[str]:
+    """The commands of an epilog made by :func:`harness.cli.help_format.examples`, each line
+    ending in a backslash joined to the next."""
+    plain = Text.from_markup(epilog).plain.replace("\\\n", " ")
+    return [line.strip() for line in plain.splitlines() if line.strip().startswith("harness ")]
+
+
+def test_every_main_command_has_examples_that_fit_and_parse() -> None:
+    root = COMMANDS[0][1]
+    with_examples = {" ".join(path) for path, command in COMMANDS if command.epilog}
+    assert {"run", "report", "compare", "pairwise", "calibrate", "stats", "demo",
+            "score-transcripts", "validate", "merge"} <= with_examples
+    for path, command in COMMANDS:
+        for line in Text.from_markup(command.epilog or "").plain.splitlines():
+            assert len(line) <= 78, (path, line)  # the page's margin takes the other two
+        for example in _example_commands(command.epilog or ""):
+            args = with_optional_values(shlex.split(example))[1:]
+            found: Command = root
+            while args and isinstance(found, TyperGroup) and args[0] in found.commands:
+                found = found.commands[args.pop(0)]
+            assert found is command, example
+            found.make_context(" ".join(("harness", *path)), args)  # a UsageError if not

@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 
 from harness.cli.app import Verbose, app, logs_to
+from harness.cli.help_format import examples
 from harness.errors import HarnessError
 from harness.logs import LOG_FILENAME
 from harness.resources import data_dir
@@ -25,11 +26,14 @@ EXAMPLE_SCENARIOS = data_dir("scenarios")
 EXAMPLE_CALIBRATION = data_dir("examples/calibration")
 
 
-@app.command()
+@app.command(epilog=examples(
+    ("the tour's first step: no key, no network", "harness demo"),
+    ("more samples per scenario, into a directory of your choice",
+     "harness demo --epochs 10 --out runs/demo")))
 def demo(
-    out: Annotated[Path | None, typer.Option(help="where to write (default runs/demo-<time>)")
-                   ] = None,
-    epochs: Annotated[int, typer.Option(help="samples per scenario")] = 5,
+    out: Annotated[Path | None, typer.Option(
+        metavar="DIR", help="where to write (default runs/demo-<time>)")] = None,
+    epochs: Annotated[int, typer.Option(metavar="N", help="samples per scenario")] = 5,
     verbose: Verbose = False,
 ) -> None:
     """Run the example suite and a judge calibration study offline (mock: models)."""
