@@ -147,3 +147,14 @@ def test_every_main_command_has_examples_that_fit_and_parse() -> None:
                 found = found.commands[args.pop(0)]
             assert found is command, example
             found.make_context(" ".join(("harness", *path)), args)  # a UsageError if not
+
+
+def test_each_group_lists_its_commands_one_line_each_at_80_columns() -> None:
+    for path, command in COMMANDS:
+        if not isinstance(command, TyperGroup):
+            continue
+        names = command.commands
+        room = 80 - 4 - max(len(name) for name in names) - 2  # border, names, gap
+        for name, sub in names.items():
+            short = sub.short_help or sub.get_short_help_str(limit=1000)
+            assert len(short) <= room, (path, name, short)

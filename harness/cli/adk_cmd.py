@@ -33,8 +33,10 @@ def import_adk(
         "--config", metavar="FILE", help="a test_config.json for every file (default: the "
         "one beside each file, else ADK's default criteria)")] = None,
 ) -> None:
-    """Write one scenario YAML file per ADK eval set (every case a scenario; fields with no
-    home here kept under metadata.adk and named in the file's header comment)."""
+    """Write one scenario YAML file per ADK eval set.
+
+    Every case is a scenario; fields with no home here are kept under metadata.adk and
+    named in the file's header comment."""
     from harness.errors import InputError
     from harness.files import make_directory
     from harness.formats.adk import ADK_SUFFIXES
@@ -75,8 +77,10 @@ def export_adk(
     rubrics: Annotated[list[Path] | None, typer.Option(
         metavar="PATH", help="extra rubric files or folders beside the built-in ones")] = None,
 ) -> None:
-    """Write the scenarios as one ADK eval set and a test_config.json beside it. What ADK's
-    format cannot hold is listed on stderr, by scenario."""
+    """Write the scenarios as one ADK eval set, with its test_config.json.
+
+    The test_config.json is written beside the eval set. What ADK's format cannot hold is
+    listed on stderr, by scenario."""
     from harness.errors import InputError
     from harness.files import check_output_file, write_text_atomic
     from harness.formats import load_scenarios

@@ -261,10 +261,12 @@ def calibrate(
         "--judgments, or the study directory's report.html")] = None,
     verbose: Verbose = False,
 ) -> None:
-    """Measure how well judges agree with people: correlations, kappa, Krippendorff's alpha,
-    bias, pass/fail and threshold calibration, pairwise position consistency, the human
-    baseline and PPI, each with a seeded bootstrap interval over items. Analyse existing
-    judgments (--judgments FILE), or run judges on a labelled DATASET first."""
+    """Measure how well judges agree with people.
+
+    Correlations, kappa, Krippendorff's alpha, bias, pass/fail and threshold calibration,
+    pairwise position consistency, the human baseline and PPI, each with a seeded bootstrap
+    interval over items. Analyse existing judgments (--judgments FILE), or run judges on a
+    labelled DATASET first."""
     study_options = {
         "--judge": judge, "--rubric": rubric, "--criterion": criterion, "--samples": samples,
         "--swap/--no-swap": swap, "--ties/--no-ties": ties, "--scale-map": scale_map,

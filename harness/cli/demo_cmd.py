@@ -36,7 +36,9 @@ def demo(
     epochs: Annotated[int, typer.Option(metavar="N", help="samples per scenario")] = 5,
     verbose: Verbose = False,
 ) -> None:
-    """Run the example suite and a judge calibration study offline (mock: models)."""
+    """Run the example suite and a calibration study, offline.
+
+    Every model is a mock: model, so no key and no network are needed."""
     if not EXAMPLE_SCENARIOS.is_dir():
         raise HarnessError(
             f"the example scenarios are not at {EXAMPLE_SCENARIOS}; run the demo from a "

@@ -25,8 +25,10 @@ def merge(
     gate_on: GateOn = "mean",
     as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False,
 ) -> None:
-    """Merge the shards of a run (harness run --shard i/n) into one run directory. Its
-    summary is the one a single run of the same samples has. Refused, naming the field or the
+    """Merge the shards of a run into one run directory.
+
+    The shards are the run directories of harness run --shard i/n. Its summary is the one a
+    single run of the same samples has. Refused, naming the field or the
     sample, when the shards' configurations differ in anything that changes results or two of
     them hold the same sample. Exit 3 when shards or samples are missing, as after a budget
     stop; the other exit codes are harness run's."""

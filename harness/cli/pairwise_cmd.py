@@ -92,9 +92,11 @@ def pairwise(
     keyword: Keywords = None,
     verbose: Verbose = False,
 ) -> None:
-    """Compare two runs' transcripts pairwise: every (scenario, epoch) present and not errored
-    in both is judged A against B under a rubric by every judge, --samples times, in both
-    orders (a winner only when both orders agree). Reports wins, ties, the inconsistency
+    """Judge two runs' transcripts against each other in pairs.
+
+    Every (scenario, epoch) present and not errored in both is judged A against B under a
+    rubric by every judge, --samples times, in both orders (a winner only when both orders
+    agree). Reports wins, ties, the inconsistency
     rate and B's win rate with an interval clustered by scenario. --tag, --exclude-tag and
     -k compare only the scenarios they select."""
     from harness.models.config import ModelsConfig

@@ -379,10 +379,12 @@ def run(
         help="print summary.json instead of the tables")] = False,
     verbose: Verbose = False,
 ) -> None:
-    """Run scenarios x epochs, check and judge every transcript, store every sample, and
-    report each figure with its confidence interval. Exit 1 when a gate is missed, 2 on bad
-    input or configuration, 3 when a budget stopped the run early, 4 when no sample was
-    scored; Ctrl-C and SIGTERM keep what finished (exit 130, 143)."""
+    """Run scenarios x epochs and score every transcript.
+
+    Every transcript is checked and judged, every sample stored, and each figure reported
+    with its confidence interval. Exit 1 when a gate is missed, 2 on bad input or
+    configuration, 3 when a budget stopped the run early, 4 when no sample was scored;
+    Ctrl-C and SIGTERM keep what finished (exit 130, 143)."""
     _check_option_combinations(ctx, resume=resume, paths=paths,
                                adaptive=target_ci_width is not None, cache_mode=cache_mode)
     if resume is None and not paths:
@@ -521,9 +523,11 @@ def report(
     exclude_tag: ExcludeTags = None,
     keyword: Keywords = None,
 ) -> None:
-    """Show a finished run's summary again (from its summary.json; nothing is written), or
-    write its HTML report again with --html. --tag, --exclude-tag and -k recompute the
-    figures from the store for the selected scenarios' samples only."""
+    """Show a finished run's summary again, or its HTML report.
+
+    The summary is read from the run's summary.json (nothing is written); --html writes its
+    HTML report again. --tag, --exclude-tag and -k recompute the figures from the store for
+    the selected scenarios' samples only."""
     from harness.report.terminal import render_run
     from harness.runs.summary import read_summary, summarise_selection
 
@@ -596,9 +600,11 @@ def compare(
     exclude_tag: ExcludeTags = None,
     keyword: Keywords = None,
 ) -> None:
-    """Compare two runs on their common scenarios: per-scenario differences, the mean
-    difference with a clustered interval, paired t / permutation tests and McNemar. --tag,
-    --exclude-tag and -k compare only the scenarios they select."""
+    """Compare two runs on their common scenarios.
+
+    Per-scenario differences, the mean difference with a clustered interval, paired t /
+    permutation tests and McNemar. --tag, --exclude-tag and -k compare only the scenarios
+    they select."""
     from harness.runs.comparison import compare_run_dirs
 
     html_path = html_output(html, "a comparison")

@@ -68,8 +68,10 @@ def score_transcripts(
         help="base URL for the judges (an OpenAI-compatible server or a gateway)")] = None,
     verbose: Verbose = False,
 ) -> None:
-    """Score existing transcripts with the deterministic checks (no model calls): trajectory
-    metrics under their Vertex AI names, ADK's scores, and the scenario checks given per line.
+    """Score existing transcripts: checks, and judges if asked.
+
+    The deterministic checks make no model calls: trajectory metrics under their Vertex AI
+    names, ADK's scores, and the scenario checks given per line.
     A Vertex AI dataset (JSONL, or a .csv file) is read too: its latency and failure columns
     are summarised, and a failed row is reported apart, unscored.
     Malformed tool-call arguments are scored as non-matching, with a warning. With --judge and

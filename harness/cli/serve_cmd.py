@@ -43,9 +43,11 @@ def serve_tools(
         metavar="FILE.jsonl", help="append each call's record (arguments, result, error, "
         "latency) to this file as a JSON line")] = None,
 ) -> None:
-    """Serve a scenario's mocked tools over MCP, as a run does for its agents. Each call is
-    answered by the scenario's mocks (state, sequences, errors, handlers) and logged on
-    stderr; over http each MCP session starts from a fresh state. Ctrl-C stops it."""
+    """Serve a scenario's mocked tools over MCP, as a run does.
+
+    Each call is answered by the scenario's mocks (state, sequences, errors, handlers) and
+    logged on stderr; over http each MCP session starts from a fresh state. Ctrl-C stops
+    it."""
     selected = _one_scenario(scenario)
     out = _record_file(record) if record is not None else None
     err = terminal_console(stderr=True, soft_wrap=True)

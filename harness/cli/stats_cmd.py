@@ -88,7 +88,9 @@ def stats(
         help="pass@k and pass^k for every k in the tables, not only 1, 2, 4, 8, ... and the "
         "largest (the JSON has every k)")] = False,
 ) -> None:
-    """Suite statistics with confidence intervals from a JSONL of sample scores."""
+    """Suite statistics from a JSONL of sample scores.
+
+    Every figure with its confidence interval, as a run reports them."""
     # Imported here: numpy and scipy load only when statistics are computed, not for --help.
     from harness.models.provenance import roles_notice
     from harness.stats.jsonl import read_sample_scores

@@ -46,9 +46,11 @@ def validate(
     exclude_tag: ExcludeTags = None,
     keyword: Keywords = None,
 ) -> None:
-    """Check scenario files: every problem in every file, one line each
-    (file:line: field: what was expected), rubric ids included; --tag, --exclude-tag and -k
-    count the scenarios they select. Exits 2 when any problem is found."""
+    """Check scenario files: every problem, one line each.
+
+    Each line says file:line: field: what was expected, rubric ids included; --tag,
+    --exclude-tag and -k count the scenarios they select. Exits 2 when any problem is
+    found."""
     from harness.formats import validate_paths
 
     known, rubric_errors = _rubric_ids(rubrics or [])
@@ -94,8 +96,9 @@ def schema(
                      "stale"),
     ] = False,
 ) -> None:
-    """Write the JSON Schemas of scenario and rubric files (scenario.schema.json,
-    rubric.schema.json) for editors."""
+    """Write the JSON Schemas of scenario and rubric files.
+
+    For editors: scenario.schema.json and rubric.schema.json."""
     from harness.scenarios.export import stale_schemas, write_schemas
 
     if check:
