@@ -126,9 +126,10 @@ def print_help(command: _click.Command, ctx: _click.Context) -> None:
                              Text(sub.short_help or sub.get_short_help_str(limit=1000)), None))
         panels.append(("Commands", rows))
     # One name column for the whole page, so that the panels line up: as wide as the longest
-    # name up to a third of the width; a longer name stands on a line of its own.
+    # name up to a third of the width (24 at least, half in a very narrow terminal); a longer
+    # name stands on a line of its own.
     inner = console.width - 4  # a panel's border and one space of padding on each side
-    cap = max(24, inner // 3)
+    cap = max(inner // 3, min(24, inner // 2))
     name_width = max((len(row[0]) for _, panel in panels for row in panel
                       if len(row[0]) <= cap), default=cap)
     for title, panel in panels:
@@ -226,7 +227,7 @@ def _print_panel(console: Console, title: str, rows: list[Row], name_width: int)
     if not rows:
         return
     inner = console.width - 4
-    help_width = max(inner - name_width - GAP, 20)
+    help_width = max(inner - name_width - GAP, 10)
     indent = " " * (name_width + GAP)
     lines: list[Text] = []
     for name, help_text, note in rows:

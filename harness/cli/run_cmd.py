@@ -305,7 +305,7 @@ def run(
         rich_help_panel=MODELS_PANEL,
         help="use mock: models for every model not named (no keys, no network)")] = False,
     epochs: Annotated[int, typer.Option(
-        metavar="N", rich_help_panel=SAMPLING_PANEL, help="samples per scenario")] = 5,
+        metavar="K", rich_help_panel=SAMPLING_PANEL, help="samples per scenario")] = 5,
     concurrency: Annotated[int, typer.Option(
         metavar="N", rich_help_panel=EXECUTION_PANEL,
         help="episodes in flight, over all workers")] = 8,
