@@ -8,7 +8,7 @@ from the parameter's Python annotation (``<bool>``, ``<list[Path]>``), flags and
 included, as if a flag took a value.
 
 Here each option is one row of two columns: its names with the value it takes
-(``--offline / --no-offline``, ``--epochs N``, ``--gate-on mean|lower-bound``) and what it
+(``--offline / --no-offline``, ``--epochs K``, ``--gate-on mean|lower-bound``) and what it
 does, with its default. The names are never cut: a name wider than its column stands on a
 line of its own and its help starts on the next. Options are grouped into the panels named
 by ``rich_help_panel``, and a command's ``epilog`` (rich markup, see :func:`examples`) ends
@@ -181,11 +181,11 @@ def _names(param: _click.Parameter, ctx: _click.Context) -> Text:
     names = Text(" / ".join([*param.opts, *param.secondary_opts]), style=NAME_STYLE)
     if isinstance(param, TyperOption) and not param.is_flag and not param.count:
         names.append(" ")
-        names.append(value_placeholder(param, ctx), style=VALUE_STYLE)
+        names.append(_value_placeholder(param, ctx), style=VALUE_STYLE)
     return names
 
 
-def value_placeholder(param: TyperOption, ctx: _click.Context) -> str:
+def _value_placeholder(param: TyperOption, ctx: _click.Context) -> str:
     """What an option's value is shown as: its ``metavar`` when it declares one, else its
     choices (``mean|lower-bound``), else its type in capitals (``INT``, ``PATH``), from
     typer's ``<int>``, ``<list[Path]>`` or ``<float range>``."""
@@ -247,5 +247,4 @@ def _print_panel(console: Console, title: str, rows: list[Row], name_width: int)
                         padding=(0, 1)))
 
 
-__all__ = ["HarnessCommand", "HarnessGroup", "examples", "print_help", "use_harness_help",
-           "value_placeholder"]
+__all__ = ["HarnessCommand", "HarnessGroup", "examples", "print_help", "use_harness_help"]
