@@ -23,7 +23,7 @@ app.add_typer(export_app, name="export")
 
 @import_app.command("adk", epilog=examples(
     ("every eval set under a folder, one scenario file each",
-     "harness import adk tests/adk_evals/ --out evals/adk"),))
+     "harness import adk adk_evals/ --out evals/adk"),))
 def import_adk(
     files: Annotated[list[Path], typer.Argument(
         help="ADK eval sets (*.evalset.json, *.test.json), or folders holding them")],

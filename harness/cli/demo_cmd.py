@@ -33,7 +33,7 @@ EXAMPLE_CALIBRATION = data_dir("examples/calibration")
 def demo(
     out: Annotated[Path | None, typer.Option(
         metavar="DIR", help="where to write (default runs/demo-<time>)")] = None,
-    epochs: Annotated[int, typer.Option(metavar="N", help="samples per scenario")] = 5,
+    epochs: Annotated[int, typer.Option(metavar="K", help="samples per scenario")] = 5,
     verbose: Verbose = False,
 ) -> None:
     """Run the example suite and a calibration study, offline.
