@@ -19,6 +19,7 @@ import typer
 # Importing a command module registers its commands.
 from harness.cli import commands  # noqa: F401  (registration side effect)
 from harness.cli.app import EXIT_INPUT_ERROR, app
+from harness.cli.help_format import use_harness_help
 from harness.errors import HarnessError, InputErrors
 from harness.safe_text import TerminalLogHandler, terminal_console, terminal_text
 
@@ -40,6 +41,7 @@ def _unwrap_short_help(group: typer.Typer = app) -> None:
 
 
 _unwrap_short_help()
+use_harness_help(app)
 
 # Options whose value may be left out: `harness report DIR --html` means "the default file".
 # Typer has no optional option values, so a bare one is given the empty value here, which

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from harness.cli.app import app
+from harness.cli.help_format import examples
 from harness.safe_text import terminal_console, terminal_text
 
 import_app = typer.Typer(help="Convert files of other tools into scenario YAML.",
@@ -20,17 +21,22 @@ app.add_typer(import_app, name="import")
 app.add_typer(export_app, name="export")
 
 
-@import_app.command("adk")
+@import_app.command("adk", epilog=examples(
+    ("every eval set under a folder, one scenario file each",
+     "harness import adk adk_evals/ --out evals/adk"),))
 def import_adk(
     files: Annotated[list[Path], typer.Argument(
         help="ADK eval sets (*.evalset.json, *.test.json), or folders holding them")],
-    out: Annotated[Path, typer.Option("--out", help="folder to write the YAML files into")],
+    out: Annotated[Path, typer.Option(
+        "--out", metavar="DIR", help="folder to write the YAML files into")],
     config: Annotated[Path | None, typer.Option(
-        "--config", help="a test_config.json for every file (default: the one beside each "
-        "file, else ADK's default criteria)")] = None,
+        "--config", metavar="FILE", help="a test_config.json for every file (default: the "
+        "one beside each file, else ADK's default criteria)")] = None,
 ) -> None:
-    """Write one scenario YAML file per ADK eval set (every case a scenario; fields with no
-    home here kept under metadata.adk and named in the file's header comment)."""
+    """Write one scenario YAML file per ADK eval set.
+
+    Every case is a scenario; fields with no home here are kept under metadata.adk and
+    named in the file's header comment."""
     from harness.errors import InputError
     from harness.files import make_directory
     from harness.formats.adk import ADK_SUFFIXES
@@ -59,18 +65,22 @@ def import_adk(
         typer.echo(f"wrote {terminal_text(import_eval_set(path, out, config))}")
 
 
-@export_app.command("adk")
+@export_app.command("adk", epilog=examples(
+    ("the weather scenarios as one ADK eval set",
+     "harness export adk scenarios/weather.yaml --out adk/weather.evalset.json"),))
 def export_adk(
     paths: Annotated[list[Path], typer.Argument(
         help="scenario files or folders (FILE:id1,id2 selects scenarios)")],
     out: Annotated[Path, typer.Option(
-        "--out", help="the eval set file to write (*.evalset.json); test_config.json is "
-        "written beside it")],
+        "--out", metavar="FILE", help="the eval set file to write (*.evalset.json); "
+        "test_config.json is written beside it")],
     rubrics: Annotated[list[Path] | None, typer.Option(
-        help="extra rubric files or folders beside the built-in ones")] = None,
+        metavar="PATH", help="extra rubric files or folders beside the built-in ones")] = None,
 ) -> None:
-    """Write the scenarios as one ADK eval set and a test_config.json beside it. What ADK's
-    format cannot hold is listed on stderr, by scenario."""
+    """Write the scenarios as one ADK eval set, with its test_config.json.
+
+    The test_config.json is written beside the eval set. What ADK's format cannot hold is
+    listed on stderr, by scenario."""
     from harness.errors import InputError
     from harness.files import check_output_file, write_text_atomic
     from harness.formats import load_scenarios

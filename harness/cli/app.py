@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from harness.cli.help_format import SELECT_PANEL
 from harness.errors import InputError
 from harness.logs import library_logs
 from harness.safe_text import terminal_console, terminal_text
@@ -111,12 +112,14 @@ def judge_models(judges: list[str], offline: bool, *, needed_for: str) -> list[s
 # --tag, --exclude-tag and -k, the same on every command that selects scenarios or samples
 # (what they mean: harness.scenarios.selectors.ScenarioFilter).
 Tags = Annotated[list[str] | None, typer.Option(
-    "--tag", metavar="TAG", help="only scenarios with this tag; repeat for any of several")]
+    "--tag", metavar="TAG", rich_help_panel=SELECT_PANEL,
+    help="only scenarios with this tag; repeat for any of several")]
 ExcludeTags = Annotated[list[str] | None, typer.Option(
-    "--exclude-tag", metavar="TAG", help="leave out scenarios with this tag (repeatable)")]
+    "--exclude-tag", metavar="TAG", rich_help_panel=SELECT_PANEL,
+    help="leave out scenarios with this tag (repeatable)")]
 Keywords = Annotated[list[str] | None, typer.Option(
-    "-k", metavar="SUBSTRING", help="only scenarios whose id holds SUBSTRING "
-    "(case-insensitive); repeat for any of several")]
+    "-k", metavar="SUBSTRING", rich_help_panel=SELECT_PANEL,
+    help="only scenarios whose id holds SUBSTRING, any case (repeatable)")]
 
 
 def scenario_filter(tags: list[str] | None, exclude_tags: list[str] | None,

@@ -26,6 +26,14 @@ import typer
 
 from harness.choices import CacheMode
 from harness.cli.app import Verbose, app, counting_progress, judge_models, logs_to
+from harness.cli.help_format import (
+    CACHE_PANEL,
+    DATASET_PANEL,
+    INPUT_PANEL,
+    OUTPUT_PANEL,
+    STATS_PANEL,
+    examples,
+)
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
 from harness.files import new_output_directory
@@ -122,107 +130,143 @@ def _print(report: CalibrationReport, json_output: bool) -> None:
     render_report(report, terminal_console())
 
 
-@app.command()
+@app.command(epilog=examples(
+    ("analyse judgments already made (no model calls)",
+     "harness calibrate --judgments examples/calibration/pointwise_judgments.jsonl"),
+    ("run a judge on labelled items, 3 samples each, and write the HTML page",
+     "harness calibrate examples/calibration/pointwise_items.jsonl --offline \\\n"
+     "    --rubric final_response_quality --samples 3 --out runs/calibration --html")))
 def calibrate(
     dataset: Annotated[
         Path | None,
         typer.Argument(
-            help="Labelled items to run judges on (JSONL/CSV): pointwise {item_id, text, "
-            "human} or pairwise {item_id, input, output_a, output_b, gold}. Needs --judge "
-            "(or --offline) and --rubric. Not with --judgments.",
+            help="labelled items to run judges on (JSONL/CSV): pointwise {item_id, text, "
+            "human} or pairwise {item_id, input, output_a, output_b, gold}; needs --judge "
+            "(or --offline) and --rubric; not with --judgments",
             show_default=False,
         ),
     ] = None,
     judgments: Annotated[
         Path | None,
         typer.Option(
-            "--judgments",
-            help="JSONL/CSV of judgment records (contract 3): pointwise {item_id, human, judge} "
-            "or pairwise {item_id, gold, verdict, swapped}. No model calls. Not with DATASET.",
+            "--judgments", metavar="FILE", rich_help_panel=INPUT_PANEL,
+            help="JSONL/CSV of judgment records (contract 3), pointwise {item_id, human, "
+            "judge} or pairwise {item_id, gold, verdict, swapped}: no model calls; not with "
+            "DATASET",
         ),
     ] = None,
     json_output: Annotated[
-        bool, typer.Option("--json", help="Print the report as one JSON object.")
+        bool, typer.Option("--json", rich_help_panel=OUTPUT_PANEL,
+                           help="print the report as one JSON object")
     ] = False,
     judge: Annotated[list[str] | None, typer.Option(
-        "--judge", metavar="MODEL", help="DATASET: judge model (provider:model); repeat to "
-        "compare judges. mock:judge (and mock:judge-strict, -lenient, -first) run offline.")
-    ] = None,
+        "--judge", metavar="MODEL", rich_help_panel=DATASET_PANEL,
+        help="judge model (provider:model); repeat to compare judges; mock:judge (and "
+        "mock:judge-strict, -lenient, -first) run offline")] = None,
     rubric: Annotated[list[str] | None, typer.Option(
-        "--rubric", metavar="ID", help="DATASET: the rubric the judges use; repeat to compare "
-        "prompts (each judge×rubric is then reported as MODEL@RUBRIC).")] = None,
+        "--rubric", metavar="ID", rich_help_panel=DATASET_PANEL,
+        help="the rubric the judges use; repeat to compare prompts (each judge×rubric is "
+        "then reported as MODEL@RUBRIC)")] = None,
     criterion: Annotated[str | None, typer.Option(
-        help="DATASET: the rubric criterion whose score is compared (pointwise; default: the "
-        "rubric's first) or compared on (pairwise; default: the whole rubric).")] = None,
+        metavar="NAME", rich_help_panel=DATASET_PANEL,
+        help="the criterion compared (pointwise; default: the rubric's first) or compared "
+        "on (pairwise; default: the whole rubric)")] = None,
     samples: Annotated[int | None, typer.Option(
-        help="DATASET: judge samples per item (sample indexes 0..K-1). Default: 1.")] = None,
+        metavar="K", rich_help_panel=DATASET_PANEL,
+        help="judge samples per item (default: 1)")] = None,
     swap: Annotated[bool | None, typer.Option(
-        "--swap/--no-swap", help="DATASET, pairwise: judge every sample in both orders "
-        "(default; position consistency needs both) or only the original order.")] = None,
+        "--swap/--no-swap", rich_help_panel=DATASET_PANEL,
+        help="pairwise: judge every sample in both orders (the default: position "
+        "consistency needs both) or only the original order")] = None,
     ties: Annotated[bool | None, typer.Option(
-        "--ties/--no-ties", help="DATASET, pairwise: may the judge answer 'tie'? Default: "
-        "--ties.")] = None,
+        "--ties/--no-ties", rich_help_panel=DATASET_PANEL,
+        help="pairwise: may the judge answer 'tie' (default: --ties)")] = None,
     scale_map: Annotated[str | None, typer.Option(
-        metavar="LEVEL=VALUE,...", help="DATASET, pointwise: map each judge level onto the "
-        "human scale, e.g. 1=1,2=1,3=2,4=3,5=3, when the labels are on another scale than "
-        "the criterion's.")] = None,
+        metavar="LEVEL=VALUE,...", rich_help_panel=DATASET_PANEL,
+        help="pointwise: map each judge level onto the human scale (e.g. 1=1,2=1,3=2,4=3,"
+        "5=3) when the labels are on another scale than the criterion's")] = None,
     temperature: Annotated[float | None, typer.Option(
-        help="DATASET: judge temperature (default: the provider's).", min=0, max=2)] = None,
+        metavar="T", rich_help_panel=DATASET_PANEL,
+        help="judge temperature (default: the provider's)", min=0, max=2)] = None,
     out: Annotated[Path | None, typer.Option(
-        help="DATASET: study directory; judgments are written as they come and a re-run with "
-        "the same --out resumes. Default: runs/calibrate-<time>.")] = None,
+        metavar="DIR", rich_help_panel=DATASET_PANEL,
+        help="study directory, written as judgments come; the same --out again resumes "
+        "(default: runs/calibrate-<time>)")] = None,
     concurrency: Annotated[int | None, typer.Option(
-        help="DATASET: judge samples in flight. Default: 8.")] = None,
+        metavar="N", rich_help_panel=DATASET_PANEL,
+        help="judge samples in flight (default: 8)")] = None,
     offline: Annotated[bool, typer.Option(
-        help="DATASET: judge with mock:judge when no --judge is given; refuse non-mock "
-        "judges (no keys, no network).")] = False,
+        rich_help_panel=DATASET_PANEL,
+        help="judge with mock:judge when no --judge is given; refuse non-mock judges (no "
+        "keys, no network)")] = False,
     cache: Annotated[Path | None, typer.Option(
-        help="DATASET: response cache file. Default: .harness/cache.sqlite.")] = None,
+        metavar="FILE", rich_help_panel=CACHE_PANEL,
+        help="DATASET: response cache file (default: .harness/cache.sqlite)")] = None,
     cache_mode: Annotated[CacheMode, typer.Option(
-        help="DATASET: read-write, refresh, off, or replay (cached answers only).")
+        rich_help_panel=CACHE_PANEL,
+        help="DATASET: how the cache is used (replay: cached answers only)")
     ] = "read-write",
     models_config: Annotated[Path | None, typer.Option(
-        help="DATASET: models YAML (keys, base URLs, retries, concurrency).")] = None,
+        metavar="FILE", rich_help_panel=CACHE_PANEL,
+        help="DATASET: models YAML (keys, base URLs, retries, concurrency)")] = None,
     judge_base_url: Annotated[str | None, typer.Option(
-        help="DATASET: base URL for non-mock judges (an OpenAI-compatible server).")] = None,
+        metavar="URL", rich_help_panel=CACHE_PANEL,
+        help="DATASET: base URL for non-mock judges (an OpenAI-compatible server)")] = None,
     rubrics_dir: Annotated[list[Path] | None, typer.Option(
-        "--rubrics-dir", help="DATASET: more rubric files or directories.")] = None,
+        "--rubrics-dir", metavar="PATH", rich_help_panel=DATASET_PANEL,
+        help="more rubric files or directories")] = None,
     pass_threshold: Annotated[
         float | None,
-        typer.Option(help="A score at or above this passes (pass/fail statistics, PPI pass rate)."),
+        typer.Option(metavar="SCORE", rich_help_panel=STATS_PANEL,
+                     help="a score at or above this passes (pass/fail statistics, PPI pass "
+                     "rate)"),
     ] = None,
     threshold_criterion: Annotated[
-        str, typer.Option(help="Best judge threshold by max 'kappa' or max 'alignment'.")
+        str, typer.Option(metavar="kappa|alignment", rich_help_panel=STATS_PANEL,
+                          help="the best judge threshold is the one of highest kappa or "
+                          "alignment")
     ] = "kappa",
     scale: Annotated[
         str | None,
-        typer.Option(help="Rating scale MIN:MAX[:STEP|:continuous]; overrides the file's."),
+        typer.Option(metavar="MIN:MAX[:STEP]", rich_help_panel=STATS_PANEL,
+                     help="rating scale (STEP a number or 'continuous'); overrides the "
+                     "file's"),
     ] = None,
     alpha_level: Annotated[
         str | None,
-        typer.Option(help="Level of the headline krippendorff_alpha: nominal, ordinal, interval."),
+        typer.Option(metavar="nominal|ordinal|interval", rich_help_panel=STATS_PANEL,
+                     help="level of the headline krippendorff_alpha (default: ordinal on a "
+                     "discrete scale, else interval)"),
     ] = None,
     missing_verdict: Annotated[
-        str, typer.Option(help="Pairwise: a missing verdict counts as 'wrong' or is 'exclude'd.")
+        str, typer.Option(metavar="wrong|exclude", rich_help_panel=STATS_PANEL,
+                          help="pairwise: a missing verdict counts as wrong, or is left out")
     ] = "wrong",
     ppi_lambda: Annotated[
-        float | None, typer.Option(help="Fix PPI++'s lambda (default: power-tuned).")
+        float | None, typer.Option(metavar="LAMBDA", rich_help_panel=STATS_PANEL,
+                                   help="fix PPI++'s lambda (default: power-tuned)")
     ] = None,
-    resamples: Annotated[int, typer.Option(help="Bootstrap resamples (0: no intervals).")] = 2000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    confidence: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
+    resamples: Annotated[int, typer.Option(
+        metavar="N", rich_help_panel=STATS_PANEL,
+        help="bootstrap resamples (0: no intervals)")] = 2000,
+    seed: Annotated[int, typer.Option(
+        metavar="N", rich_help_panel=STATS_PANEL, help="bootstrap seed")] = 0,
+    confidence: Annotated[float, typer.Option(
+        metavar="LEVEL", rich_help_panel=STATS_PANEL,
+        help="confidence level of the intervals")] = 0.95,
     html: Annotated[str | None, typer.Option(
-        "--html", metavar="[FILE]",
-        help="Also write the report as one self-contained HTML page (plots, the items where "
-        "judge and people disagree most, the judge's reasoning) to FILE. Without FILE: "
-        "beside the --judgments file (as FILE.html), or the study directory's report.html "
-        "(written for every study).")] = None,
+        "--html", metavar="[FILE]", rich_help_panel=OUTPUT_PANEL,
+        help="also write the report as one HTML page (plots, the items where judge and "
+        "people disagree most, the judge's reasoning); without FILE: FILE.html beside "
+        "--judgments, or the study directory's report.html")] = None,
     verbose: Verbose = False,
 ) -> None:
-    """Measure how well judges agree with people: correlations, kappa, Krippendorff's alpha,
-    bias, pass/fail and threshold calibration, pairwise position consistency, the human
-    baseline and PPI, each with a seeded bootstrap interval over items. Analyse existing
-    judgments (--judgments FILE), or run judges on a labelled DATASET first."""
+    """Measure how well judges agree with people.
+
+    Correlations, kappa, Krippendorff's alpha, bias, pass/fail and threshold calibration,
+    pairwise position consistency, the human baseline and PPI, each with a seeded bootstrap
+    interval over items. Analyse existing judgments (--judgments FILE), or run judges on a
+    labelled DATASET first."""
     study_options = {
         "--judge": judge, "--rubric": rubric, "--criterion": criterion, "--samples": samples,
         "--swap/--no-swap": swap, "--ties/--no-ties": ties, "--scale-map": scale_map,

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from harness.cli.app import Verbose, app, logs_to
+from harness.cli.help_format import examples
 from harness.errors import HarnessError
 from harness.files import new_output_directory
 from harness.logs import LOG_FILENAME
@@ -25,14 +26,19 @@ EXAMPLE_SCENARIOS = data_dir("scenarios")
 EXAMPLE_CALIBRATION = data_dir("examples/calibration")
 
 
-@app.command()
+@app.command(epilog=examples(
+    ("the tour's first step: no key, no network", "harness demo"),
+    ("more samples per scenario, into a directory of your choice",
+     "harness demo --epochs 10 --out runs/demo")))
 def demo(
-    out: Annotated[Path | None, typer.Option(help="where to write (default runs/demo-<time>)")
-                   ] = None,
-    epochs: Annotated[int, typer.Option(help="samples per scenario")] = 5,
+    out: Annotated[Path | None, typer.Option(
+        metavar="DIR", help="where to write (default runs/demo-<time>)")] = None,
+    epochs: Annotated[int, typer.Option(metavar="K", help="samples per scenario")] = 5,
     verbose: Verbose = False,
 ) -> None:
-    """Run the example suite and a judge calibration study offline (mock: models)."""
+    """Run the example suite and a calibration study, offline.
+
+    Every model is a mock: model, so no key and no network are needed."""
     if not EXAMPLE_SCENARIOS.is_dir():
         raise HarnessError(
             f"the example scenarios are not at {EXAMPLE_SCENARIOS}; run the demo from a "

@@ -23,6 +23,7 @@ from harness.cli.app import (
     logs_to,
     scenario_filter,
 )
+from harness.cli.help_format import CACHE_PANEL, GATE_PANEL, JUDGES_PANEL, OUTPUT_PANEL, examples
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
 from harness.files import atomic_write, check_output_file
@@ -30,50 +31,72 @@ from harness.logs import command_log_file
 from harness.safe_text import terminal_console, terminal_text
 
 
-@app.command()
+@app.command(epilog=examples(
+    ("two runs judged pair by pair with the offline mock judge",
+     "harness pairwise runs/main runs/branch --offline \\\n"
+     "    --rubric final_response_quality"),
+    ("a real judge, 3 samples a pair; exit 1 when B is significantly worse",
+     "harness pairwise runs/main runs/branch --judge openai:gpt-4.1 \\\n"
+     "    --rubric final_response_quality --samples 3 --fail-on-regression")))
 def pairwise(
     run_a: Annotated[Path, typer.Argument(help="run directory A (the baseline)")],
     run_b: Annotated[Path, typer.Argument(help="run directory B (the candidate)")],
     judge: Annotated[list[str] | None, typer.Option(
-        "--judge", metavar="MODEL", help="judge model (provider:model); repeat for a panel. "
-        "mock:judge (and mock:judge-strict, -lenient, -first) run offline.")] = None,
+        "--judge", metavar="MODEL", rich_help_panel=JUDGES_PANEL,
+        help="judge model (provider:model); repeat for a panel; mock:judge (and "
+        "mock:judge-strict, -lenient, -first) run offline")] = None,
     rubric: Annotated[str | None, typer.Option(
-        "--rubric", metavar="ID", help="the rubric the transcripts are compared under")] = None,
+        "--rubric", metavar="ID", rich_help_panel=JUDGES_PANEL,
+        help="the rubric the transcripts are compared under")] = None,
     rubrics: Annotated[list[Path] | None, typer.Option(
+        metavar="PATH", rich_help_panel=JUDGES_PANEL,
         help="extra rubric files or folders beside the built-ins")] = None,
     samples: Annotated[int, typer.Option(
-        help="judge samples per pair and judge (sample indexes 0..K-1)", min=1)] = 1,
+        metavar="K", rich_help_panel=JUDGES_PANEL,
+        help="judge samples per pair and judge", min=1)] = 1,
     concurrency: Annotated[int, typer.Option(
+        metavar="N", rich_help_panel=JUDGES_PANEL,
         help="comparisons in flight (two calls each)", min=1)] = 8,
     offline: Annotated[bool, typer.Option(
-        help="judge with mock:judge when no --judge is given; refuse non-mock judges")] = False,
+        rich_help_panel=JUDGES_PANEL,
+        help="judge with mock:judge when no --judge is given; refuse non-mock judges")
+    ] = False,
     models_config: Annotated[Path | None, typer.Option(
+        metavar="FILE", rich_help_panel=CACHE_PANEL,
         help="models YAML (keys, base URLs, retries, concurrency)")] = None,
     judge_base_url: Annotated[str | None, typer.Option(
+        metavar="URL", rich_help_panel=CACHE_PANEL,
         help="base URL for non-mock judges (an OpenAI-compatible server)")] = None,
-    cache: Annotated[Path, typer.Option(help="response cache file")] = Path(
+    cache: Annotated[Path, typer.Option(
+        metavar="FILE", rich_help_panel=CACHE_PANEL, help="response cache file")] = Path(
         ".harness/cache.sqlite"),
     cache_mode: Annotated[CacheMode, typer.Option(
-        help="read-write, refresh, off, or replay (cached answers only)")] = "read-write",
-    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+        rich_help_panel=CACHE_PANEL,
+        help="how the cache is used (replay: cached answers only)")] = "read-write",
+    as_json: Annotated[bool, typer.Option(
+        "--json", rich_help_panel=OUTPUT_PANEL, help="print the report as JSON")] = False,
     out: Annotated[Path | None, typer.Option(
+        metavar="FILE", rich_help_panel=OUTPUT_PANEL,
         help="write one JSON line per (scenario, epoch) here: verdict, votes, comparisons, "
         "or why it was not compared")] = None,
     fail_on_regression: Annotated[bool, typer.Option(
+        rich_help_panel=GATE_PANEL,
         help="exit 1 when B is significantly worse than A (the interval of B's win rate "
         "lies below 0.5)")] = False,
     html: Annotated[str | None, typer.Option(
-        "--html", metavar="FILE", help="also write the comparison as one self-contained HTML "
-        "page (win rates, every pair's verdicts and reasoning in both orders, both "
-        "transcripts)")] = None,
+        "--html", metavar="FILE", rich_help_panel=OUTPUT_PANEL,
+        help="also write the comparison as one HTML page (win rates, every pair's verdicts "
+        "and reasoning in both orders, both transcripts)")] = None,
     tag: Tags = None,
     exclude_tag: ExcludeTags = None,
     keyword: Keywords = None,
     verbose: Verbose = False,
 ) -> None:
-    """Compare two runs' transcripts pairwise: every (scenario, epoch) present and not errored
-    in both is judged A against B under a rubric by every judge, --samples times, in both
-    orders (a winner only when both orders agree). Reports wins, ties, the inconsistency
+    """Judge two runs' transcripts against each other in pairs.
+
+    Every (scenario, epoch) present and not errored in both is judged A against B under a
+    rubric by every judge, --samples times, in both orders (a winner only when both orders
+    agree). Reports wins, ties, the inconsistency
     rate and B's win rate with an interval clustered by scenario. --tag, --exclude-tag and
     -k compare only the scenarios they select."""
     from harness.models.config import ModelsConfig

@@ -29,6 +29,18 @@ from harness.cli.app import (
     logs_to,
     scenario_filter,
 )
+from harness.cli.help_format import (
+    CACHE_PANEL,
+    EXECUTION_PANEL,
+    GATE_PANEL,
+    JUDGES_PANEL,
+    LIMITS_PANEL,
+    MODELS_PANEL,
+    OUTPUT_PANEL,
+    SAMPLING_PANEL,
+    STATS_PANEL,
+    examples,
+)
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import HarnessError
 from harness.files import new_output_directory
@@ -78,9 +90,13 @@ class RunProgress:
 
 
 # The CI gate's options, on `run` and `merge`.
-MinPassRate = Annotated[float | None, typer.Option(help="gate on the pass rate")]
-MinScore = Annotated[float | None, typer.Option(help="gate on the mean score")]
-GateOn = Annotated[GateBasis, typer.Option(help="mean or lower-bound")]
+MinPassRate = Annotated[float | None, typer.Option(
+    metavar="RATE", rich_help_panel=GATE_PANEL, help="exit 1 below this pass rate")]
+MinScore = Annotated[float | None, typer.Option(
+    metavar="SCORE", rich_help_panel=GATE_PANEL, help="exit 1 below this mean score")]
+GateOn = Annotated[GateBasis, typer.Option(
+    rich_help_panel=GATE_PANEL,
+    help="gate on the figure itself, or on the lower end of its interval")]
 
 
 def finish_run(run_dir: Path, summary: RunSummary, *, as_json: bool,
@@ -242,7 +258,14 @@ def _check_option_combinations(ctx: typer.Context, *, resume: Path | None,
                                "(adaptive sampling)")
 
 
-@app.command()
+@app.command(epilog=examples(
+    ("the example suite with mock: models (no key, no network)",
+     "harness run scenarios/ --offline --epochs 5 --out runs/first"),
+    ("a real agent and judge; exit 1 unless the pass rate's lower bound is 0.8",
+     "harness run evals/ --agent openai:gpt-4.1 --judge openai:gpt-4.1 \\\n"
+     "    --min-pass-rate 0.8 --gate-on lower-bound"),
+    ("finish a run that was stopped (Ctrl-C, a budget, a lost worker)",
+     "harness run --resume runs/first")))
 def run(
     ctx: typer.Context,
     paths: Annotated[list[Path] | None, typer.Argument(
@@ -250,77 +273,118 @@ def run(
     tag: Tags = None,
     exclude_tag: ExcludeTags = None,
     keyword: Keywords = None,
-    agent: Annotated[str | None, typer.Option(help="agent model for every model agent, "
-                                              "e.g. anthropic:claude-sonnet-4-5")] = None,
+    agent: Annotated[str | None, typer.Option(
+        metavar="MODEL", rich_help_panel=MODELS_PANEL,
+        help="agent model for every model agent, e.g. anthropic:claude-sonnet-4-5")] = None,
     agent_base_url: Annotated[str | None, typer.Option(
+        metavar="URL", rich_help_panel=MODELS_PANEL,
         help="base URL for --agent (an OpenAI-compatible server)")] = None,
-    simulator: Annotated[str | None, typer.Option(help="user simulator model")] = None,
+    simulator: Annotated[str | None, typer.Option(
+        metavar="MODEL", rich_help_panel=MODELS_PANEL, help="user simulator model")] = None,
     judge: Annotated[list[str] | None, typer.Option(
+        metavar="MODEL", rich_help_panel=JUDGES_PANEL,
         help="judge model; repeat for a panel")] = None,
     no_judge: Annotated[bool, typer.Option(
-        "--no-judge", help="skip rubric judging on purpose")] = False,
+        "--no-judge", rich_help_panel=JUDGES_PANEL, help="skip rubric judging on purpose")
+    ] = False,
     judge_samples: Annotated[int | None, typer.Option(
+        metavar="N", rich_help_panel=JUDGES_PANEL,
         help="judge samples per transcript, for every rubric (default: each rubric's own "
         "`samples`, else 1)")] = None,
-    judge_temperature: Annotated[float | None, typer.Option()] = None,
+    judge_temperature: Annotated[float | None, typer.Option(
+        metavar="T", rich_help_panel=JUDGES_PANEL,
+        help="judges' sampling temperature, 0 to 2 (default: the provider's)")] = None,
     judge_aggregation: Annotated[AggregationMethod | None, typer.Option(
-        help="mean or majority, for every rubric (default: each rubric's own "
-        "`aggregation`, else mean)")] = None,
+        rich_help_panel=JUDGES_PANEL,
+        help="how a rubric's judge samples combine, for every rubric (default: each rubric's "
+        "own `aggregation`, else mean)")] = None,
     rubrics: Annotated[list[Path] | None, typer.Option(
+        metavar="PATH", rich_help_panel=JUDGES_PANEL,
         help="extra rubric files or folders")] = None,
     offline: Annotated[bool, typer.Option(
+        rich_help_panel=MODELS_PANEL,
         help="use mock: models for every model not named (no keys, no network)")] = False,
-    epochs: Annotated[int, typer.Option(help="samples per scenario")] = 5,
-    concurrency: Annotated[int, typer.Option(help="episodes in flight")] = 8,
+    epochs: Annotated[int, typer.Option(
+        metavar="K", rich_help_panel=SAMPLING_PANEL, help="samples per scenario")] = 5,
+    concurrency: Annotated[int, typer.Option(
+        metavar="N", rich_help_panel=EXECUTION_PANEL,
+        help="episodes in flight, over all workers")] = 8,
     workers: Annotated[str, typer.Option(
-        help="worker processes running the episodes: a number, or auto (one per usable "
-        "core; with --executor ray: Ray actors, default one per CPU of the cluster); "
-        "--concurrency is the total over them")] = "1",
+        metavar="N|auto", rich_help_panel=EXECUTION_PANEL,
+        help="worker processes running the episodes; auto: one per usable core (with "
+        "--executor ray: Ray actors, auto one per CPU of the cluster)")] = "1",
     executor: Annotated[ExecutorName, typer.Option(
-        help="what runs the episodes: local (this machine's processes) or ray (Ray actors; "
-        "the ray extra)")] = "local",
+        rich_help_panel=EXECUTION_PANEL,
+        help="what runs the episodes: this machine's processes, or Ray actors (the ray "
+        "extra)")] = "local",
     ray_address: Annotated[str | None, typer.Option(
+        metavar="ADDRESS", rich_help_panel=EXECUTION_PANEL,
         help="with --executor ray: an existing cluster (auto, ray://HOST:PORT); default: "
         "start a local Ray instance")] = None,
-    out: Annotated[Path | None, typer.Option(help="run directory (default runs/<time>)")] = None,
-    resume: Annotated[Path | None, typer.Option(help="continue the run in this directory")] = None,
+    out: Annotated[Path | None, typer.Option(
+        metavar="DIR", rich_help_panel=OUTPUT_PANEL,
+        help="run directory (default runs/<time>)")] = None,
+    resume: Annotated[Path | None, typer.Option(
+        metavar="DIR", rich_help_panel=OUTPUT_PANEL,
+        help="continue the run in this directory")] = None,
     retry_errors: Annotated[bool, typer.Option(
-        help="with --resume, run errored samples again")] = False,
+        rich_help_panel=OUTPUT_PANEL, help="with --resume, run errored samples again")] = False,
     errors_as_failures: Annotated[bool, typer.Option(
+        rich_help_panel=SAMPLING_PANEL,
         help="count errored samples as failures instead of excluding them")] = False,
-    max_cost: Annotated[float | None, typer.Option(help="stop at this spend (USD)")] = None,
-    max_calls: Annotated[int | None, typer.Option(help="stop at this many model calls")] = None,
+    max_cost: Annotated[float | None, typer.Option(
+        metavar="USD", rich_help_panel=LIMITS_PANEL, help="stop at this spend")] = None,
+    max_calls: Annotated[int | None, typer.Option(
+        metavar="N", rich_help_panel=LIMITS_PANEL, help="stop at this many model calls")
+    ] = None,
     episode_timeout: Annotated[float | None, typer.Option(
-        help="seconds per episode for scenarios without limits.max_seconds; past it the "
+        metavar="SECONDS", rich_help_panel=LIMITS_PANEL,
+        help="time per episode for scenarios without limits.max_seconds; past it the "
         "sample is an error (time_limit)", min=0.001)] = None,
     target_ci_width: Annotated[float | None, typer.Option(
+        metavar="WIDTH", rich_help_panel=SAMPLING_PANEL,
         help="adaptive sampling: stop when the suite interval is narrower than this")] = None,
-    pilot_epochs: Annotated[int, typer.Option(help="adaptive pilot epochs")] = 3,
-    max_epochs: Annotated[int, typer.Option(help="adaptive cap per scenario")] = 50,
+    pilot_epochs: Annotated[int, typer.Option(
+        metavar="N", rich_help_panel=SAMPLING_PANEL, help="adaptive sampling: pilot epochs")
+    ] = 3,
+    max_epochs: Annotated[int, typer.Option(
+        metavar="N", rich_help_panel=SAMPLING_PANEL,
+        help="adaptive sampling: most epochs per scenario")] = 50,
     shard: Annotated[str | None, typer.Option(
-        metavar="I/N", help="run only shard I of N of the scenario x epoch grid (e.g. 2/4, "
-        "for CI fan-out); harness merge combines the shards' run directories")] = None,
-    confidence: Annotated[float, typer.Option()] = 0.95,
-    seed: Annotated[int, typer.Option(help="seed of the bootstrap")] = 0,
+        metavar="I/N", rich_help_panel=EXECUTION_PANEL,
+        help="run only shard I of N of the scenario x epoch grid (CI fan-out); harness "
+        "merge joins the shards")] = None,
+    confidence: Annotated[float, typer.Option(
+        metavar="LEVEL", rich_help_panel=SAMPLING_PANEL,
+        help="confidence level of every interval")] = 0.95,
+    seed: Annotated[int, typer.Option(
+        metavar="N", rich_help_panel=SAMPLING_PANEL, help="seed of the bootstrap")] = 0,
     models_config: Annotated[Path | None, typer.Option(
-        help="models YAML (keys, base URLs, retries; its cache and budget apply where "
-        "--cache, --cache-mode, --max-cost and --max-calls are not given)")] = None,
+        metavar="FILE", rich_help_panel=CACHE_PANEL,
+        help="models YAML: keys, base URLs, retries; its cache and budget apply where the "
+        "options are not given")] = None,
     cache: Annotated[Path | None, typer.Option(
+        metavar="FILE", rich_help_panel=CACHE_PANEL,
         help="response cache file (default: the models YAML's cache.path, else "
         ".harness/cache.sqlite)")] = None,
     cache_mode: Annotated[CacheMode | None, typer.Option(
-        help="read-write, refresh, off or replay (default: the models YAML's cache.mode, "
-        "else read-write)")] = None,
+        rich_help_panel=CACHE_PANEL,
+        help="how the cache is used (default: the models YAML's cache.mode, else "
+        "read-write)")] = None,
     min_pass_rate: MinPassRate = None,
     min_score: MinScore = None,
     gate_on: GateOn = "mean",
-    as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", rich_help_panel=OUTPUT_PANEL,
+        help="print summary.json instead of the tables")] = False,
     verbose: Verbose = False,
 ) -> None:
-    """Run scenarios x epochs, check and judge every transcript, store every sample, and
-    report each figure with its confidence interval. Exit 1 when a gate is missed, 2 on bad
-    input or configuration, 3 when a budget stopped the run early, 4 when no sample was
-    scored; Ctrl-C and SIGTERM keep what finished (exit 130, 143)."""
+    """Run scenarios x epochs and score every transcript.
+
+    Every transcript is checked and judged, every sample stored, and each figure reported
+    with its confidence interval. Exit 1 when a gate is missed, 2 on bad input or
+    configuration, 3 when a budget stopped the run early, 4 when no sample was scored, 5
+    when a worker process died; Ctrl-C and SIGTERM keep what finished (exit 130, 143)."""
     _check_option_combinations(ctx, resume=resume, paths=paths,
                                adaptive=target_ci_width is not None, cache_mode=cache_mode)
     if resume is None and not paths:
@@ -437,25 +501,33 @@ def _config(*, paths: list[Path], adaptive: dict[str, Any] | None, **fields: Any
         raise HarnessError(f"{option}: {first['msg']}") from None
 
 
-@app.command()
+@app.command(epilog=examples(
+    ("the tables again", "harness report runs/first"),
+    ("the HTML report again, into the run directory", "harness report runs/first --html"),
+    ("only the scenarios tagged refusal, figures recomputed",
+     "harness report runs/first --tag refusal")))
 def report(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
-    as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", rich_help_panel=OUTPUT_PANEL, help="print summary.json")] = False,
     target_mdd: Annotated[float | None, typer.Option(
-        "--target-mdd", help="a difference to detect: the epochs per scenario and the scenarios "
-        "a paired comparison needs for it (default: half the run's minimum detectable "
-        "difference, as stored)")] = None,
+        "--target-mdd", metavar="DIFF",
+        help="a difference to detect: the epochs per scenario and the scenarios a paired "
+        "comparison needs for it (default: half the run's minimum detectable difference)")
+    ] = None,
     html: Annotated[str | None, typer.Option(
-        "--html", metavar="[FILE]",
-        help="write the HTML report (every sample, drill-down included) from the store to "
-        "FILE (default RUN_DIR/report.html) instead of printing the tables")] = None,
+        "--html", metavar="[FILE]", rich_help_panel=OUTPUT_PANEL,
+        help="write the HTML report (every sample, drill-down included) to FILE (default "
+        "RUN_DIR/report.html) instead of printing the tables")] = None,
     tag: Tags = None,
     exclude_tag: ExcludeTags = None,
     keyword: Keywords = None,
 ) -> None:
-    """Show a finished run's summary again (from its summary.json; nothing is written), or
-    write its HTML report again with --html. --tag, --exclude-tag and -k recompute the
-    figures from the store for the selected scenarios' samples only."""
+    """Show a finished run's summary again, or its HTML report.
+
+    The summary is read from the run's summary.json (nothing is written); --html writes its
+    HTML report again. --tag, --exclude-tag and -k recompute the figures from the store for
+    the selected scenarios' samples only."""
     from harness.report.terminal import render_run
     from harness.runs.summary import read_summary, summarise_selection
 
@@ -499,27 +571,40 @@ def _with_target(summary: RunSummary, target: float, run_dir: Path) -> RunSummar
         "score": score.model_copy(update={"design_for_target": design})})
 
 
-@app.command()
+@app.command(epilog=examples(
+    ("a branch's run against main's; exit 1 on a significant regression",
+     "harness compare runs/main runs/branch --fail-on-regression"),
+    ("the permutation test instead of the t test, and an HTML page",
+     "harness compare runs/main runs/branch --test permutation --html compare.html")))
 def compare(
     baseline: Annotated[Path, typer.Argument(help="the baseline run directory")],
     candidate: Annotated[Path, typer.Argument(help="the candidate run directory")],
-    alpha: Annotated[float, typer.Option(help="significance level")] = 0.05,
-    test: Annotated[PairedTest, typer.Option(help="the test behind the verdict")] = "t",
-    seed: Annotated[int, typer.Option()] = 0,
+    alpha: Annotated[float, typer.Option(
+        metavar="LEVEL", rich_help_panel=STATS_PANEL, help="significance level")] = 0.05,
+    test: Annotated[PairedTest, typer.Option(
+        rich_help_panel=STATS_PANEL, help="the test behind the verdict")] = "t",
+    seed: Annotated[int, typer.Option(
+        metavar="N", rich_help_panel=STATS_PANEL,
+        help="seed of the permutation test's resamples")] = 0,
     fail_on_regression: Annotated[bool, typer.Option(
+        rich_help_panel=GATE_PANEL,
         help="exit 1 when the candidate is significantly worse")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", rich_help_panel=OUTPUT_PANEL,
+        help="print the comparison as JSON instead of the tables")] = False,
     html: Annotated[str | None, typer.Option(
-        "--html", metavar="FILE", help="also write the comparison as one self-contained HTML "
-        "page (per-scenario differences, the tests, both runs' transcripts side by side)")
-    ] = None,
+        "--html", metavar="FILE", rich_help_panel=OUTPUT_PANEL,
+        help="also write the comparison as one HTML page (per-scenario differences, the "
+        "tests, both runs' transcripts side by side)")] = None,
     tag: Tags = None,
     exclude_tag: ExcludeTags = None,
     keyword: Keywords = None,
 ) -> None:
-    """Compare two runs on their common scenarios: per-scenario differences, the mean
-    difference with a clustered interval, paired t / permutation tests and McNemar. --tag,
-    --exclude-tag and -k compare only the scenarios they select."""
+    """Compare two runs on their common scenarios.
+
+    Per-scenario differences, the mean difference with a clustered interval, paired t /
+    permutation tests and McNemar. --tag, --exclude-tag and -k compare only the scenarios
+    they select."""
     from harness.runs.comparison import compare_run_dirs
 
     html_path = html_output(html, "a comparison")

@@ -18,44 +18,60 @@ import typer
 
 from harness.choices import AggregationMethod
 from harness.cli.app import Verbose, app, logs_to
+from harness.cli.help_format import JUDGES_PANEL, OUTPUT_PANEL, examples
 from harness.errors import InputError
 from harness.logs import command_log_file
 from harness.report.transcripts_terminal import render_scored_transcripts
 from harness.safe_text import terminal_console, terminal_text
 
 
-@app.command("score-transcripts")
+@app.command("score-transcripts", epilog=examples(
+    ("the checks on our own transcript format",
+     "harness score-transcripts examples/transcripts/seed_transcripts.jsonl"),
+    ("a Vertex AI dataset, judged too by the offline mock judge",
+     "harness score-transcripts examples/transcripts/vertex_dataset.csv \\\n"
+     "    --judge mock:judge --rubric final_response_quality")))
 def score_transcripts(
-    file: Annotated[Path, typer.Argument(help="JSONL: one {id, messages, expected_tool_calls} "
-                                         "object per line (OpenAI chat format); or a Vertex AI "
-                                         "dataset, JSONL or .csv, with predicted_trajectory "
-                                         "and reference_trajectory.")],
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    file: Annotated[Path, typer.Argument(
+        help="JSONL of {id, messages, expected_tool_calls} (OpenAI chat format), or a "
+        "Vertex AI dataset (JSONL or .csv) with predicted_trajectory and "
+        "reference_trajectory")],
+    json_output: Annotated[bool, typer.Option(
+        "--json", rich_help_panel=OUTPUT_PANEL, help="print one JSON object")] = False,
     single_tool_use: Annotated[list[str] | None, typer.Option(
-        "--single-tool-use", metavar="TOOL", help="Also check, on every transcript, that TOOL "
-        "was called (trajectory_single_tool_use:TOOL; repeatable).")] = None,
+        "--single-tool-use", metavar="TOOL",
+        help="also check, on every transcript, that TOOL was called "
+        "(trajectory_single_tool_use:TOOL; repeatable)")] = None,
     judge: Annotated[list[str] | None, typer.Option(
-        "--judge", metavar="MODEL", help="Judge model (provider:model; repeat for a panel; "
-        "mock:judge runs offline). Needs --rubric.")] = None,
+        "--judge", metavar="MODEL", rich_help_panel=JUDGES_PANEL,
+        help="judge model (provider:model; repeat for a panel; mock:judge runs offline); "
+        "needs --rubric")] = None,
     rubric: Annotated[list[str] | None, typer.Option(
-        "--rubric", metavar="ID", help="Rubric id to judge with (repeatable).")] = None,
+        "--rubric", metavar="ID", rich_help_panel=JUDGES_PANEL,
+        help="rubric id to judge with (repeatable)")] = None,
     rubrics_dir: Annotated[list[Path] | None, typer.Option(
-        "--rubrics-dir", help="More rubric files or directories, beside the built-in ones.")
-    ] = None,
+        "--rubrics-dir", metavar="PATH", rich_help_panel=JUDGES_PANEL,
+        help="more rubric files or directories, beside the built-in ones")] = None,
     samples: Annotated[int | None, typer.Option(
-        help="Judge samples per transcript and judge, for every rubric (default: each "
-        "rubric's own `samples`, else 1).", min=1, max=100)] = None,
+        metavar="K", rich_help_panel=JUDGES_PANEL,
+        help="judge samples per transcript and judge, for every rubric (default: each "
+        "rubric's own `samples`, else 1)", min=1, max=100)] = None,
     temperature: Annotated[float | None, typer.Option(
-        help="Judge temperature (default: the provider's).", min=0, max=2)] = None,
+        metavar="T", rich_help_panel=JUDGES_PANEL,
+        help="judge temperature (default: the provider's)", min=0, max=2)] = None,
     aggregate: Annotated[str | None, typer.Option(
-        help="Combine samples by mean or majority, for every rubric (default: each rubric's "
-        "own `aggregation`, else mean).")] = None,
+        metavar="mean|majority", rich_help_panel=JUDGES_PANEL,
+        help="how a rubric's judge samples combine, for every rubric (default: each "
+        "rubric's own `aggregation`, else mean)")] = None,
     judge_base_url: Annotated[str | None, typer.Option(
-        help="Base URL for the judges (an OpenAI-compatible server or a gateway).")] = None,
+        metavar="URL", rich_help_panel=JUDGES_PANEL,
+        help="base URL for the judges (an OpenAI-compatible server or a gateway)")] = None,
     verbose: Verbose = False,
 ) -> None:
-    """Score existing transcripts with the deterministic checks (no model calls): trajectory
-    metrics under their Vertex AI names, ADK's scores, and the scenario checks given per line.
+    """Score existing transcripts: checks, and judges if asked.
+
+    The deterministic checks make no model calls: trajectory metrics under their Vertex AI
+    names, ADK's scores, and the scenario checks given per line.
     A Vertex AI dataset (JSONL, or a .csv file) is read too: its latency and failure columns
     are summarised, and a failed row is reported apart, unscored.
     Malformed tool-call arguments are scored as non-matching, with a warning. With --judge and

@@ -11,6 +11,7 @@ import typer
 
 from harness.choices import McpTransport
 from harness.cli.app import app
+from harness.cli.help_format import examples
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
 from harness.safe_text import terminal_console, terminal_text
@@ -23,22 +24,30 @@ DEFAULT_PORT = 8765
 LOGGED_CHARS = 300  # of each argument list and result in the log line; --record keeps all
 
 
-@app.command("serve-tools")
+@app.command("serve-tools", epilog=examples(
+    ("the weather scenario's tools on http://127.0.0.1:8765/mcp",
+     "harness serve-tools scenarios/weather.yaml:weather-current-paris"),
+    ("for an agent that starts its tool server itself, every call kept",
+     "harness serve-tools scenarios/files.yaml --transport stdio \\\n"
+     "    --record calls.jsonl")))
 def serve_tools(
     scenario: Annotated[str, typer.Argument(
-        metavar="SCENARIO", help="A scenario file, or FILE:id when the file holds several.")],
+        metavar="SCENARIO", help="a scenario file, or FILE:id when the file holds several")],
     transport: Annotated[McpTransport, typer.Option(
         help="http: streamable HTTP on 127.0.0.1; stdio: for an agent that starts its tool "
         "server as a subprocess")] = "http",
     port: Annotated[int, typer.Option(
-        min=0, max=65535, help="the HTTP port on 127.0.0.1 (0: any free port)")] = DEFAULT_PORT,
+        metavar="PORT", min=0, max=65535,
+        help="the HTTP port on 127.0.0.1 (0: any free port)")] = DEFAULT_PORT,
     record: Annotated[Path | None, typer.Option(
         metavar="FILE.jsonl", help="append each call's record (arguments, result, error, "
         "latency) to this file as a JSON line")] = None,
 ) -> None:
-    """Serve a scenario's mocked tools over MCP, as a run does for its agents. Each call is
-    answered by the scenario's mocks (state, sequences, errors, handlers) and logged on
-    stderr; over http each MCP session starts from a fresh state. Ctrl-C stops it."""
+    """Serve a scenario's mocked tools over MCP, as a run does.
+
+    Each call is answered by the scenario's mocks (state, sequences, errors, handlers) and
+    logged on stderr; over http each MCP session starts from a fresh state. Ctrl-C stops
+    it."""
     selected = _one_scenario(scenario)
     out = _record_file(record) if record is not None else None
     err = terminal_console(stderr=True, soft_wrap=True)

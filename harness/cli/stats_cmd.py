@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from harness.cli.app import app, check_target_mdd
+from harness.cli.help_format import OUTPUT_PANEL, examples
 from harness.errors import InputError
 from harness.report.terminal import (
     render_notes,
@@ -53,32 +54,43 @@ def _score_range(text: str) -> tuple[float, float]:
     return bounds
 
 
-@app.command("stats")
+@app.command("stats", epilog=examples(
+    ("the statistics of a file of scores on a 1 to 5 scale",
+     "harness stats scores.jsonl --score-range 1:5"),
+    ("the epochs and scenarios needed to detect a 0.05 difference",
+     "harness stats scores.jsonl --target-mdd 0.05")))
 def stats(
-    file: Annotated[Path, typer.Argument(help="JSONL of sample scores: one object per line "
-                                         "with scenario_id, epoch, score, optional passed.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
-    confidence: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
-    seed: Annotated[int, typer.Option(help="Seed of the cluster bootstrap.")] = 0,
+    file: Annotated[Path, typer.Argument(
+        help="JSONL of sample scores: one object per line with scenario_id, epoch, score "
+        "and, optionally, passed")],
+    as_json: Annotated[bool, typer.Option(
+        "--json", rich_help_panel=OUTPUT_PANEL, help="print one JSON object")] = False,
+    confidence: Annotated[float, typer.Option(
+        metavar="LEVEL", help="confidence level of the intervals")] = 0.95,
+    seed: Annotated[int, typer.Option(metavar="N", help="seed of the cluster bootstrap")] = 0,
     bootstrap_resamples: Annotated[
-        int, typer.Option(help="Bootstrap resamples (0 skips the bootstrap).")
+        int, typer.Option(metavar="N", help="bootstrap resamples (0 skips the bootstrap)")
     ] = 9999,
     target_mdd: Annotated[float | None, typer.Option(
-        "--target-mdd", help="A difference to detect: report the epochs per scenario and the "
-        "scenarios needed for a paired comparison to detect it (Miller 2024). Default: half "
-        "the current minimum detectable difference.")] = None,
+        "--target-mdd", metavar="DIFF",
+        help="a difference to detect: the epochs per scenario and the scenarios a paired "
+        "comparison needs for it, Miller 2024 (default: half the current minimum detectable "
+        "difference)")] = None,
     errors_as_failures: Annotated[bool, typer.Option(
-        help="Count lines with status 'errored' as failures (score 0), as a run made with "
-        "--errors-as-failures does; by default they are skipped and counted.")] = False,
+        help="count lines with status 'errored' as failures (score 0), as a run with "
+        "--errors-as-failures does (default: left out, and counted)")] = False,
     score_range: Annotated[str, typer.Option(
         "--score-range", metavar="LOW:HIGH",
-        help="The range every score lies in; a score outside it is an error. A sample "
-        "without 'passed' passes at the top of the range.")] = "0:1",
+        help="the range every score lies in (outside it: an error); a sample without "
+        "'passed' passes at the top of it")] = "0:1",
     all_k: Annotated[bool, typer.Option(
-        "--all-k", help="List pass@k and pass^k for every k in the tables (by default k = "
-        "1, 2, 4, 8, ... and the largest; the JSON always has every k).")] = False,
+        "--all-k", rich_help_panel=OUTPUT_PANEL,
+        help="pass@k and pass^k for every k in the tables, not only 1, 2, 4, 8, ... and the "
+        "largest (the JSON has every k)")] = False,
 ) -> None:
-    """Suite statistics with confidence intervals from a JSONL of sample scores."""
+    """Suite statistics from a JSONL of sample scores.
+
+    Every figure with its confidence interval, as a run reports them."""
     # Imported here: numpy and scipy load only when statistics are computed, not for --help.
     from harness.models.provenance import roles_notice
     from harness.stats.jsonl import read_sample_scores

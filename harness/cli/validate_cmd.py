@@ -17,34 +17,40 @@ from harness.cli.app import (
     app,
     scenario_filter,
 )
+from harness.cli.help_format import examples
 from harness.errors import InputError, InputErrors
 from harness.safe_text import terminal_console, terminal_text
 
 DEFAULT_SCHEMA_DIR = Path("schemas")
 
 
-@app.command()
+@app.command(epilog=examples(
+    ("every problem in the example scenarios, one line each", "harness validate scenarios/"),
+    ("how many scenarios a selection keeps", "harness validate scenarios/ --tag weather")))
 def validate(
     paths: Annotated[
-        list[Path], typer.Argument(help="Scenario files or directories (searched recursively).")
+        list[Path], typer.Argument(help="scenario files or directories (searched recursively)")
     ],
     no_imports: Annotated[
         bool,
         typer.Option(
-            "--no-imports", help="Do not import the Python agents and tool handlers named."
+            "--no-imports", help="do not import the Python agents and tool handlers named"
         ),
     ] = False,
     rubrics: Annotated[
         list[Path] | None,
-        typer.Option(help="Extra rubric files or folders beside the built-in ones."),
+        typer.Option(metavar="PATH", help="extra rubric files or folders beside the built-in "
+                     "ones"),
     ] = None,
     tag: Tags = None,
     exclude_tag: ExcludeTags = None,
     keyword: Keywords = None,
 ) -> None:
-    """Check scenario files: every problem in every file, one line each
-    (file:line: field: what was expected), rubric ids included; --tag, --exclude-tag and -k
-    count the scenarios they select. Exits 2 when any problem is found."""
+    """Check scenario files: every problem, one line each.
+
+    Each line says file:line: field: what was expected, rubric ids included; --tag,
+    --exclude-tag and -k count the scenarios they select. Exits 2 when any problem is
+    found."""
     from harness.formats import validate_paths
 
     known, rubric_errors = _rubric_ids(rubrics or [])
@@ -75,19 +81,24 @@ def _rubric_ids(paths: list[Path]) -> tuple[set[str] | None, list[InputError]]:
         return None, [err]
 
 
-@app.command()
+@app.command(epilog=examples(
+    ("in CI: exit 1 when schemas/ is missing or stale", "harness schema --check"),
+    ("a scenario file's first line, for editors with the YAML language server",
+     "# yaml-language-server: $schema=../schemas/scenario.schema.json")))
 def schema(
     out: Annotated[
-        Path, typer.Option("--out", help="Directory to write the schema files into.")
+        Path, typer.Option("--out", metavar="DIR", help="directory to write the schema files "
+                           "into")
     ] = DEFAULT_SCHEMA_DIR,
     check: Annotated[
         bool,
-        typer.Option("--check", help="Write nothing; exit 1 when the files are missing or stale."),
+        typer.Option("--check", help="write nothing; exit 1 when the files are missing or "
+                     "stale"),
     ] = False,
 ) -> None:
-    """Write the JSON Schemas of scenario and rubric files (scenario.schema.json,
-    rubric.schema.json) for editors. In a YAML file:
-    # yaml-language-server: $schema=../schemas/scenario.schema.json"""
+    """Write the JSON Schemas of scenario and rubric files.
+
+    For editors: scenario.schema.json and rubric.schema.json."""
     from harness.scenarios.export import stale_schemas, write_schemas
 
     if check:
