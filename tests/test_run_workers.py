@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import json
 import logging
 import os
@@ -16,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -519,3 +521,82 @@ def test_a_killed_worker_stops_the_run_cleanly_and_resume_completes_it(
     kept = summary["counts"]["samples"]
     assert before <= kept == stored_count(out) < 2 * EPOCHS
     _resume_completes(out, "worker_lost")
+
+
+def _end_survivors(pids: list[int]) -> None:
+    """SIGKILL whichever of ``pids`` is still a harness process (a test's clean-up: never a
+    pid the system has since given to another program)."""
+    for pid in pids:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"harness" in command and not _gone(pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _outlived(pids: list[int], limit_s: float) -> list[int]:
+    """Which of ``pids`` are still running ``limit_s`` after now (polled, so the wait is as
+    short as the processes allow)."""
+    deadline = time.monotonic() + limit_s
+    while (running := [pid for pid in pids if not _gone(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return running
+
+
+# The parent's death reaches its workers at once on Linux; the bound leaves room for a loaded
+# machine (the workers left behind before were alive 90 s later).
+ORPHAN_LIMIT_S = 10.0
+
+
+def test_no_worker_outlives_a_parent_killed_with_sigkill(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    process = _start_run(slow_suite(tmp_path, "slow_workers_orphaned"), out)
+    workers: list[int] = []
+    try:
+        workers = _under_way(process, out)
+        process.kill()  # kill -9: nothing of the parent runs after it
+        process.wait(timeout=60)
+        assert _outlived(workers, ORPHAN_LIMIT_S) == []
+    finally:
+        _end_survivors(workers)  # first: a survivor holds the pipes ended() reads to the end
+        ended(process)
+
+
+# A process standing in for a worker, watching its parent with the portable check alone (the
+# kernel's parent-death signal switched off): it prints its pid, then would sleep two minutes.
+_WATCHING_CHILD = """
+import os, time
+from harness.runs import workers
+workers._ask_kernel_for_parent_death_signal = lambda: None
+workers._die_with_parent(os.getppid())
+print(os.getpid(), flush=True)
+time.sleep(120)
+"""
+_PARENT = """
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1]], stdout=subprocess.PIPE, text=True)
+print(child.stdout.readline().strip(), flush=True)
+child.wait()
+"""
+
+
+def test_without_a_parent_death_signal_a_worker_still_ends_with_its_parent() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT, _WATCHING_CHILD],
+                              stdout=subprocess.PIPE, text=True)
+    child: list[int] = []
+    try:
+        assert parent.stdout is not None
+        child = [int(parent.stdout.readline())]
+        assert not _gone(child[0])
+        parent.kill()
+        parent.wait(timeout=60)
+        assert _outlived(child, ORPHAN_LIMIT_S) == []
+    finally:
+        for pid in child:
+            with contextlib.suppress(OSError):
+                if not _gone(pid) and b"harness.runs" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    os.kill(pid, signal.SIGKILL)
+        parent.kill()
+        parent.communicate()

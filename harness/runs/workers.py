@@ -41,6 +41,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -170,10 +171,14 @@ class WorkerPool:
         try:
             for index in range(self.count):
                 ours, theirs = context.Pipe(duplex=True)
+                # A forked worker has a copy of every pipe end this process holds: its own
+                # pipe's other end and the earlier workers'. Left open, they keep its pipe
+                # from ever reaching end-of-file when this process dies; it closes them.
+                parents_ends = [*(w.conn for w in self._workers), ours] if method == "fork" else []
                 process = context.Process(
                     target=worker_main, name=f"harness-worker-{index + 1}", daemon=True,
                     args=(index, self.count, config_json, theirs, budget, dict(os.environ),
-                          suite))
+                          suite, parents_ends, os.getpid() if method == "fork" else None))
                 process.start()
                 theirs.close()
                 worker = _Worker(index + 1, process, ours)
@@ -318,12 +323,19 @@ class WorkerPool:
 
 
 def worker_main(index: int, count: int, config_json: str, conn: Connection,
-                budget: SharedBudget, environ: dict[str, str], suite: Suite | None) -> None:
+                budget: SharedBudget, environ: dict[str, str], suite: Suite | None,
+                parents_ends: Sequence[Connection] = (), parent_pid: int | None = None) -> None:
     """The entry point of worker process ``index`` (0-based) of ``count``. ``environ`` is the
     parent's environment as the run started: a process forked from the fork server has the
     environment the server started with, which may be older (keys and ``${env:...}`` values
     set since, by a program that runs several suites, would be missing). ``suite`` is the
-    parent's, in a worker forked from it (else ``None``: loaded here)."""
+    parent's, in a worker forked from it (else ``None``: loaded here). ``parents_ends`` are
+    the pipe ends of the parent that a worker forked from it holds copies of (closed here),
+    and ``parent_pid`` is then the parent's pid (else the process it was forked from is
+    taken as its parent)."""
+    for end in parents_ends:
+        end.close()
+    _die_with_parent(os.getppid() if parent_pid is None else parent_pid)
     os.environ.clear()
     os.environ.update(environ)
     _forget_parent_signals()
@@ -364,6 +376,42 @@ class _ParentHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         with suppress(OSError):
             self.pipe.send({"log": [record.levelno, record.name, record.getMessage()]})
+
+
+# How often a worker looks whether its parent is still there, where the system cannot tell
+# it (a parent-death signal): it ends itself within about this long of its parent's death.
+PARENT_CHECK_S = 0.5
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """End this worker when ``parent_pid`` (the process it was forked from) dies, however it
+    dies (``kill -9`` included, where nothing of the parent's runs): a worker left behind
+    would keep running samples nobody stores, holding the run's files open. On Linux the
+    kernel sends SIGKILL at the parent's death (``PR_SET_PDEATHSIG``); everywhere, a thread
+    polls the parent pid (a dead parent's children are handed to another process). Ends the
+    process at once when the parent is already gone."""
+    if sys.platform == "linux":
+        _ask_kernel_for_parent_death_signal()
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_CHECK_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="harness-worker-parent-watch").start()
+
+
+def _ask_kernel_for_parent_death_signal() -> None:
+    """``prctl(PR_SET_PDEATHSIG, SIGKILL)`` through the C library; nothing where it cannot be
+    called (the polling thread of :func:`_die_with_parent` still ends the worker)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1  # <linux/prctl.h>
+    with suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
 
 
 def _forget_parent_signals() -> None:
