@@ -600,3 +600,45 @@ def test_without_a_parent_death_signal_a_worker_still_ends_with_its_parent() -> 
                     os.kill(pid, signal.SIGKILL)
         parent.kill()
         parent.communicate()
+
+
+async def _worker_pids_once_under_way(caplog: pytest.LogCaptureFixture, out: Path,
+                                      run: asyncio.Task[RunResult]) -> list[int]:
+    """The pids of the run's worker processes (as its log names them), once it has stored a
+    sample; fails the test if the run ends first or nothing is stored in time."""
+    deadline = time.monotonic() + 120
+    while stored_count(out) == 0:
+        assert not run.done(), run.result()
+        assert time.monotonic() < deadline, "the run never stored a sample"
+        await asyncio.sleep(0.05)
+    return [int(pid) for pid in re.findall(r"started \(pid (\d+)", caplog.text)]
+
+
+async def test_a_stopped_worker_is_ended_and_stops_the_run_as_a_lost_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(workers, "WORKER_SILENCE_S", 5.0)
+    monkeypatch.setenv("SLOW_AGENT_S", "0.3")
+    caplog.set_level(logging.INFO, logger="harness.runs.workers")
+    config = RunConfig(scenario_paths=[str(slow_suite(tmp_path, "slow_workers_stopped"))],
+                       offline=True, epochs=EPOCHS, concurrency=4, workers=2,
+                       cache_mode="off", bootstrap_resamples=500)
+    out = tmp_path / "run"
+    run = asyncio.create_task(run_suite(config, out))
+    try:
+        victim, survivor = await _worker_pids_once_under_way(caplog, out, run)
+        os.kill(victim, signal.SIGSTOP)
+        # before: no limit at all; now the silence (5 s here) and the time to end it
+        result = await asyncio.wait_for(asyncio.shield(run), timeout=120)
+    finally:
+        if not run.done():  # the test failed: end the run (and its workers) as Ctrl-C would
+            run.cancel()
+            await asyncio.gather(run, return_exceptions=True)
+    stop = result.summary.stopped
+    assert stop is not None and stop.reason == "worker_lost"
+    assert f"(pid {victim}) sent nothing for " in stop.message
+    assert "(stopped, or hung) and was ended" in stop.message
+    assert _gone(victim) and _gone(survivor)
+    kept = result.summary.counts.samples
+    assert 0 < kept == stored_count(out) < 2 * EPOCHS
+    assert "sent nothing for" in caplog.text
