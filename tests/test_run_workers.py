@@ -642,3 +642,54 @@ async def test_a_stopped_worker_is_ended_and_stops_the_run_as_a_lost_one(
     kept = result.summary.counts.samples
     assert 0 < kept == stored_count(out) < 2 * EPOCHS
     assert "sent nothing for" in caplog.text
+
+
+class _FakeProcess:
+    """Stands in for a worker's process: records being killed."""
+
+    pid = 4242
+
+    def __init__(self) -> None:
+        self.killed = False
+
+    def kill(self) -> None:
+        self.killed = True
+
+
+def _pool_of_two(tmp_path: Path) -> tuple[WorkerPool, list[Any]]:
+    """A pool of two fake workers, last heard from (and checked) at the clock's 1000 s."""
+    pool = WorkerPool(_offline(tmp_path), None, 2, UsageLedger())  # type: ignore[arg-type]
+    processes = [_FakeProcess(), _FakeProcess()]
+    pool._workers = [workers._Worker(i + 1, p, None, heard_at=1000.0)  # type: ignore[arg-type]
+                     for i, p in enumerate(processes)]
+    pool._checked_at = 1000.0
+    return pool, processes
+
+
+def test_only_a_worker_silent_past_the_limit_is_ended(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(workers.time, "monotonic", lambda: now[0])
+    pool, (quiet, chatty) = _pool_of_two(tmp_path)
+    for second in range(1, 32):  # the parent checks every second; one worker keeps talking
+        now[0] = 1000.0 + second
+        pool._workers[1].heard_at = now[0]
+        pool._end_silent_workers()
+    assert quiet.killed and not chatty.killed
+    assert pool._workers[0].silenced is not None and pool._workers[0].silenced > 30
+
+
+def test_a_parent_that_was_stopped_itself_does_not_end_its_workers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-Z stops the parent and its workers alike: after fg, nobody was silent on purpose."""
+    now = [1000.0]
+    monkeypatch.setattr(workers.time, "monotonic", lambda: now[0])
+    pool, processes = _pool_of_two(tmp_path)
+    now[0] += 600  # ten minutes stopped, parent and workers
+    pool._end_silent_workers()
+    assert not any(p.killed for p in processes)
+    now[0] += workers.WORKER_SILENCE_S + 1  # then silent for real, with the parent running
+    for _ in range(40):
+        now[0] += 1
+        pool._end_silent_workers()
+    assert all(p.killed for p in processes)
