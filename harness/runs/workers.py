@@ -21,8 +21,9 @@ record's JSON, which the parent validates straight from the bytes. Parent to wor
 ``harness.log`` through the parent's handlers and their redaction); ``{"error": message}`` (a
 problem of the run itself, raised in the parent as a :class:`HarnessError`); ``{"bye": true,
 "usage": ..., "cpu_s": ..., "peak_rss_mb": ...}`` when it leaves (its own CPU time and peak
-memory, logged by the parent); ``{"beat": true}`` every few seconds from a thread of its own. ``usage`` is the worker's whole usage ledger so far
-(:meth:`UsageLedger.export`); the parent's ledger is the sum of the last one of each worker.
+memory, logged by the parent); ``{"beat": true}`` every few seconds from a thread of its own.
+``usage`` is the worker's whole usage ledger so far (:meth:`UsageLedger.export`); the
+parent's ledger is the sum of the last one of each worker.
 
 The parent keeps at most ``concurrency`` samples in flight over all workers, sending the next
 sample to the worker with the fewest as each one finishes. Budgets hold over all of them
