@@ -4,12 +4,14 @@ per call on stderr, ``--record``, Ctrl-C, and the command's input errors."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import select
 import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import mcp_types as types
@@ -110,6 +112,62 @@ async def test_over_http_each_session_starts_fresh_and_ctrl_c_exits_cleanly(
     lines = stderr.splitlines()
     assert lines[-1] == "interrupted: stopped after 7 call(s)"
     assert lines[-2].startswith("flaky {} -> error (injected): service unavailable (")
+
+
+# A tool handler that takes its time in plain blocking code, as a scenario author's may: it
+# leaves a mark when it starts, then sleeps.
+SLOW_HANDLER = """
+import pathlib, time
+
+def slow(state, args):
+    pathlib.Path(args["mark"]).touch()
+    time.sleep(args["seconds"])
+    return {"slept": args["seconds"]}
+"""
+
+
+def _slow_scenario(tmp_path: Path) -> Path:
+    (tmp_path / "slow_handler_tools.py").write_text(SLOW_HANDLER, encoding="utf-8")
+    scenario = {
+        "id": "slow-tools", "user": {"goal": "g", "script": ["hi"]},
+        "agent": {"model": "mock:agent"},
+        "tools": [{"name": "slow", "description": "Takes its time.",
+                   "parameters": {"type": "object"}, "handler": "slow_handler_tools:slow"},
+                  {"name": "ping", "description": "Answers at once.",
+                   "parameters": {"type": "object"}, "returns": "pong"}]}
+    path = tmp_path / "slow.yaml"
+    path.write_text(json.dumps(scenario), encoding="utf-8")
+    return path
+
+
+async def test_a_slow_handler_holds_up_no_other_session(tmp_path: Path) -> None:
+    port = free_port()
+    process = subprocess.Popen([*HARNESS, str(_slow_scenario(tmp_path)), "--port", str(port)],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, preexec_fn=default_sigint)
+    mark = tmp_path / "slow-started"
+    try:
+        url = started(process)
+        async with Client(url, mode="legacy") as first, Client(url, mode="legacy") as second:
+            slow = asyncio.create_task(first.call_tool(
+                "slow", {"mark": str(mark), "seconds": 8}))
+            deadline = time.monotonic() + 60
+            while not mark.exists():  # the handler is running: the first session waits on it
+                assert not slow.done() and time.monotonic() < deadline
+                await asyncio.sleep(0.02)
+            pong = await asyncio.wait_for(second.call_tool("ping", {}), timeout=60)
+            # Answered while the first session's handler still sleeps (before: only after it)
+            assert not slow.done()
+            assert text(pong) == "pong"
+            assert (await slow).structured_content == {"slept": 8}
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.communicate(timeout=30)
+        finally:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130
 
 
 def test_a_file_of_several_scenarios_needs_an_id(tmp_path: Path) -> None:

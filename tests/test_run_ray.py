@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,6 +33,13 @@ from harness.runs.ray_executor import RayExecutor
 from harness.runs.sample import SampleRecord
 from tests.helpers.cli import run_cli
 from tests.helpers.run_invariants import comparable_records, comparable_summary
+from tests.helpers.run_processes import (
+    ended,
+    slow_suite,
+    start_run,
+    stored_count,
+    wait_for_a_stored_sample,
+)
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -161,6 +169,32 @@ def test_executor_ray_through_the_cli_defaults_to_the_cluster_s_cpus_and_may_cha
     summary = json.loads(done.stdout)
     assert summary["counts"]["samples"] == 11 and summary["stopped"] is None
     assert summary["config"]["executor"] == "local"
+
+
+def test_sigterm_stops_a_ray_run_as_it_stops_a_local_one(tmp_path: Path) -> None:
+    """Ray installs a crash handler for SIGTERM in the driver (a stack dump, then an abort):
+    the run must stop as without Ray, with 143, a summary and a resumable store."""
+    _ray()
+    out = tmp_path / "run"
+    process = start_run(slow_suite(tmp_path, "slow_ray_sigterm"), out, "--epochs", "20",
+                        "--concurrency", "4", "--executor", "ray", "--workers", "2",
+                        env={"SLOW_AGENT_S": "0.3", "RAY_USAGE_STATS_ENABLED": "0"})
+    try:
+        wait_for_a_stored_sample(process, out, timeout_s=300)  # Ray starts in tens of seconds
+        process.send_signal(signal.SIGTERM)
+    finally:
+        stderr = ended(process, timeout_s=300)
+    assert process.returncode == 143, stderr[-3000:]
+    assert "SIGTERM received" not in stderr and "Traceback" not in stderr
+    assert f"terminated: finished samples are stored and summarised; continue with harness " \
+           f"run --resume {out}" in " ".join(stderr.split())
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stopped"]["reason"] == "terminated"
+    assert 0 < summary["counts"]["samples"] == stored_count(out) < 40
+    done = run_cli("run", "--resume", out, "--executor", "local", "--json",
+                   env={"SLOW_AGENT_S": "0"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["counts"]["samples"] == 40
 
 
 def test_a_local_instance_starts_without_dashboard_or_usage_stats(

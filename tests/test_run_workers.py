@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import json
 import logging
 import os
@@ -16,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -519,3 +521,175 @@ def test_a_killed_worker_stops_the_run_cleanly_and_resume_completes_it(
     kept = summary["counts"]["samples"]
     assert before <= kept == stored_count(out) < 2 * EPOCHS
     _resume_completes(out, "worker_lost")
+
+
+def _end_survivors(pids: list[int]) -> None:
+    """SIGKILL whichever of ``pids`` is still a harness process (a test's clean-up: never a
+    pid the system has since given to another program)."""
+    for pid in pids:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"harness" in command and not _gone(pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _outlived(pids: list[int], limit_s: float) -> list[int]:
+    """Which of ``pids`` are still running ``limit_s`` after now (polled, so the wait is as
+    short as the processes allow)."""
+    deadline = time.monotonic() + limit_s
+    while (running := [pid for pid in pids if not _gone(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return running
+
+
+# The parent's death reaches its workers at once on Linux; the bound leaves room for a loaded
+# machine (the workers left behind before were alive 90 s later).
+ORPHAN_LIMIT_S = 10.0
+
+
+def test_no_worker_outlives_a_parent_killed_with_sigkill(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    process = _start_run(slow_suite(tmp_path, "slow_workers_orphaned"), out)
+    workers: list[int] = []
+    try:
+        workers = _under_way(process, out)
+        process.kill()  # kill -9: nothing of the parent runs after it
+        process.wait(timeout=60)
+        assert _outlived(workers, ORPHAN_LIMIT_S) == []
+    finally:
+        _end_survivors(workers)  # first: a survivor holds the pipes ended() reads to the end
+        ended(process)
+
+
+# A process standing in for a worker, watching its parent with the portable check alone (the
+# kernel's parent-death signal switched off): it prints its pid, then would sleep two minutes.
+_WATCHING_CHILD = """
+import os, time
+from harness.runs import workers
+workers._ask_kernel_for_parent_death_signal = lambda: None
+workers._die_with_parent(os.getppid())
+print(os.getpid(), flush=True)
+time.sleep(120)
+"""
+_PARENT = """
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1]], stdout=subprocess.PIPE, text=True)
+print(child.stdout.readline().strip(), flush=True)
+child.wait()
+"""
+
+
+def test_without_a_parent_death_signal_a_worker_still_ends_with_its_parent() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT, _WATCHING_CHILD],
+                              stdout=subprocess.PIPE, text=True)
+    child: list[int] = []
+    try:
+        assert parent.stdout is not None
+        child = [int(parent.stdout.readline())]
+        assert not _gone(child[0])
+        parent.kill()
+        parent.wait(timeout=60)
+        assert _outlived(child, ORPHAN_LIMIT_S) == []
+    finally:
+        for pid in child:
+            with contextlib.suppress(OSError):
+                if not _gone(pid) and b"harness.runs" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    os.kill(pid, signal.SIGKILL)
+        parent.kill()
+        parent.communicate()
+
+
+async def _worker_pids_once_under_way(caplog: pytest.LogCaptureFixture, out: Path,
+                                      run: asyncio.Task[RunResult]) -> list[int]:
+    """The pids of the run's worker processes (as its log names them), once it has stored a
+    sample; fails the test if the run ends first or nothing is stored in time."""
+    deadline = time.monotonic() + 120
+    while stored_count(out) == 0:
+        assert not run.done(), run.result()
+        assert time.monotonic() < deadline, "the run never stored a sample"
+        await asyncio.sleep(0.05)
+    return [int(pid) for pid in re.findall(r"started \(pid (\d+)", caplog.text)]
+
+
+async def test_a_stopped_worker_is_ended_and_stops_the_run_as_a_lost_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(workers, "WORKER_SILENCE_S", 5.0)
+    monkeypatch.setenv("SLOW_AGENT_S", "0.3")
+    caplog.set_level(logging.INFO, logger="harness.runs.workers")
+    config = RunConfig(scenario_paths=[str(slow_suite(tmp_path, "slow_workers_stopped"))],
+                       offline=True, epochs=EPOCHS, concurrency=4, workers=2,
+                       cache_mode="off", bootstrap_resamples=500)
+    out = tmp_path / "run"
+    run = asyncio.create_task(run_suite(config, out))
+    try:
+        victim, survivor = await _worker_pids_once_under_way(caplog, out, run)
+        os.kill(victim, signal.SIGSTOP)
+        # before: no limit at all; now the silence (5 s here) and the time to end it
+        result = await asyncio.wait_for(asyncio.shield(run), timeout=120)
+    finally:
+        if not run.done():  # the test failed: end the run (and its workers) as Ctrl-C would
+            run.cancel()
+            await asyncio.gather(run, return_exceptions=True)
+    stop = result.summary.stopped
+    assert stop is not None and stop.reason == "worker_lost"
+    assert f"(pid {victim}) sent nothing for " in stop.message
+    assert "(stopped, or hung) and was ended" in stop.message
+    assert _gone(victim) and _gone(survivor)
+    kept = result.summary.counts.samples
+    assert 0 < kept == stored_count(out) < 2 * EPOCHS
+    assert "sent nothing for" in caplog.text
+
+
+class _FakeProcess:
+    """Stands in for a worker's process: records being killed."""
+
+    pid = 4242
+
+    def __init__(self) -> None:
+        self.killed = False
+
+    def kill(self) -> None:
+        self.killed = True
+
+
+def _pool_of_two(tmp_path: Path) -> tuple[WorkerPool, list[Any]]:
+    """A pool of two fake workers, last heard from (and checked) at the clock's 1000 s."""
+    pool = WorkerPool(_offline(tmp_path), None, 2, UsageLedger())  # type: ignore[arg-type]
+    processes = [_FakeProcess(), _FakeProcess()]
+    pool._workers = [workers._Worker(i + 1, p, None, heard_at=1000.0)  # type: ignore[arg-type]
+                     for i, p in enumerate(processes)]
+    pool._checked_at = 1000.0
+    return pool, processes
+
+
+def test_only_a_worker_silent_past_the_limit_is_ended(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(workers.time, "monotonic", lambda: now[0])
+    pool, (quiet, chatty) = _pool_of_two(tmp_path)
+    for second in range(1, 32):  # the parent checks every second; one worker keeps talking
+        now[0] = 1000.0 + second
+        pool._workers[1].heard_at = now[0]
+        pool._end_silent_workers()
+    assert quiet.killed and not chatty.killed
+    assert pool._workers[0].silenced is not None and pool._workers[0].silenced > 30
+
+
+def test_a_parent_that_was_stopped_itself_does_not_end_its_workers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-Z stops the parent and its workers alike: after fg, nobody was silent on purpose."""
+    now = [1000.0]
+    monkeypatch.setattr(workers.time, "monotonic", lambda: now[0])
+    pool, processes = _pool_of_two(tmp_path)
+    now[0] += 600  # ten minutes stopped, parent and workers
+    pool._end_silent_workers()
+    assert not any(p.killed for p in processes)
+    now[0] += workers.WORKER_SILENCE_S + 1  # then silent for real, with the parent running
+    for _ in range(40):
+        now[0] += 1
+        pool._end_silent_workers()
+    assert all(p.killed for p in processes)

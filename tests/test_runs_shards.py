@@ -7,8 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
+import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -125,12 +128,13 @@ def _scenario_ids() -> list[str]:
 
 
 def test_a_shard_with_no_sample_is_a_note(tmp_path: Path) -> None:
-    sizes = shard_sizes(_scenario_ids(), 1, 40)
-    empty = next(i for i, n in sizes.items() if n == 0)
+    # As many shards as samples (no more are allowed): the hashed starts leave some empty.
+    sizes = shard_sizes(_scenario_ids(), 1, 11)
+    empty = next(i for i in range(1, 12) if i not in sizes)
     done = run_cli("run", SCENARIOS, "--offline", "--epochs", "1", "--no-judge",
-                   "--cache-mode", "off", "--shard", f"{empty}/40", "--out", tmp_path / "e")
+                   "--cache-mode", "off", "--shard", f"{empty}/11", "--out", tmp_path / "e")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"shard {empty}/40 holds no sample of the grid's 11" in " ".join(done.stdout.split())
+    assert f"shard {empty}/11 holds no sample of the grid's 11" in " ".join(done.stdout.split())
     assert "error" not in done.stderr
     summary = json.loads((tmp_path / "e" / "summary.json").read_text())
     assert summary["counts"]["samples"] == summary["counts"]["samples_planned"] == 0
@@ -159,6 +163,61 @@ def test_a_malformed_shard_is_one_line(tmp_path: Path, value: str) -> None:
     assert done.stderr.count("\n") == 1, done.stderr
     assert "--shard: expected i/n with 1 <= i <= n" in done.stderr
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(("value", "count"), [
+    ("1/12", "12"), ("12/12", "12"), ("1/99999999999999999999", "99999999999999999999")])
+def test_more_shards_than_samples_is_one_line_naming_both_and_quick(
+        tmp_path: Path, value: str, count: str) -> None:
+    started = time.monotonic()
+    done = run_cli("run", SCENARIOS, "--offline", "--epochs", "1", "--no-judge",
+                   "--cache-mode", "off", "--shard", value, "--out", tmp_path / "r")
+    # The count is never used to size anything: refused as soon as the grid is known (the
+    # command takes a few seconds on a loaded machine; a list as long as the count would
+    # take hours or the machine's memory).
+    assert time.monotonic() - started < 60
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert f"into {count} shards, more than its 11 sample(s)" in done.stderr
+    assert "use at most 11 shards" in done.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_count_of_thousands_of_digits_is_one_short_line(tmp_path: Path) -> None:
+    done = run_cli("run", SCENARIOS, "--offline", "--shard", "1/" + "9" * 5000,
+                   "--out", tmp_path / "r")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and len(done.stderr) < 300, done.stderr
+    assert "--shard: expected i/n with 1 <= i <= n" in done.stderr
+
+
+def test_shard_bookkeeping_grows_with_the_grid_not_the_count() -> None:
+    ids = [f"scenario-{i}" for i in range(7)]
+    # A million shards, not more: a count-sized table (as there was) stays survivable here.
+    tracemalloc.start()
+    try:
+        sizes = shard_sizes(ids, 3, 10**6)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(sizes) <= 21 and sum(sizes.values()) == 21
+    assert peak < 1_000_000
+
+
+def test_a_stored_split_into_more_shards_than_samples_is_not_merged(tmp_path: Path) -> None:
+    # A store of a harness that did not bound the count.
+    out = tmp_path / "old"
+    assert run_cli("run", SCENARIOS, "--offline", "--epochs", "1", "--no-judge",
+                   "--cache-mode", "off", "--shard", "1/2", "--out", out).returncode == 0
+    with sqlite3.connect(out / "run.sqlite") as db:
+        stored = json.loads(db.execute("SELECT json FROM config").fetchone()[0])
+        stored["run"]["shard"] = "1/10000000"
+        db.execute("UPDATE config SET json = ?", (json.dumps(stored),))
+    done = run_cli("merge", out, "--out", tmp_path / "merged")
+    assert done.returncode != 0
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "splits a grid of 11 sample(s) into more shards than samples" in done.stderr
+    assert not (tmp_path / "merged" / "summary.json").exists()
 
 
 def test_shard_with_adaptive_sampling_is_refused(tmp_path: Path) -> None:

@@ -6,9 +6,12 @@ recorded exactly as for a model agent. The transport (streamable HTTP, stdio) is
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
@@ -33,6 +36,10 @@ def mock_tools_server(
     error or the tool-call limit comes back as a tool result with ``isError: true`` and the
     toolbox's message as text, and is recorded with its kind. A result is its JSON text
     (a string as it is), plus structured content when it is a JSON object.
+
+    A toolbox with Python handlers answers in a worker thread, so a slow handler holds up
+    only its own toolbox's calls, never the event loop (other sessions, other episodes);
+    each toolbox answers one call at a time, in the order they came, as on the loop.
     """
     listing = types.ListToolsResult(tools=[
         types.Tool(name=s.name, description=s.description or None, input_schema=s.parameters)
@@ -44,13 +51,23 @@ def mock_tools_server(
     ) -> types.ListToolsResult:
         return listing
 
+    # One lock per toolbox, gone with it (serve-tools keeps one toolbox per session).
+    locks: weakref.WeakKeyDictionary[Toolbox, anyio.Lock] = weakref.WeakKeyDictionary()
+
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         toolbox = toolbox_for(ctx)
-        result = toolbox.call(params.name, params.arguments or {})
+        arguments = params.arguments or {}
+        lock = locks.setdefault(toolbox, anyio.Lock())
+        async with lock:
+            if toolbox.has_handlers:
+                result = await anyio.to_thread.run_sync(toolbox.call, params.name, arguments)
+            else:  # answered from the scenario alone: quicker here than a thread's round trip
+                result = toolbox.call(params.name, arguments)
+            record = toolbox.records[-1]
         if on_call is not None:
-            on_call(toolbox.records[-1])
+            on_call(record)
         if result.is_error:  # the message alone: isError already says it failed
             return types.CallToolResult(
                 content=[types.TextContent(text=result.error_message or result.content)],

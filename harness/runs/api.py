@@ -35,7 +35,7 @@ from harness.runs.engine import (
 )
 from harness.runs.sample import SampleRecord
 from harness.runs.settings import models_config_for, resolve_settings
-from harness.runs.shards import coverage, in_shard
+from harness.runs.shards import check_fits_grid, coverage, in_shard
 from harness.runs.store import RunStore, StoreError
 from harness.runs.summary import scores_by_scenario, summarise, write_summary
 from harness.runs.summary_model import (
@@ -92,6 +92,7 @@ async def run_suite(
     config = resolve_settings(config)
     _check_executor(config)
     suite = Suite.load(config.design)
+    check_fits_grid(config.design.shard, len(suite.scenarios), config.design.epochs)
     _prepare_executor(config, suite)
     hub = ModelHub(models_config_for(config))
     try:
@@ -134,6 +135,7 @@ async def resume_run(
         config = resolve_settings(stored.with_execution(**overrides or {}), resumed=True)
         _check_executor(config)
         suite = Suite.load(config.design)
+        check_fits_grid(config.design.shard, len(suite.scenarios), config.design.epochs)
         _prepare_executor(config, suite)
         hub = ModelHub(models_config_for(config))
         Runner.preflight(config, suite, hub)

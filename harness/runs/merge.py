@@ -62,6 +62,12 @@ def merge_runs(run_dirs: list[Path], out: Path) -> RunSummary:
         shards.sort(key=lambda entry: entry[0].index)
         first_shard, first_dir, first_store, first = shards[0]
         grid = first_store.scenario_ids()
+        if grid is not None and first_shard.count > len(grid) * first.design.epochs:
+            # A store of a harness that did not bound the count: the merged run's list of
+            # missing shards would grow with it.
+            raise HarnessError(f"cannot merge {first_dir}: its shard {first_shard} splits a grid "
+                               f"of {len(grid) * first.design.epochs} sample(s) into more "
+                               "shards than samples")
         owner: dict[tuple[str, int], Path] = {}
         for shard, run_dir, store, config in shards[1:]:
             _check_same_run(first_dir, first, run_dir, config)

@@ -22,6 +22,7 @@ import asyncio
 import logging
 import math
 import os
+import signal
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from contextlib import (
@@ -69,6 +70,23 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@contextmanager
+def _signal_handlers_kept() -> Iterator[None]:
+    """This process's handlers of SIGTERM and SIGINT as they were before the block, put back
+    after it. ``ray.init`` installs Ray's own crash handler for SIGTERM in the driver, which
+    prints a stack dump and aborts: a run given SIGTERM must stop as it does without Ray
+    (the run's task cancelled, what finished summarised, exit 143). Nothing to put back
+    outside the main thread, where signal handlers cannot be set."""
+    kept = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for signum, handler in kept.items():
+            if handler is not None:  # None: a handler not set from Python, left to its owner
+                with suppress(ValueError):  # not the main thread
+                    signal.signal(signum, handler)
 
 
 def import_ray() -> ModuleType:
@@ -282,7 +300,7 @@ class RayExecutor:
         usage_stats = {"RAY_USAGE_STATS_ENABLED": "0"} if local else {}
         options["address"] = "local" if local else self.config.execution.ray_address
         try:
-            with _environment(usage_stats):
+            with _environment(usage_stats), _signal_handlers_kept():
                 ray.init(**options)
         except Exception as err:  # Ray's own errors: a wrong address, a cluster gone
             raise HarnessError(f"--executor ray: could not start or reach Ray at "

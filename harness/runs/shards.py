@@ -20,12 +20,16 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
-_SHARD_TEXT = re.compile(r"(\d+)/(\d+)")
+# Thirty digits are far more than any grid has samples (the count is bounded by them once
+# the scenarios are loaded); longer numbers are refused as they are read, without echoing them.
+_SHARD_TEXT = re.compile(r"(\d{1,30})/(\d{1,30})")
+_SHOWN_CHARS = 40
 
 
 def shard_of(scenario_id: str, epoch: int, count: int) -> int:
@@ -82,8 +86,24 @@ def parse_shard(text: str) -> Shard:
     try:
         return Shard.model_validate(text)
     except ValidationError:
+        shown = text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}..."
         raise InputError("command line", "--shard", "expected i/n with 1 <= i <= n (e.g. "
-                         f"--shard 1/4), got {text!r}") from None
+                         f"--shard 1/4), got {shown!r}") from None
+
+
+def check_fits_grid(shard: Shard | None, scenarios: int, epochs: int) -> None:
+    """Refuse a split into more shards than the grid ``scenarios`` x ``epochs`` has samples
+    (some shards would hold nothing by construction, and a count without a bound would let
+    the bookkeeping of shards grow with it). Raises :class:`~harness.errors.InputError`
+    naming ``--shard`` and both numbers; ``None`` (not sharded) always fits."""
+    from harness.errors import InputError
+
+    samples = scenarios * epochs
+    if shard is not None and shard.count > samples:
+        raise InputError("command line", "--shard", (
+            f"{shard} splits the grid into {shard.count} shards, more than its {samples} "
+            f"sample(s) ({scenarios} scenario(s) x {epochs} epoch(s)); use at most "
+            f"{max(samples, 1)} shards"))
 
 
 def in_shard(keys: Iterable[tuple[str, int]], shard: Shard | None) -> list[tuple[str, int]]:
@@ -94,12 +114,10 @@ def in_shard(keys: Iterable[tuple[str, int]], shard: Shard | None) -> list[tuple
 
 def shard_sizes(scenario_ids: Sequence[str], epochs: int, count: int) -> dict[int, int]:
     """How many samples of the grid ``scenario_ids`` x ``epochs`` each of ``count`` shards
-    holds (every shard listed, empty ones as 0)."""
-    sizes = dict.fromkeys(range(1, count + 1), 0)
-    for sid in scenario_ids:
-        for epoch in range(epochs):
-            sizes[shard_of(sid, epoch, count)] += 1
-    return sizes
+    holds (a shard missing from the mapping holds none: its size stays proportional to the
+    grid, whatever ``count`` is)."""
+    return dict(Counter(shard_of(sid, epoch, count)
+                        for sid in scenario_ids for epoch in range(epochs)))
 
 
 class ShardCoverage(BaseModel):
@@ -131,5 +149,5 @@ def coverage(count: int, held: Iterable[int], scenario_ids: Sequence[str] | None
     return ShardCoverage(
         count=count, held=held, missing=[i for i in range(1, count + 1) if i not in held],
         grid_samples=None if sizes is None else sum(sizes.values()),
-        held_samples=None if sizes is None else sum(sizes[i] for i in held),
+        held_samples=None if sizes is None else sum(sizes.get(i, 0) for i in held),
     )

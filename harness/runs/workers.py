@@ -21,14 +21,17 @@ record's JSON, which the parent validates straight from the bytes. Parent to wor
 ``harness.log`` through the parent's handlers and their redaction); ``{"error": message}`` (a
 problem of the run itself, raised in the parent as a :class:`HarnessError`); ``{"bye": true,
 "usage": ..., "cpu_s": ..., "peak_rss_mb": ...}`` when it leaves (its own CPU time and peak
-memory, logged by the parent). ``usage`` is the worker's whole usage ledger so far
-(:meth:`UsageLedger.export`); the parent's ledger is the sum of the last one of each worker.
+memory, logged by the parent); ``{"beat": true}`` every few seconds from a thread of its own.
+``usage`` is the worker's whole usage ledger so far (:meth:`UsageLedger.export`); the
+parent's ledger is the sum of the last one of each worker.
 
 The parent keeps at most ``concurrency`` samples in flight over all workers, sending the next
 sample to the worker with the fewest as each one finishes. Budgets hold over all of them
 through a :class:`~harness.models.usage.SharedBudget`. A worker that dies (killed, out of
 memory) stops the run as ``worker_lost``: its samples in flight are abandoned, the other
-workers' finish and are stored, and ``--resume`` runs what is missing.
+workers' finish and are stored, and ``--resume`` runs what is missing. So does a worker the
+parent hears nothing from, not even a heartbeat, for :data:`WORKER_SILENCE_S` (stopped with
+SIGSTOP, or hung): the parent ends it. A worker ends itself when its parent dies.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -70,6 +74,13 @@ log = logging.getLogger("harness.runs.workers")
 
 # How long a worker that was asked to leave may take to send its last usage and exit.
 EXIT_GRACE_S = 30.0
+# A worker sends a heartbeat (a thread's, so a busy event loop still sends it) ten times in
+# this long; one the parent hears nothing from for this long (stopped with SIGSTOP, or hung
+# where no thread of it runs) is ended and stops the run as a worker that died.
+WORKER_SILENCE_S = 30.0
+# A parent that itself ran nothing for this long (stopped with its workers by Ctrl-Z, the
+# machine suspended) hears its workers out again rather than taking their silence for theirs.
+PARENT_GAP_S = 5.0
 
 
 def usable_cores() -> int:
@@ -119,6 +130,9 @@ def _encode(header: dict[str, Any], body: bytes = b"") -> bytes:
     return json.dumps(header).encode() + b"\n" + body
 
 
+_BEAT = _encode({"beat": True})  # a worker's heartbeat: "still here", nothing else
+
+
 def _decode(data: bytes) -> tuple[dict[str, Any], bytes]:
     header, _, body = data.partition(b"\n")
     decoded: dict[str, Any] = json.loads(header)
@@ -136,6 +150,8 @@ class _Worker:
     in_flight: set[SampleKey] = field(default_factory=set)
     alive: bool = True
     leaving: bool = False
+    heard_at: float = field(default_factory=time.monotonic)  # its last message's arrival
+    silenced: float | None = None  # how long it had been silent when the parent ended it
 
 
 class WorkerPool:
@@ -150,6 +166,7 @@ class WorkerPool:
         self._workers: list[_Worker] = []
         self._usage: dict[int, ExportedUsage] = {}
         self._inbox: asyncio.Queue[tuple[_Worker, bytes | None]] = asyncio.Queue()
+        self._checked_at = time.monotonic()
 
     @asynccontextmanager
     async def started(self) -> AsyncIterator[None]:
@@ -170,10 +187,15 @@ class WorkerPool:
         try:
             for index in range(self.count):
                 ours, theirs = context.Pipe(duplex=True)
+                # A forked worker has a copy of every pipe end this process holds: its own
+                # pipe's other end and the earlier workers'. Left open, they keep its pipe
+                # from ever reaching end-of-file when this process dies; it closes them.
+                parents_ends = [*(w.conn for w in self._workers), ours] if method == "fork" else []
                 process = context.Process(
                     target=worker_main, name=f"harness-worker-{index + 1}", daemon=True,
                     args=(index, self.count, config_json, theirs, budget, dict(os.environ),
-                          suite))
+                          suite, parents_ends, os.getpid() if method == "fork" else None,
+                          WORKER_SILENCE_S / 10))
                 process.start()
                 theirs.close()
                 worker = _Worker(index + 1, process, ours)
@@ -198,6 +220,9 @@ class WorkerPool:
                 data: bytes | None = worker.conn.recv_bytes()
             except (EOFError, OSError):
                 data = None
+            worker.heard_at = time.monotonic()
+            if data == _BEAT:
+                continue
             try:
                 loop.call_soon_threadsafe(self._inbox.put_nowait, (worker, data))
             except RuntimeError:  # the run's event loop is closed: nobody is listening
@@ -227,12 +252,43 @@ class WorkerPool:
                 in_flight += 1
             if in_flight == 0:
                 return
-            worker, data = await self._inbox.get()
+            worker, data = await self._next_message()
             before = len(worker.in_flight)
             outcome = self._handle(worker, data)
             in_flight -= before - len(worker.in_flight)
             if outcome is not None:
                 sink.accept(outcome)
+
+    async def _next_message(self) -> tuple[_Worker, bytes | None]:
+        """The next message of any worker; meanwhile, at least once a second, a worker silent
+        for :data:`WORKER_SILENCE_S` is ended (its end-of-pipe, a message too, follows)."""
+        while True:
+            self._end_silent_workers()
+            try:
+                async with asyncio.timeout(WORKER_SILENCE_S / 30):
+                    return await self._inbox.get()
+            except TimeoutError:
+                continue
+
+    def _end_silent_workers(self) -> None:
+        """SIGKILL every running worker not heard from for :data:`WORKER_SILENCE_S`. A gap in
+        the parent's own checks longer than :data:`PARENT_GAP_S` means the parent was not
+        running either: its workers' silence is then no sign of theirs, and they get a fresh
+        :data:`WORKER_SILENCE_S`."""
+        now = time.monotonic()
+        if now - self._checked_at > PARENT_GAP_S:
+            for worker in self._workers:
+                worker.heard_at = max(worker.heard_at, now)
+        self._checked_at = now
+        for worker in self._workers:
+            silent = now - worker.heard_at
+            if worker.alive and not worker.leaving and worker.silenced is None \
+                    and silent > WORKER_SILENCE_S:
+                worker.silenced = silent
+                log.warning("worker process %d (pid %s) sent nothing for %.0f s; ending it",
+                            worker.number, worker.process.pid, silent)
+                with suppress(OSError):
+                    worker.process.kill()
 
     def _handle(self, worker: _Worker, data: bytes | None) -> SampleRecord | RunStop | None:
         """One message of ``worker``: what it brings for the sink, if anything."""
@@ -270,7 +326,9 @@ class WorkerPool:
             return None
         worker.process.join(timeout=5)
         code = worker.process.exitcode
-        how = (f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0
+        how = (f"sent nothing for {worker.silenced:.0f} s (stopped, or hung) and was ended"
+               if worker.silenced is not None
+               else f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0
                else f"exited with code {code}")
         return RunStop(reason="worker_lost", message=(
             f"worker process {worker.number} (pid {worker.process.pid}) {how}, abandoning "
@@ -318,16 +376,26 @@ class WorkerPool:
 
 
 def worker_main(index: int, count: int, config_json: str, conn: Connection,
-                budget: SharedBudget, environ: dict[str, str], suite: Suite | None) -> None:
+                budget: SharedBudget, environ: dict[str, str], suite: Suite | None,
+                parents_ends: Sequence[Connection] = (), parent_pid: int | None = None,
+                beat_s: float = WORKER_SILENCE_S / 10) -> None:
     """The entry point of worker process ``index`` (0-based) of ``count``. ``environ`` is the
     parent's environment as the run started: a process forked from the fork server has the
     environment the server started with, which may be older (keys and ``${env:...}`` values
     set since, by a program that runs several suites, would be missing). ``suite`` is the
-    parent's, in a worker forked from it (else ``None``: loaded here)."""
+    parent's, in a worker forked from it (else ``None``: loaded here). ``parents_ends`` are
+    the pipe ends of the parent that a worker forked from it holds copies of (closed here),
+    and ``parent_pid`` is then the parent's pid (else the process it was forked from is
+    taken as its parent). A heartbeat goes to the parent every ``beat_s`` seconds."""
+    for end in parents_ends:
+        end.close()
+    _die_with_parent(os.getppid() if parent_pid is None else parent_pid)
     os.environ.clear()
     os.environ.update(environ)
     _forget_parent_signals()
     pipe = _ToParent(conn)
+    threading.Thread(target=_beat, args=(pipe, beat_s), daemon=True,
+                     name="harness-worker-heartbeat").start()
     _log_to_parent(pipe)
     try:
         event_loop.run(_serve(index, count, RunConfig.model_validate_json(config_json), conn,
@@ -340,6 +408,16 @@ def worker_main(index: int, count: int, config_json: str, conn: Connection,
                                 f"{type(err).__name__}: {err}"})
 
 
+def _beat(pipe: _ToParent, every_s: float) -> None:
+    """Send the parent a heartbeat every ``every_s`` seconds until the pipe closes."""
+    while True:
+        try:
+            pipe.send_bytes(_BEAT)
+        except OSError:
+            return
+        time.sleep(every_s)
+
+
 class _ToParent:
     """A worker's end of its pipe, for sending: one message at a time, whichever thread sends
     (the event loop's, or a thread that logs)."""
@@ -349,7 +427,9 @@ class _ToParent:
         self._lock = threading.Lock()
 
     def send(self, header: dict[str, Any], body: bytes = b"") -> None:
-        data = _encode(header, body)
+        self.send_bytes(_encode(header, body))
+
+    def send_bytes(self, data: bytes) -> None:
         with self._lock:
             self.conn.send_bytes(data)
 
@@ -364,6 +444,42 @@ class _ParentHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         with suppress(OSError):
             self.pipe.send({"log": [record.levelno, record.name, record.getMessage()]})
+
+
+# How often a worker looks whether its parent is still there, where the system cannot tell
+# it (a parent-death signal): it ends itself within about this long of its parent's death.
+PARENT_CHECK_S = 0.5
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """End this worker when ``parent_pid`` (the process it was forked from) dies, however it
+    dies (``kill -9`` included, where nothing of the parent's runs): a worker left behind
+    would keep running samples nobody stores, holding the run's files open. On Linux the
+    kernel sends SIGKILL at the parent's death (``PR_SET_PDEATHSIG``); everywhere, a thread
+    polls the parent pid (a dead parent's children are handed to another process). Ends the
+    process at once when the parent is already gone."""
+    if sys.platform == "linux":
+        _ask_kernel_for_parent_death_signal()
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_CHECK_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="harness-worker-parent-watch").start()
+
+
+def _ask_kernel_for_parent_death_signal() -> None:
+    """``prctl(PR_SET_PDEATHSIG, SIGKILL)`` through the C library; nothing where it cannot be
+    called (the polling thread of :func:`_die_with_parent` still ends the worker)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1  # <linux/prctl.h>
+    with suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
 
 
 def _forget_parent_signals() -> None:

@@ -160,6 +160,12 @@ class Toolbox:
         return self._max_calls
 
     @property
+    def has_handlers(self) -> bool:
+        """Whether a call may run a Python handler (the scenario author's code, which may
+        block or take its time) rather than be answered from the scenario alone."""
+        return bool(self._handlers)
+
+    @property
     def initial_state(self) -> dict[str, Any] | None:
         return copy.deepcopy(self._initial_state)
 
