@@ -34,7 +34,7 @@ EXIT_GATE_FAILED = 1  # the run worked, but the suite fell short of the gate
 EXIT_INPUT_ERROR = 2  # bad input or configuration: the message says what to fix
 EXIT_BUDGET_STOP = 3  # a run stopped on its budget: its figures cover only part of the plan
 EXIT_NOTHING_SCORED = 4  # a run finished with no scored sample (all errored): no figure at all
-EXIT_WORKER_LOST = 5  # a worker process died: the run stopped early, what finished is stored
+EXIT_WORKER_LOST = 5  # a worker died or went silent: the run stopped, what finished is stored
 # Stopped from outside: 130 (Ctrl-C) and 143 (SIGTERM), see harness.cli.interrupts.
 
 

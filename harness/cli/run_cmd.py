@@ -352,8 +352,8 @@ def run(
         help="adaptive sampling: most epochs per scenario")] = 50,
     shard: Annotated[str | None, typer.Option(
         metavar="I/N", rich_help_panel=EXECUTION_PANEL,
-        help="run only shard I of N of the scenario x epoch grid (CI fan-out); harness "
-        "merge joins the shards")] = None,
+        help="run only shard I of N of the scenario x epoch grid (CI fan-out; N at most "
+        "its samples); harness merge joins the shards")] = None,
     confidence: Annotated[float, typer.Option(
         metavar="LEVEL", rich_help_panel=SAMPLING_PANEL,
         help="confidence level of every interval")] = 0.95,
@@ -384,7 +384,8 @@ def run(
     Every transcript is checked and judged, every sample stored, and each figure reported
     with its confidence interval. Exit 1 when a gate is missed, 2 on bad input or
     configuration, 3 when a budget stopped the run early, 4 when no sample was scored, 5
-    when a worker process died; Ctrl-C and SIGTERM keep what finished (exit 130, 143)."""
+    when a worker process or Ray actor died or stopped answering; Ctrl-C and SIGTERM keep
+    what finished (exit 130, 143)."""
     _check_option_combinations(ctx, resume=resume, paths=paths,
                                adaptive=target_ci_width is not None, cache_mode=cache_mode)
     if resume is None and not paths:
