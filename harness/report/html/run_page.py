@@ -47,6 +47,7 @@ from harness.stats.summary import SuiteSummary
 
 REPORT_FILENAME = "report.html"
 MAX_FOREST_ROWS = 200  # a taller plot is a scroll, not a picture
+GROUPS_SHOWN = 8  # failure groups shown open; the rest, touching fewer samples, folded
 # Folders a command names itself inside its own output folder (``harness demo`` writes the
 # suite's run to ``<out>/suite``): the run is then called by the folder above.
 COMMAND_SUBFOLDERS = frozenset({"suite"})
@@ -306,7 +307,7 @@ def run_page(run_dir: Path) -> str:
         tags=sorted({t for r in rows for t in r.tags}),
         scenario_ids=sorted({r.scenario_id for r in rows}),
         forest=_scenario_forest(score) if score and score.scenarios else None,
-        forest_rows=MAX_FOREST_ROWS,
+        forest_rows=MAX_FOREST_ROWS, groups_shown=GROUPS_SHOWN,
         tag_forest=_tag_forest(summary),
         k_chart=_k_chart(score) if score and score.pass_at_k_detail else None,
         variance=_variance_bars(score) if score else [],
