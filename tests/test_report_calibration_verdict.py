@@ -23,6 +23,7 @@ from harness.report.calibration_verdict import (
     pointwise_verdict,
 )
 from harness.report.html.calibration_page import calibration_page, count_range
+from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).parents[1]
 POINTWISE = ROOT / "examples" / "calibration" / "pointwise_judgments.jsonl"
@@ -133,3 +134,14 @@ def test_the_page_says_3_judge_samples_when_every_item_has_3(tmp_path: Path) -> 
     judgments = load_judgments(path)
     html = calibration_page(analyse(judgments, AnalysisOptions(n_resamples=50)), judgments)
     assert "(2 raters, 3 judge samples each)" in html and "3–3" not in html
+
+
+def test_the_terminal_report_ends_with_one_verdict_per_judge() -> None:
+    done = run_cli("calibrate", "--judgments", POINTWISE, "--resamples", "100",
+                   columns=400)
+    assert done.returncode == 0, done.stderr
+    tail = done.stdout.strip().splitlines()[-2:]
+    assert [line.split(":")[:2] for line in tail] == [["verdict", " strict-prompt"],
+                                                      ["verdict", " lenient-prompt"]]
+    report = analyse(load_judgments(POINTWISE), AnalysisOptions(n_resamples=100))
+    assert judge_verdict(report.judges[0], report.human_baseline).sentence in tail[0]

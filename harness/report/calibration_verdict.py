@@ -22,12 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from rich.console import Console
+from rich.text import Text
+
 from harness.calibration.report import (
     BootstrapEstimate,
+    CalibrationReport,
     HumanBaseline,
     PairwiseJudgeReport,
     PointwiseJudgeReport,
 )
+from harness.safe_text import terminal_text
 
 Trust = Literal["trust", "caution", "distrust", "undecided"]
 
@@ -159,3 +164,13 @@ def judge_verdict(judge: PointwiseJudgeReport | PairwiseJudgeReport,
     if isinstance(judge, PointwiseJudgeReport):
         return pointwise_verdict(judge, baseline)
     return pairwise_verdict(judge)
+
+
+def print_verdicts(report: CalibrationReport, console: Console) -> None:
+    """One line per judge after the terminal report: ``verdict: <sentence>`` (the judge's
+    name first when there are several), the same sentence the HTML page ends with."""
+    several = len(report.judges) > 1
+    for judge in report.judges:
+        who = f"{terminal_text(judge.judge_id or 'judge')}: " if several else ""
+        sentence = judge_verdict(judge, report.human_baseline).sentence
+        console.print(Text.assemble(("verdict: ", "bold"), who + terminal_text(sentence)))
