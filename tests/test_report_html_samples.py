@@ -260,3 +260,22 @@ def test_a_420_px_window_does_not_scroll_sideways(
     assert page.locator("#drill").is_visible()
     opened.screenshot(tmp_path / f"narrow-{'dark' if dark else 'light'}.png")
     opened.assert_quiet()
+
+
+@pytest.mark.parametrize("width", [1366, 420])
+def test_the_search_placeholder_is_not_cut(offline_run: Path, open_report: Opener,
+                                           width: int) -> None:
+    opened = open_report(offline_run / REPORT_FILENAME)
+    opened.page.set_viewport_size({"width": width, "height": 860})
+    # the placeholder's width in the input's own font, against the room inside the input
+    room, needed = opened.page.evaluate("""() => {
+        const input = document.getElementById('f-text'), style = getComputedStyle(input);
+        const ctx = document.createElement('canvas').getContext('2d');
+        ctx.font = style.font;
+        const inner = input.clientWidth - parseFloat(style.paddingLeft)
+            - parseFloat(style.paddingRight);
+        return [inner, ctx.measureText(input.placeholder).width];
+    }""")
+    # a search field keeps room at its end for its clear button (about 16 px in Chromium)
+    assert needed + 24 <= room
+    opened.assert_quiet()
