@@ -103,7 +103,8 @@
   function checkTable(list) {
     var rows = list.map(function (c) {
       var detail = [];
-      (c.findings || []).forEach(function (f) { detail.push(h("div", null, tag(f.kind, "bad"), " ", f.message)); });
+      var tone = c.gating === false || c.passed === null ? "info" : "bad";  // information is never red
+      (c.findings || []).forEach(function (f) { detail.push(h("div", null, tag(f.kind, tone), " ", f.message)); });
       if (c.name === "final_state_match" && c.details && c.details.diff && c.details.diff.length) {
         detail.push(h("div", { "class": "muted small" }, "state diff by JSON path:"), h("ul", null, c.details.diff.map(function (d) { return h("li", null, h("code", null, d)); })));
       }
