@@ -18,16 +18,26 @@ from typing import Any
 import pytest
 
 from harness.checks.result import CheckResult
-from harness.report.html.run_page import REPORT_FILENAME, run_name, sample_view
+from harness.report.html.run_page import (
+    REPORT_FILENAME,
+    run_name,
+    sample_view,
+    write_run_report,
+)
 from harness.report.html.sample_outcome import failed_because, rubric_rules
+from harness.runs.config import RunConfig
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
+from harness.runs.summary import summarise, write_summary
+from harness.transcript import Transcript
 from tests.helpers.browser import OpenedPage
 from tests.helpers.cli import run_cli
+from tests.helpers.hostile import HOSTILE, hostile_run
 
 ROOT = Path(__file__).resolve().parents[1]
 Opener = Callable[..., OpenedPage]
 NARROW = {"width": 420, "height": 860}
+FORMULA = "=HYPERLINK(\"http://127.0.0.1/\",\"x\")"
 
 
 @pytest.fixture(scope="module")
@@ -281,4 +291,36 @@ def test_the_search_placeholder_is_not_cut(offline_run: Path, open_report: Opene
     }""")
     # a search field keeps room at its end for its clear button (about 16 px in Chromium)
     assert needed + 24 <= room
+    opened.assert_quiet()
+
+
+def _formula_run(run_dir: Path) -> Path:
+    """A run of one failed sample whose scenario id a spreadsheet would run as a formula."""
+    config = RunConfig(scenario_paths=["x.yaml"], offline=True, epochs=1)
+    with RunStore.create(run_dir, config.model_dump(mode="json")) as store:
+        store.write_sample(SampleRecord(
+            scenario_id=FORMULA, epoch=0, status="scored", score=0.0, passed=False,
+            tags=[HOSTILE["tag"]], transcript=Transcript(scenario_id=FORMULA, epoch=0,
+                                                         stop_reason="goal_met")))
+        write_summary(run_dir, summarise(store, config, run_dir=run_dir))
+    return run_dir
+
+
+def test_exported_outside_text_is_data_in_both_files(tmp_path: Path,
+                                                     open_report: Opener) -> None:
+    hostile = write_run_report(hostile_run(tmp_path / "hostile"))
+    formula = write_run_report(_formula_run(tmp_path / "formula"))
+    opened = open_report(hostile)
+    page = opened.page
+    rows = list(csv.DictReader(io.StringIO(_download(page, "#export-csv"))))
+    assert {r["scenario_id"] for r in rows} >= {HOSTILE["scenario"]}
+    failed = next(r for r in rows if r["outcome"] == "failed")
+    assert HOSTILE["user"] in failed["failed_because"]  # the finding, as written
+    exported = [json.loads(line) for line in _download(page, "#export-jsonl").splitlines()]
+    assert exported[0]["messages"][0]["content"] == HOSTILE["user"]
+    assert page.evaluate("window.__pwned") is None
+    opened.assert_quiet()
+    opened = open_report(formula)
+    rows = list(csv.DictReader(io.StringIO(_download(opened.page, "#export-csv"))))
+    assert rows[0]["scenario_id"] == "'" + FORMULA  # written as text, never run
     opened.assert_quiet()
