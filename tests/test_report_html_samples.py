@@ -24,7 +24,12 @@ from harness.report.html.run_page import (
     sample_view,
     write_run_report,
 )
-from harness.report.html.sample_outcome import failed_because, rubric_rules
+from harness.report.html.sample_outcome import (
+    RubricRule,
+    failed_because,
+    rubric_rule_text,
+    rubric_rules,
+)
 from harness.runs.config import RunConfig
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
@@ -324,3 +329,14 @@ def test_exported_outside_text_is_data_in_both_files(tmp_path: Path,
     rows = list(csv.DictReader(io.StringIO(_download(opened.page, "#export-csv"))))
     assert rows[0]["scenario_id"] == "'" + FORMULA  # written as text, never run
     opened.assert_quiet()
+
+
+def test_a_rubric_threshold_that_disagrees_with_the_stored_verdict_is_not_shown(
+        records: list[SampleRecord]) -> None:
+    judged = next(j for r in records for j in r.judgments if j.get("passed") is True)
+    key = (judged["rubric_id"], str(judged["rubric_version"]))
+    edited = {key: RubricRule(threshold=judged["score"] + 0.1, criterion_thresholds={})}
+    rule = rubric_rule_text(judged, edited)
+    assert f"{judged['score'] + 0.1:g}" not in rule and "the rubric's threshold" in rule
+    kept = {key: RubricRule(threshold=judged["score"] - 0.1, criterion_thresholds={})}
+    assert f"at least {judged['score'] - 0.1:g}" in rubric_rule_text(judged, kept)

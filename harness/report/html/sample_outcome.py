@@ -24,6 +24,7 @@ from harness.judging.rubric import Rubric, load_rubrics
 from harness.runs.sample import SampleRecord
 
 MAX_DETAIL_CHARS = 160  # one finding's message in the "failed because" line
+THRESHOLD_TOLERANCE = 1e-9  # as the rubric scoring compares
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,13 @@ def _rubric_reason(judgment: Mapping[str, Any], rule: RubricRule | None) -> str:
 
 def _rule_of(judgment: Mapping[str, Any], rules: Mapping[tuple[str, str], RubricRule]
              ) -> RubricRule | None:
-    return rules.get((str(judgment.get("rubric_id")), str(judgment.get("rubric_version"))))
+    """The rule of the judgment's rubric, or ``None`` when it is not known or does not agree
+    with the stored verdict (a file edited since, keeping its version)."""
+    rule = rules.get((str(judgment.get("rubric_id")), str(judgment.get("rubric_version"))))
+    score, passed = judgment.get("score"), judgment.get("passed")
+    if rule is None or not isinstance(score, (int, float)) or passed is None:
+        return rule
+    return rule if (score >= rule.threshold - THRESHOLD_TOLERANCE) == passed else None
 
 
 def failed_because(record: SampleRecord, reference: Sequence[Mapping[str, Any]] | None,
