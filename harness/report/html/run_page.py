@@ -32,6 +32,7 @@ from harness.report.html.plots import (
 )
 from harness.report.html.sample_outcome import (
     RubricRule,
+    builtin_rubric_rules,
     failed_because,
     rubric_rule_text,
     rubric_rules,
@@ -111,8 +112,8 @@ def sample_view(record: SampleRecord,
     reasoning and evidence). A given history (``user.history``) comes apart from the
     conversation, under ``history``. ``failed_because`` names what failed a failed sample,
     and each rubric's ``rule`` says how its verdict was reached (``rules``: the rubrics'
-    thresholds, when known)."""
-    rules = rules or {}
+    thresholds, when known; the built-in rubrics' when not given)."""
+    rules = builtin_rubric_rules() if rules is None else rules
     t = record.transcript
     live = {c.call_id: _call_outcome(c.result, c.error, c.is_error, c.latency_s)
             for c in t.tool_calls}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from harness.checks.result import CheckResult
@@ -47,6 +48,13 @@ def rubric_rules(rubric_paths: Sequence[str]) -> dict[tuple[str, str], RubricRul
         except InputError:
             return {}
     return {(r.id, str(r.version)): _rule(r) for r in rubrics.values()}
+
+
+@cache
+def builtin_rubric_rules() -> dict[tuple[str, str], RubricRule]:
+    """:func:`rubric_rules` of the built-in rubrics alone (read once per process), for pages
+    that draw a sample without the run's own rubric paths at hand."""
+    return rubric_rules([])
 
 
 def _rule(rubric: Rubric) -> RubricRule:
