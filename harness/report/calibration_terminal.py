@@ -15,6 +15,7 @@ from harness.calibration.report import (
     PairwiseJudgeReport,
     PointwiseJudgeReport,
 )
+from harness.report.calibration_verdict import print_verdicts
 from harness.report.formatting import fmt_num
 from harness.safe_text import terminal_text
 
@@ -191,6 +192,7 @@ def render_report(report: CalibrationReport, console: Console, *, brief: bool = 
         _baseline_comparisons_policies(report, level, console)
     for note in report.notes:
         console.print(f"[yellow]note:[/] {terminal_text(note)}")
+    print_verdicts(report, console)  # whether to trust each judge (the page ends with it too)
 
 
 def _baseline_comparisons_policies(report: CalibrationReport, level: str,

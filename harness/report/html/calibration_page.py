@@ -33,6 +33,7 @@ from harness.calibration.report import (
 )
 from harness.calibration.scale import Scale
 from harness.report.calibration_terminal import BRIEF_PAIRWISE, BRIEF_POINTWISE
+from harness.report.calibration_verdict import JudgeVerdict, judge_verdict
 from harness.report.html.calibration_items import (
     VERDICT_LABELS,
     PairwiseItemView,
@@ -233,6 +234,7 @@ class JudgeView:
     headline: list[StatRow]
     groups: list[StatGroup]
     has_records: bool
+    verdict: JudgeVerdict
     human_bool: bool = False  # pass/fail labels: shown as pass and fail, not 1 and 0
     judge_bool: bool = False
     confusion: HeatMap | None = None
@@ -371,7 +373,8 @@ def judge_views(report: CalibrationReport, judgments: JudgmentSet | None = None,
         records = by_judge.get(judge.judge_id, [])
         view = JudgeView(index=index, name=judge.judge_id or "judge", kind=report.kind,
                          report=judge, headline=headline_rows(judge), groups=_groups(judge),
-                         has_records=bool(records))
+                         has_records=bool(records),
+                         verdict=judge_verdict(judge, report.human_baseline))
         if isinstance(judge, PointwiseJudgeReport):
             if judgments is not None and judgments.kind == "pointwise":
                 view.human_bool = judgments.human_kind == "bool"
@@ -383,6 +386,12 @@ def judge_views(report: CalibrationReport, judgments: JudgmentSet | None = None,
                            dataset if isinstance(dataset, PairwiseDataset) else None)
         views.append(view)
     return views
+
+
+def count_range(span: tuple[int, int], noun: str) -> str:
+    """``3 judge samples`` when every item has as many, else ``2–3 raters``."""
+    low, high = span
+    return f"{low} {noun}" if low == high else f"{low}–{high} {noun}"
 
 
 def calibration_page(report: CalibrationReport, judgments: JudgmentSet | None = None,
@@ -397,7 +406,7 @@ def calibration_page(report: CalibrationReport, judgments: JudgmentSet | None = 
         report=report, judges=judge_views(report, judgments, dataset),
         offline=offline, notes=[n for n in report.notes if n not in offline],
         level=f"{report.options.confidence:.0%}", max_listed=MAX_LISTED,
-        show_rating=show_rating,
+        show_rating=show_rating, count_range=count_range,
     )
 
 

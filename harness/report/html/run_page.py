@@ -12,6 +12,7 @@ from the store in the same pass, by the same code.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,13 @@ from harness.report.html.plots import (
     line_chart,
     shares_bar,
 )
+from harness.report.html.sample_outcome import (
+    RubricRule,
+    builtin_rubric_rules,
+    failed_because,
+    rubric_rule_text,
+    rubric_rules,
+)
 from harness.report.terminal import handful_of_k
 from harness.runs.latency import LatencyCollector
 from harness.runs.sample import SampleRecord
@@ -40,6 +48,10 @@ from harness.stats.summary import SuiteSummary
 
 REPORT_FILENAME = "report.html"
 MAX_FOREST_ROWS = 200  # a taller plot is a scroll, not a picture
+GROUPS_SHOWN = 8  # failure groups shown open; the rest, touching fewer samples, folded
+# Folders a command names itself inside its own output folder (``harness demo`` writes the
+# suite's run to ``<out>/suite``): the run is then called by the folder above.
+COMMAND_SUBFOLDERS = frozenset({"suite"})
 
 
 def failure_kinds(record: SampleRecord) -> list[str]:
@@ -90,14 +102,18 @@ def _message_views(messages: list[Message], outcomes: dict[str, dict[str, Any]]
             for m in messages if m.role != "tool"]
 
 
-def sample_view(record: SampleRecord) -> dict[str, Any]:
+def sample_view(record: SampleRecord,
+                rules: Mapping[tuple[str, str], RubricRule] | None = None) -> dict[str, Any]:
     """What the drill-down shows of one sample (the page's script renders it): the
     conversation with each tool call's arguments and result, the stop reason, the error,
     every check (value, verdict, details, findings), the reference trajectory against the
     actual one, and every rubric with each criterion's votes and each judge sample's score,
     reasoning and quoted evidence (for a grounding rubric, each sentence with its label,
     reasoning and evidence). A given history (``user.history``) comes apart from the
-    conversation, under ``history``."""
+    conversation, under ``history``. ``failed_because`` names what failed a failed sample,
+    and each rubric's ``rule`` says how its verdict was reached (``rules``: the rubrics'
+    thresholds, when known; the built-in rubrics' when not given)."""
+    rules = builtin_rubric_rules() if rules is None else rules
     t = record.transcript
     live = {c.call_id: _call_outcome(c.result, c.error, c.is_error, c.latency_s)
             for c in t.tool_calls}
@@ -123,11 +139,12 @@ def sample_view(record: SampleRecord) -> dict[str, Any]:
             "unscored_reason": j.get("unscored_reason"), "error": j.get("error"),
             "criteria": [{k: c.get(k) for k in ("criterion_id", "value", "passed", "votes")}
                          for c in j.get("criteria", [])],
-            "samples": samples,
+            "samples": samples, "rule": rubric_rule_text(j, rules),
         })
     # ``gating`` spelled out for the page (the stored JSON leaves it out where it is implied)
     checks = [{**r, "gating": CheckResult.model_validate(r).gating}
               for report in record.checks for r in report.get("results", [])]
+    trajectory = _reference_trajectory(record.checks)
     return {
         "scenario_id": record.scenario_id, "epoch": record.epoch, "status": record.status,
         "score": record.score, "passed": record.passed, "tags": record.tags,
@@ -137,7 +154,9 @@ def sample_view(record: SampleRecord) -> dict[str, Any]:
         "messages": _message_views(t.messages, live),
         "actual_trajectory": [{"name": c.name, "arguments": c.arguments, "turn": c.turn}
                               for c in t.tool_calls],
-        "trajectory": _reference_trajectory(record.checks),
+        "trajectory": trajectory,
+        "failed_because": failed_because(
+            record, trajectory["reference"] if trajectory else None, rules),
         "checks": checks, "judgments": judgments,
         "duration_s": round(record.finished_at - record.started_at, 3),
     }
@@ -154,6 +173,7 @@ class SampleRow:
     kinds: list[str]
     tags: list[str]
     error: str | None
+    failed_because: list[str]  # the names of what failed a failed sample
 
 
 def _outcome(record: SampleRecord) -> str:
@@ -162,7 +182,8 @@ def _outcome(record: SampleRecord) -> str:
     return "passed" if record.passed else "failed"
 
 
-def _samples(store: RunStore, latency: LatencyCollector | None, tools: ToolCollector | None
+def _samples(store: RunStore, latency: LatencyCollector | None, tools: ToolCollector | None,
+             rules: Mapping[tuple[str, str], RubricRule]
              ) -> tuple[list[SampleRow], list[dict[str, Any]]]:
     """The samples' rows and drill-down records, feeding the collectors given (a summary
     written before the latency figures and the per-tool table lacks them)."""
@@ -173,13 +194,15 @@ def _samples(store: RunStore, latency: LatencyCollector | None, tools: ToolColle
             if collector is not None:
                 collector.add(record)
         error = None if record.error is None else f"{record.error.kind}: {record.error.message}"
+        view = sample_view(record, rules)
         rows.append(SampleRow(
             index=len(rows), scenario_id=record.scenario_id, epoch=record.epoch,
             outcome=_outcome(record), score=record.score,
             stop_reason=record.transcript.stop_reason, kinds=failure_kinds(record),
             tags=list(record.tags), error=error,
+            failed_because=[r["name"] for r in view["failed_because"]],
         ))
-        views.append(sample_view(record))
+        views.append(view)
     return rows, views
 
 
@@ -240,6 +263,30 @@ def _variance_bars(score: SuiteSummary) -> list[Segment]:
     return shares_bar(parts)
 
 
+def run_name(run_dir: Path) -> str:
+    """What the page calls a run: its directory's name, or, for a folder a command named
+    itself inside the run's own folder (the demo's ``suite``), that folder's name."""
+    path = run_dir.resolve()
+    return path.parent.name if path.name in COMMAND_SUBFOLDERS and path.parent.name else path.name
+
+
+def _failure_examples(summary: RunSummary, rows: Sequence[SampleRow]
+                      ) -> list[list[tuple[int | None, str, str]]]:
+    """Each failure group's example lines as (sample index or ``None``, the sample's name,
+    the rest of the line), so the page links each to its sample. The lines read
+    ``scenario#epoch: message`` (:func:`harness.checks.failures.analyse_failures`)."""
+    index = {f"{r.scenario_id}#{r.epoch}": r.index for r in rows}
+    out = []
+    for group in summary.failure_analysis.groups:
+        lines: list[tuple[int | None, str, str]] = []
+        for line in group.examples:
+            name, sep, rest = line.partition(": ")
+            at = index.get(name) if sep else None
+            lines.append((at, name, rest) if at is not None else (None, "", line))
+        out.append(lines)
+    return out
+
+
 def run_page(run_dir: Path) -> str:
     """The HTML page of the run in ``run_dir``.
 
@@ -249,22 +296,25 @@ def run_page(run_dir: Path) -> str:
     summary = read_summary(run_dir)
     latency = None if summary.latency is not None else LatencyCollector()
     tools = None if summary.tools is not None else ToolCollector()
+    rules = rubric_rules(summary.config.design.rubric_paths)
     with RunStore.open(run_dir) as store:
-        rows, views = _samples(store, latency, tools)
+        rows, views = _samples(store, latency, tools, rules)
     score = summary.score
+    name = run_name(run_dir)
     return render_page(
-        "run.html.j2", title=f"Run {run_dir.resolve().name}", run_dir=str(run_dir),
+        "run.html.j2", title=f"Run {name}", run_name=name, run_dir=str(run_dir),
         summary=summary, score=score, rows=rows,
         kinds=sorted({k for r in rows for k in r.kinds}),
         tags=sorted({t for r in rows for t in r.tags}),
         scenario_ids=sorted({r.scenario_id for r in rows}),
         forest=_scenario_forest(score) if score and score.scenarios else None,
-        forest_rows=MAX_FOREST_ROWS,
+        forest_rows=MAX_FOREST_ROWS, groups_shown=GROUPS_SHOWN,
         tag_forest=_tag_forest(summary),
         k_chart=_k_chart(score) if score and score.pass_at_k_detail else None,
         variance=_variance_bars(score) if score else [],
         latency=summary.latency if latency is None else latency.latency(),
         tools=summary.tools if tools is None else tools.tools(summary.config.design.confidence),
+        failure_examples=_failure_examples(summary, rows),
         samples_data=embedded_data("samples-data", views),
     )
 

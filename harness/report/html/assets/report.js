@@ -91,19 +91,20 @@
       h("div", null, h("div", { "class": "muted small" }, "actual"), s.actual_trajectory.length ? right : h("p", { "class": "muted" }, "no tool call")))];
   }
   // A check's verdict, built-in or one's own alike: a value without a verdict was reported
-  // only (a null threshold, gating: false); a verdict that does not gate is marked so.
+  // only (a null threshold, gating: false); a check that does not gate is information, never
+  // a red "fail" (it did not decide the outcome).
+  var INFO_TITLE = "information: reported, but does not decide the sample's outcome";
   function checkVerdict(c) {
     if (c.error) return tag("error", "bad");
     if (c.value === null) return tag("unscored");
-    if (c.passed === null) return tag("reported only");
-    var verdict = c.passed ? tag("pass", "good") : tag("fail", "bad");
-    return c.gating === false ? [verdict, " ", tag("reported only")] : verdict;
+    if (c.gating === false || c.passed === null) return h("span", { "class": "tag info", title: INFO_TITLE }, "information");
+    return c.passed ? tag("pass", "good") : tag("fail", "bad");
   }
-  function checks(s) {
-    if (!s.checks.length) return null;
-    var rows = s.checks.map(function (c) {
+  function checkTable(list) {
+    var rows = list.map(function (c) {
       var detail = [];
-      (c.findings || []).forEach(function (f) { detail.push(h("div", null, tag(f.kind, "bad"), " ", f.message)); });
+      var tone = c.gating === false || c.passed === null ? "info" : "bad";  // information is never red
+      (c.findings || []).forEach(function (f) { detail.push(h("div", null, tag(f.kind, tone), " ", f.message)); });
       if (c.name === "final_state_match" && c.details && c.details.diff && c.details.diff.length) {
         detail.push(h("div", { "class": "muted small" }, "state diff by JSON path:"), h("ul", null, c.details.diff.map(function (d) { return h("li", null, h("code", null, d)); })));
       }
@@ -113,7 +114,17 @@
       return h("tr", { "data-check": c.name }, h("td", null, c.name), h("td", { "class": "num" }, num(c.value)),
         h("td", null, checkVerdict(c)), h("td", null, detail));
     });
-    return [h("h3", null, "Checks"), h("table", null, h("thead", null, h("tr", null, h("th", null, "check"), h("th", { "class": "num" }, "value"), h("th", null, "verdict"), h("th", null, "expected against actual"))), h("tbody", null, rows))];
+    return h("div", { "class": "table-wrap" }, h("table", null, h("thead", null, h("tr", null, h("th", null, "check"), h("th", { "class": "num" }, "value"), h("th", null, "verdict"), h("th", null, "expected against actual"))), h("tbody", null, rows)));
+  }
+  function checks(s) {
+    if (!s.checks.length) return null;
+    var deciding = s.checks.filter(function (c) { return c.gating !== false && !(c.passed === null && !c.error); });
+    var info = s.checks.filter(function (c) { return deciding.indexOf(c) < 0; });
+    return [h("h3", null, "Checks"),
+      deciding.length ? checkTable(deciding) : h("p", { "class": "muted" }, "No check decides this sample's outcome."),
+      info.length ? [h("h3", { "class": "info-head" }, "Other views (information)"),
+        h("p", { "class": "muted small" }, "Reported for reading, not part of the verdict: the scenario gates on the checks above."),
+        checkTable(info)] : null];
   }
   var SENTENCE_CLASS = { supported: "good", unsupported: "bad", contradictory: "bad", disputed: "warn" };
   function sentences(list) {
@@ -135,11 +146,13 @@
       var head = h("div", null, h("strong", null, "rubric " + j.rubric_id), " score " + num(j.score) + " ",
         j.passed === null ? tag(j.status) : (j.passed ? tag("pass", "good") : tag("fail", "bad")),
         j.unscored_reason ? h("span", { "class": "muted" }, " " + j.unscored_reason) : null,
-        j.error ? h("span", { "class": "muted" }, " error: " + j.error) : null);
+        j.error ? h("span", { "class": "muted" }, " error: " + j.error) : null,
+        j.rule ? h("div", { "class": "muted small rule" }, j.rule) : null);
       var crit = h("table", null, h("thead", null, h("tr", null, h("th", null, "criterion"), h("th", { "class": "num" }, "value"), h("th", null, "verdict"), h("th", null, "votes"))),
         h("tbody", null, j.criteria.map(function (c) {
           return h("tr", null, h("td", null, c.criterion_id), h("td", { "class": "num" }, num(c.value)),
-            h("td", null, c.passed === null ? tag("n/a") : (c.passed ? tag("pass", "good") : tag("fail", "bad"))),
+            h("td", null, c.passed === null ? tag("n/a") : (c.passed ? tag("pass", "good") :
+              (j.passed ? h("span", { "class": "tag warn", title: "below the criterion's threshold; the rubric passed on its score" }, "below threshold") : tag("fail", "bad")))),
             h("td", { "class": "small" }, (c.votes || []).map(function (v) { return num(v, 2); }).join(", ")));
         })));
       var samples = j.samples.map(function (js) {
@@ -164,12 +177,50 @@
       h("h3", null, s.scenario_id + " · epoch " + s.epoch + " "),
       h("p", null, tag(outcome, OUTCOME_CLASS[outcome]), " score " + num(s.score) + " · stop: " + s.stop_reason + (s.stop_detail ? " (" + s.stop_detail + ")" : "") + " · " + s.duration_s + " s",
         (s.tags || []).map(function (t) { return [" ", tag(t)]; })),
+      s.failed_because && s.failed_because.length ? h("div", { "class": "banner bad because" },
+        h("p", { "class": "because-line" }, h("strong", null, "Failed because "),
+          s.failed_because.map(function (r) { return r.name; }).join(", ") + (s.failed_because.length > 1 ? " failed." : " failed.")),
+        h("ul", { "class": "small" }, s.failed_because.map(function (r) { return h("li", { "class": "reason", "data-name": r.name }, r.text); }))) : null,
       s.error ? h("p", { "class": "banner bad" }, h("strong", null, "Errored (" + s.error.kind + (s.error.role ? ", " + s.error.role : "") + "): "), s.error.message, h("br"), "Not a score: the run's error policy decides how it counts.") : null,
       h("h3", null, "Conversation"), conversation(s), trajectory(s), checks(s), judges(s));
   }
   window.harnessSampleView = sampleView;  // for pages that draw samples side by side
 
-  // ---- the run page: drill-down, filters, search ----
+  // ---- sortable tables: a header's button sorts by its column, a second click reverses ----
+  // Numbers (and intervals, by their lower end) sort as numbers, a dash or blank last.
+  function sortKey(td, numeric) {
+    var text = td ? (td.hasAttribute("data-sort") ? td.getAttribute("data-sort") : td.textContent.trim()) : "";
+    if (!numeric) return text.toLowerCase();
+    var x = parseFloat(text.replace(/^\[/, ""));
+    return isNaN(x) ? null : x;
+  }
+  function makeSortable(table) {
+    var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+    heads.forEach(function (th, col) {
+      var button = h("button", { type: "button", "class": "sort", title: "sort by " + th.textContent }, th.textContent);
+      th.textContent = "";
+      th.appendChild(button);
+      button.addEventListener("click", function () {
+        var ascending = th.getAttribute("aria-sort") !== "ascending";
+        heads.forEach(function (o) { o.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+        var body = table.tBodies[0];
+        var first = body.rows[0];
+        var numeric = th.classList.contains("num") || (first && first.cells[col] && first.cells[col].classList.contains("ci"));
+        var keyed = Array.prototype.map.call(body.rows, function (r, i) { return [sortKey(r.cells[col], numeric), i, r]; });
+        keyed.sort(function (a, b) {
+          if (a[0] === b[0]) return a[1] - b[1];
+          if (a[0] === null) return 1;
+          if (b[0] === null) return -1;
+          return (a[0] < b[0] ? -1 : 1) * (ascending ? 1 : -1);
+        });
+        keyed.forEach(function (k) { body.appendChild(k[2]); });
+      });
+    });
+  }
+  document.querySelectorAll("table.sortable").forEach(makeSortable);
+
+  // ---- the run page: drill-down, filters, search, export ----
   var table = document.getElementById("sample-table");
   var drill = document.getElementById("drill");
   function showSample(index) {
@@ -188,7 +239,22 @@
       document.querySelectorAll("#sample-table tr.current").forEach(function (r) { r.classList.remove("current"); });
       var row = document.getElementById("row-" + index);
       if (row) row.classList.add("current");
+      // Side by side, the row stays in view beside the sample; one above the other (a narrow
+      // window), the sample is what the reader asked to see.
+      var box = drill.getBoundingClientRect();
+      if (getComputedStyle(drill).position !== "sticky") {
+        drill.scrollIntoView({ block: "start" });
+      } else if (row && !row.classList.contains("hidden")) {
+        var r = row.getBoundingClientRect();
+        if (r.top < 0 || r.bottom > window.innerHeight) row.scrollIntoView({ block: "center" });
+      } else if (box.top > window.innerHeight || box.bottom < 0) {
+        document.getElementById("samples").scrollIntoView();
+      }
     });
+  }
+  function openSample(index) {
+    if (location.hash === "#sample-" + index) showSample(index);
+    else location.hash = "#sample-" + index;
   }
   function onHash() {
     var m = /^#sample-(\d+)$/.exec(location.hash);
@@ -227,12 +293,75 @@
     f.text.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(search, 150); });
     [f.scenario, f.outcome, f.kind, f.tag].forEach(function (s) { s.addEventListener("change", apply); });
     form.addEventListener("submit", function (e) { e.preventDefault(); });
+    // Every scenario link filters the samples to that scenario; sample links open a sample.
     document.querySelectorAll("a.pick-scenario").forEach(function (a) {
       a.addEventListener("click", function () { f.scenario.value = a.dataset.scenario; apply(); });
+    });
+    // "failed samples (N)": the table with that outcome only, every other filter cleared.
+    document.querySelectorAll("a.pick-outcome").forEach(function (a) {
+      a.addEventListener("click", function () {
+        [f.scenario, f.kind, f.tag].forEach(function (s) { s.value = ""; });
+        if (f.text.value) { f.text.value = ""; matches = null; }
+        f.outcome.value = a.dataset.outcome;
+        apply();
+      });
+    });
+    // A click anywhere on a row opens its sample (links and selected text keep their own way).
+    table.tBodies[0].addEventListener("click", function (e) {
+      if (e.target.closest("a, button, input, select, summary")) return;
+      if (String(window.getSelection ? window.getSelection() : "")) return;
+      var tr = e.target.closest("tr");
+      if (tr && tr.dataset.index !== undefined) openSample(Number(tr.dataset.index));
+    });
+    exporter(form, function () {
+      return Array.prototype.filter.call(table.tBodies[0].rows, function (r) { return !r.classList.contains("hidden"); })
+        .map(function (r) { return Number(r.dataset.index); });
     });
     window.addEventListener("hashchange", onHash);
     apply();
     onHash();
+  }
+
+  // ---- export: the samples shown, in the order shown, from the data in the page ----
+  var CSV_COLUMNS = ["scenario_id", "epoch", "outcome", "score", "stop_reason", "failed_because", "tags", "error"];
+  function csvCell(v) {
+    if (v === null || v === undefined) return "";
+    var text = String(v);
+    // a cell a spreadsheet would run as a formula is written as text
+    if (typeof v === "string" && /^[=+\-@\t\r]/.test(text)) text = "'" + text;
+    return /[",\r\n]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
+  }
+  function csvRecord(s) {
+    return {
+      scenario_id: s.scenario_id, epoch: s.epoch, outcome: outcomeOf(s), score: s.score, stop_reason: s.stop_reason,
+      failed_because: (s.failed_because || []).map(function (r) { return r.text; }).join("; "),
+      tags: (s.tags || []).join(" "), error: s.error ? s.error.kind + ": " + s.error.message : null,
+    };
+  }
+  function download(name, type, text) {
+    var url = URL.createObjectURL(new Blob([text], { type: type }));
+    var a = h("a", { href: url, download: name, hidden: "hidden" });
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(function () { URL.revokeObjectURL(url); }, 1000);
+  }
+  function exporter(form, shown) {
+    var name = (form.dataset.name || "samples").replace(/[^A-Za-z0-9._-]+/g, "_") + "-samples";
+    document.getElementById("export-csv").addEventListener("click", function () {
+      loadData("samples-data").then(function (samples) {
+        var lines = [CSV_COLUMNS.join(",")].concat(shown().map(function (i) {
+          var r = csvRecord(samples[i]);
+          return CSV_COLUMNS.map(function (c) { return csvCell(r[c]); }).join(",");
+        }));
+        download(name + ".csv", "text/csv", lines.join("\r\n") + "\r\n");
+      });
+    });
+    document.getElementById("export-jsonl").addEventListener("click", function () {
+      loadData("samples-data").then(function (samples) {
+        download(name + ".jsonl", "application/jsonl", shown().map(function (i) { return JSON.stringify(samples[i]) + "\n"; }).join(""));
+      });
+    });
   }
 
   // ---- the compare page: one scenario's epoch in run A beside the same epoch in run B ----
