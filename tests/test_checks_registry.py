@@ -131,14 +131,9 @@ def test_a_built_ins_bad_args_are_an_error_naming_the_argument(
 
 # --- one shape for a user's check and a built-in --------------------------------------------
 
-def _two_metrics(transcript: Transcript, expectations: Expectations) -> list[CheckResult]:
-    return [CheckResult(name="polite", value=1.0, passed=True),
-            CheckResult(name="words", value=0.5, passed=False, gating=False)]
-
-
 def test_a_user_check_may_report_a_metric_that_does_not_gate_as_a_built_in_view_does() -> None:
     transcript = _tx([_call("a")], messages=[Message(role="assistant", content="Hello.")])
-    compiled = compile_check(CheckSpec(use="tests.test_checks_registry:_two_metrics"))
+    compiled = compile_check(CheckSpec(use="tests.helpers.user_checks:two_metrics"))
     prepared = prepare_expectations(Expectations(tool_calls=[{"name": "b"}],
                                                  trajectory_threshold=None))
     prepared = PreparedExpectations(prepared.expectations, (*prepared.checks, compiled))
