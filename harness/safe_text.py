@@ -75,6 +75,14 @@ def visible_controls(text: str) -> str:
     return _NOT_PRINTABLE_ASCII.sub(visible, text)
 
 
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """``count`` and ``noun`` agreeing in number: ``plural(1, "scenario")`` is "1 scenario",
+    ``plural(3, "scenario")`` "3 scenarios"; ``plural_form`` for a noun whose plural is not
+    ``noun + "s"`` (``plural(2, "match", "matches")``). Here, at the bottom of the layers, because
+    every layer writes counts into its notes and messages."""
+    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"
+
+
 def terminal_console(*, stderr: bool = False, soft_wrap: bool = False) -> Console:
     """The rich console the commands print on (stdout, or stderr with ``stderr=True``).
 
