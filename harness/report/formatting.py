@@ -111,3 +111,15 @@ class Identifier:
 def ident(value: object, style: str = "") -> Identifier:
     """``value`` as an :class:`Identifier` cell."""
     return Identifier(value, style)
+
+
+def widen_for_identifiers(table: Table, column: int = 0, limit: int = 30) -> None:
+    """Give ``table``'s ``column`` the width of its longest identifier word (at most
+    ``limit`` cells), so that, at a narrow width, the other wrapped columns (notes, "how")
+    give up their room first and the identifiers stay whole. Labels of several words still
+    wrap at their spaces."""
+    col = table.columns[column]
+    words = [cell_len(word) for cell in col.cells if isinstance(cell, Identifier)
+             for word in cell.text.split(" ")]
+    if words:
+        col.width = min(max(max(words), cell_len(str(col.header))), limit)

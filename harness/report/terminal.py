@@ -196,12 +196,13 @@ def render_scenarios(score: SuiteFigures, scenarios: Sequence[ScenarioStats], co
         box.SIMPLE_HEAD, False, False, True)
     no_spread = set()
     for s in rows:
-        mean_ci = fmt_ci(s.mean_ci_low, s.mean_ci_high)
-        if s.mean_ci_low is not None and s.sd == 0.0:
-            mean_ci += "*"
+        # The mark goes after the id: the figures' columns keep their plain form.
+        marked = s.mean_ci_low is not None and s.sd == 0.0
+        if marked:
             no_spread.add(s.n_epochs)
-        cells: list[RenderableType] = [ident(s.scenario_id), *([] if same else [str(s.n_epochs)]),
-                 fmt_num(s.mean), mean_ci,
+        cells: list[RenderableType] = [ident(s.scenario_id + (" *" if marked else "")),
+                                       *([] if same else [str(s.n_epochs)]),
+                 fmt_num(s.mean), fmt_ci(s.mean_ci_low, s.mean_ci_high),
                  fmt_num(s.pass_rate), fmt_ci(s.pass_rate_ci_low, s.pass_rate_ci_high),
                  fmt_num(s.pass_hat_k[max(s.pass_hat_k)])]
         if show_errors:
@@ -221,7 +222,8 @@ def no_spread_note(epochs: list[int]) -> str:
     interval is not a t interval but the widest one a score in its range allows (see
     :mod:`harness.stats.bounded`, rule 2)."""
     counts = " or ".join(map(str, epochs))
-    return (f"* every epoch scored the same: with no spread to measure, the interval is the "
+    return (f"* every epoch scored the same: with no spread to measure, the mean's interval "
+            f"is not a t interval but the "
             f"widest that {counts} equal epochs allow for a score in [0, 1] (at 0 or 1 the "
             "exact one-sided bound, as Clopper-Pearson; else Wilson at the largest "
             "variance); more epochs narrow it")
