@@ -7,6 +7,7 @@ than 80 columns."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -61,9 +62,13 @@ def printed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], s
     out["report"] = cli(cwd, "report", "b").stdout
     out["stats"] = cli(cwd, "stats", "b/samples.jsonl").stdout
     out["compare"] = cli(cwd, "compare", "a", "b").stdout
+    # The names in the tests' explanations (scipy.stats.permutation_test, sqrt(C)) are
+    # identifiers too.
+    methods = re.findall(r'"method": "([^"]+)"', cli(cwd, "compare", "a", "b", "--json").stdout)
+    names = {w.rstrip(",;") for m in methods for w in m.split() if re.search(r"[.(]\w", w)}
     out["pairwise"] = cli(cwd, "pairwise", "a", "b", "--judge", "mock:judge", "--rubric",
                           "final_response_quality").stdout
-    ids: set[str] = set()
+    ids: set[str] = names
     for kind in ("pointwise", "pairwise"):
         judgments = f"calibration/{kind}_judgments.jsonl"
         out[f"calibrate {kind}"] = cli(cwd, "calibrate", "--judgments", judgments).stdout
@@ -100,7 +105,7 @@ def split_identifiers(text: str, ids: set[str]) -> list[str]:
     sentence)."""
     lines = text.splitlines()
     found = []
-    for i, (line, following) in enumerate(zip(lines, lines[1:], strict=False)):
+    for i, (line, following) in enumerate(itertools.pairwise(lines)):
         below = _tokens(following)
         tokens = _tokens(line)
         for j, (col, word) in enumerate(tokens):
@@ -111,7 +116,8 @@ def split_identifiers(text: str, ids: set[str]) -> list[str]:
             if j == len(tokens) - 1 and below:
                 nexts.append(below[0][1])
             for ident_ in heads:
-                if any(len(w) and ident_.startswith(word + w) for w in nexts):
+                if any(ident_.startswith(word + w) or (word + w).startswith(ident_)
+                       for w in nexts):
                     found.append(f"line {i + 1}: {ident_!r} split as {word!r} / ...")
     return found
 
