@@ -48,7 +48,7 @@ def estimate_how(est: Estimate, how: str) -> str:
     if est.ci_low is None:
         return f"none: {plural(est.n_clusters, 'scenario')} (see below)"
     if est.stderr == 0.0:
-        return f"every scenario the same: bound for {est.n_clusters} scenarios"
+        return f"every scenario the same: bound for {plural(est.n_clusters, 'scenario')}"
     if est.clipped:
         return how + "; cut at the score range"
     return how
@@ -137,7 +137,8 @@ def render_suite(score: SuiteFigures, console: Console, *, all_k: bool = False) 
     boot = score.bootstrap
     if boot:
         table.add_row("mean score", fmt_num(score.mean), "", fmt_ci(boot.ci_low, boot.ci_high),
-                      f"cluster bootstrap, {boot.n_resamples} resamples, seed {boot.seed}")
+                      f"cluster bootstrap, {plural(boot.n_resamples, 'resample')}, "
+                      f"seed {boot.seed}")
     pr = score.pass_rate
     table.add_row("pass rate", fmt_num(pr.value), fmt_num(pr.stderr), fmt_ci(pr.ci_low, pr.ci_high),
                   estimate_how(pr, "Wilson, effective n"))
@@ -276,13 +277,13 @@ def render_power(score: SuiteFigures, console: Console) -> None:
     how = f"to detect {design.target_difference:.3f}" + (
         "" if design.target_source == "given" else " (half of that)")
     if by_epochs.achievable:
-        epochs = (f"{by_epochs.epochs} epochs per scenario with these "
-                  f"{by_epochs.n_scenarios} scenarios")
+        epochs = (f"{plural(by_epochs.epochs, 'epoch')} per scenario with these "
+                  f"{plural(by_epochs.n_scenarios, 'scenario')}")
     else:
-        epochs = (f"no number of epochs with these {by_epochs.n_scenarios} scenarios "
+        epochs = (f"no number of epochs with these {plural(by_epochs.n_scenarios, 'scenario')} "
                   f"(the between-scenario floor is {power.floor_with_unlimited_epochs:.3f})")
-    console.print(f"{how}: {epochs}; or {by_scenarios.n_scenarios} scenarios at "
-                  f"{by_scenarios.epochs} epochs (Miller 2024)")
+    console.print(f"{how}: {epochs}; or {plural(by_scenarios.n_scenarios, 'scenario')} at "
+                  f"{plural(by_scenarios.epochs, 'epoch')} (Miller 2024)")
 
 
 def _tags_table(tags: dict[str, TagFigures], console: Console, max_rows: int) -> None:
