@@ -156,7 +156,7 @@ def render_suite(score: SuiteFigures, console: Console, *, all_k: bool = False) 
                           "stats --all-k lists every k, and the JSON output has them all)")
     if score.mean_estimate.ci_low is None:
         c = score.n_scenarios
-        table.caption += "; " + NO_SUITE_INTERVAL.format(n=plural(c, "scenario"), df=c - 1)
+        table.caption += "\n" + NO_SUITE_INTERVAL.format(n=plural(c, "scenario"), df=c - 1)
     console.print(table)
     render_power(score, console)
 
@@ -277,13 +277,17 @@ def render_power(score: SuiteFigures, console: Console) -> None:
     how = f"to detect {design.target_difference:.3f}" + (
         "" if design.target_source == "given" else " (half of that)")
     if by_epochs.achievable:
-        epochs = (f"{plural(by_epochs.epochs, 'epoch')} per scenario with these "
+        epochs = (f"{_epochs(by_epochs.epochs)} per scenario with these "
                   f"{plural(by_epochs.n_scenarios, 'scenario')}")
     else:
         epochs = (f"no number of epochs with these {plural(by_epochs.n_scenarios, 'scenario')} "
                   f"(the between-scenario floor is {power.floor_with_unlimited_epochs:.3f})")
     console.print(f"{how}: {epochs}; or {plural(by_scenarios.n_scenarios, 'scenario')} at "
-                  f"{plural(by_scenarios.epochs, 'epoch')} (Miller 2024)")
+                  f"{_epochs(by_scenarios.epochs)} (Miller 2024)")
+
+
+def _epochs(n: int | None) -> str:
+    return "an unknown number of epochs" if n is None else plural(n, "epoch")
 
 
 def _tags_table(tags: dict[str, TagFigures], console: Console, max_rows: int) -> None:
