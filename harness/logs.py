@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.redact import redact
-from harness.safe_text import TerminalLogHandler, visible_controls
+from harness.safe_text import TerminalLogHandler, plural, visible_controls
 
 LOG_FILENAME = "harness.log"
 LOG_DIR = Path(".harness") / "logs"
@@ -105,7 +105,8 @@ class LogSink:
         """One line naming the file, when warnings or errors were written to it."""
         if not self.problems:
             return None
-        return (f"{self.problems} warning/error line(s) from the model libraries are in "
+        return (f"{plural(self.problems, 'warning/error line')} from the model libraries "
+                f"{'is' if self.problems == 1 else 'are'} in "
                 f"{self.path} (--verbose shows them here)")
 
 

@@ -19,7 +19,7 @@ from harness.cli.app import Verbose, app, logs_to
 from harness.errors import HarnessError
 from harness.logs import LOG_FILENAME
 from harness.resources import data_dir
-from harness.safe_text import terminal_console, terminal_text
+from harness.safe_text import plural, terminal_console, terminal_text
 
 EXAMPLE_SCENARIOS = data_dir("scenarios")
 EXAMPLE_CALIBRATION = data_dir("examples/calibration")
@@ -52,7 +52,7 @@ def _demo(out: Path, epochs: int) -> None:
     console = terminal_console()
     console.rule("[bold]1. The example suite, offline")
     console.print(f"scenarios: {terminal_text(EXAMPLE_SCENARIOS)}; agent mock:agent-flaky, "
-                  f"simulator mock:simulator, judge mock:judge; {epochs} epochs each")
+                  f"simulator mock:simulator, judge mock:judge; {plural(epochs, 'epoch')} each")
     config = RunConfig(
         design=RunDesign(scenario_paths=[str(EXAMPLE_SCENARIOS)], offline=True,
                          agent="mock:agent-flaky", epochs=epochs),

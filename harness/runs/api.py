@@ -45,6 +45,7 @@ from harness.runs.summary_model import (
     RunStop,
     RunSummary,
 )
+from harness.safe_text import plural
 from harness.stats.adaptive import (
     AdaptiveConfig,
     adaptive_savings,
@@ -254,7 +255,8 @@ def executor_for(config: RunConfig, suite: Suite, hub: ModelHub) -> Executor:
 
 def _stop_message(how: str, state: RunState) -> str:
     cause = "SIGTERM" if how == "terminated" else "an interrupt (Ctrl-C or a cancelled task)"
-    return (f"{how} by {cause} after {state.finished} sample(s) finished in this session; "
+    return (f"{how} by {cause} after {plural(state.finished, 'sample')} finished in this "
+            "session; "
             "samples in flight were abandoned")
 
 
