@@ -76,24 +76,24 @@ def comparison_verdict(data: dict[str, Any]) -> dict[str, Any]:
             f"no significant difference in the mean over {plural(n, 'scenario')} ({test}, "
             f"p = {p_text}, alpha = {alpha:g})")
     level = f"{1 - alpha:.0%}"
-    scenarios = (f"per scenario: {down} regressed and {up} improved beyond their own {level} "
-                 f"interval, of {plural(with_interval, 'scenario')} with one")
+    scenarios = (f"Per scenario, {down} regressed and {up} improved beyond their own {level} "
+                 f"interval (of {plural(with_interval, 'scenario')} with one).")
     if not with_interval:
-        scenarios = "per scenario: no interval (a run with a single epoch), so no scenario " \
-                    "is called a regression or an improvement on its own"
+        scenarios = ("Per scenario, no interval (a run with a single epoch), so no scenario "
+                     "is called a regression or an improvement on its own.")
     reconcile = None
     moved = {"regression": down, "improvement": up}.get(outcome)
     if moved == 0 and with_interval:
         reconcile = (
-            "both hold: the suite test pools every scenario's difference, so small changes "
+            "Both hold: the suite test pools every scenario's difference, so small changes "
             "in the same direction add up; a scenario's own interval rests on its epochs "
-            "alone and is far wider")
+            "alone and is far wider.")
     elif outcome == "none" and down + up:
         reconcile = (
-            f"the suite's mean did not change significantly; at {level} for each of "
+            f"The suite's mean did not change significantly; at {level} for each of "
             f"{plural(with_interval, 'scenario')} about {alpha * with_interval:.1f} "
             "would lie beyond 0 by chance alone (the per-scenario intervals are not adjusted "
-            "for multiplicity): read those scenarios' transcripts before trusting them")
+            "for multiplicity): read those scenarios' transcripts before trusting them.")
     return {"outcome": outcome, "headline": headline, "scenarios": scenarios,
             "reconcile": reconcile}
 
