@@ -21,11 +21,13 @@ from harness.safe_text import plural, terminal_text
 
 
 def _stats_table(title: str, level: str) -> Table:
-    table = Table(title=title, title_justify="left")
+    # No borders: at 80 columns the names and the notes need the room.
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False, collapse_padding=True)
     table.add_column("statistic")
-    table.add_column("value", justify="right")
-    table.add_column(f"{level} interval", justify="right")
-    table.add_column("n", justify="right")
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column(f"{level} interval", justify="right", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
     table.add_column("note", overflow="fold")
     return table
 
