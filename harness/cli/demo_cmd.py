@@ -51,7 +51,7 @@ def _demo(out: Path, epochs: int) -> None:
 
     console = terminal_console()
     console.rule("[bold]1. The example suite, offline")
-    console.print(f"scenarios: {terminal_text(EXAMPLE_SCENARIOS)}; agent mock:agent-flaky, "
+    console.print(f"scenarios: {terminal_text(_shown(EXAMPLE_SCENARIOS))}; agent mock:agent-flaky, "
                   f"simulator mock:simulator, judge mock:judge; {plural(epochs, 'epoch')} each")
     config = RunConfig(
         design=RunDesign(scenario_paths=[str(EXAMPLE_SCENARIOS)], offline=True,
