@@ -32,6 +32,7 @@ from pathlib import Path
 
 from harness.redact import redact
 from harness.safe_text import TerminalLogHandler, visible_controls
+from harness.wording import plural
 
 LOG_FILENAME = "harness.log"
 LOG_DIR = Path(".harness") / "logs"
@@ -105,7 +106,8 @@ class LogSink:
         """One line naming the file, when warnings or errors were written to it."""
         if not self.problems:
             return None
-        return (f"{self.problems} warning/error line(s) from the model libraries are in "
+        return (f"{plural(self.problems, 'warning/error line')} from the model libraries "
+                f"{'is' if self.problems == 1 else 'are'} in "
                 f"{self.path} (--verbose shows them here)")
 
 

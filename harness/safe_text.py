@@ -75,6 +75,7 @@ def visible_controls(text: str) -> str:
     return _NOT_PRINTABLE_ASCII.sub(visible, text)
 
 
+
 def terminal_console(*, stderr: bool = False, soft_wrap: bool = False) -> Console:
     """The rich console the commands print on (stdout, or stderr with ``stderr=True``).
 

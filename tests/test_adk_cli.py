@@ -84,7 +84,7 @@ def test_an_adk_file_without_an_agent_model_asks_for_one(tmp_path: Path) -> None
 def test_validate_reads_adk_files() -> None:
     result = run_cli("validate", ADK)
     assert result.returncode == 0, result.stderr
-    assert "ok: 7 scenario(s) in 4 file(s)" in result.stdout
+    assert "ok: 7 scenarios in 4 files" in result.stdout
 
 
 # --- selectors -----------------------------------------------------------------------------

@@ -259,7 +259,7 @@ async def test_a_failing_pairwise_call_is_a_counted_missing_verdict(
     # missing verdicts count as wrong by the stated policy: 4 of 5 right in each order
     assert judge.accuracy.value == pytest.approx(4 / 5)
     assert any(p.startswith("missing verdicts: counted as wrong") for p in report.policies)
-    assert any("2 judge call(s) failed" in note for note in report.notes)
+    assert any("2 judge calls failed" in note for note in report.notes)
     lines = [json.loads(line) for line in
              (tmp_path / "study" / "judgments.jsonl").read_text().splitlines()]
     failed = [line for line in lines if line["item_id"] == "p1"]
@@ -298,7 +298,7 @@ async def test_failing_pointwise_samples_are_missing_judge_samples(
     # q6 failed in both samples: no judge score; q2 in one: scored on the other sample
     assert judge.n_missing_judge == 1 and judge.n_missing_judge_samples == 1
     assert judge.n_items == 5
-    assert any("3 judge call(s) failed" in note for note in report.notes)
+    assert any("3 judge calls failed" in note for note in report.notes)
 
 
 async def test_a_study_cut_short_resumes_without_judging_an_item_twice(

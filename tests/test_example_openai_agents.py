@@ -381,7 +381,7 @@ SCENARIO = EXAMPLE / "scenario.yaml"
 def test_the_example_scenario_validates() -> None:
     result = run_cli("validate", SCENARIO, env={"AGENT_PORT": "8000"})
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.startswith("ok: 2 scenario(s)")
+    assert result.stdout.startswith("ok: 2 scenarios")
 
 
 def test_harness_runs_the_example_agent_over_http_with_its_tools_over_mcp(

@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base utilities", ("harness.errors", "harness.redact", "harness.choices",
                         "harness.resources", "harness.files", "harness.safe_text",
                         "harness.user_code", "harness.version", "harness.logs",
-                        "harness.json_values")),
+                        "harness.json_values", "harness.wording")),
     ("models", ("harness.models",)),
     ("transcript and statistics", ("harness.transcript", "harness.stats")),
     ("checks and judging", ("harness.checks", "harness.judging")),

@@ -49,7 +49,7 @@ async def test_over_stdio_one_session_keeps_its_state_and_every_call_is_logged_a
     assert cart.structured_content == {"items": ["tea\x1b[2J"]}
     assert invalid.is_error and text(invalid) == "invalid arguments: 'item' is a required property"
     lines = logged.splitlines()
-    assert lines[0] == "serving 6 mocked tool(s) of scenario mcp-tools over MCP on stdio"
+    assert lines[0] == "serving 6 mocked tools of scenario mcp-tools over MCP on stdio"
     assert lines[1].startswith('add_item {"item": "tea\\u001b[2J"} -> {"added": ')
     assert lines[3].startswith("add_item {} -> error (invalid_arguments): invalid arguments: "
                                "'item' is a required property (")
@@ -110,7 +110,7 @@ async def test_over_http_each_session_starts_fresh_and_ctrl_c_exits_cleanly(
     assert process.returncode == 130
     assert "Traceback" not in stderr
     lines = stderr.splitlines()
-    assert lines[-1] == "interrupted: stopped after 7 call(s)"
+    assert lines[-1] == "interrupted: stopped after 7 calls"
     assert lines[-2].startswith("flaky {} -> error (injected): service unavailable (")
 
 

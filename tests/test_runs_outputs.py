@@ -193,7 +193,7 @@ async def test_stats_on_a_runs_samples_gives_the_summarys_figures(
     assert stats["pass_rate"]["value"] == pytest.approx(score["pass_rate"]["value"])
     # Five scenarios: too few for the cluster bootstrap, withheld by both alike.
     assert stats["bootstrap"] is None and score["bootstrap"] is None
-    assert any("5 errored sample(s) skipped" in note for note in stats["notes"])
+    assert any("5 errored samples skipped" in note for note in stats["notes"])
 
 
 async def test_stats_with_errors_as_failures_matches_a_run_made_with_that_policy(
@@ -217,7 +217,7 @@ async def test_stats_with_errors_as_failures_matches_a_run_made_with_that_policy
     for key in ("n_scenarios", "n_samples", "mean", "stderr", "ci_low", "ci_high",
                 "pass_at_k", "pass_hat_k"):
         assert stats[key] == pytest.approx(score[key]), key
-    assert any("5 errored sample(s) counted as failures" in note for note in stats["notes"])
+    assert any("5 errored samples counted as failures" in note for note in stats["notes"])
     # without the flag the same file gives the other policy's figures
     code, out = cli("stats", str(run_dir / "samples.jsonl"), "--json")
     assert json.loads(out)["n_samples"] == 19

@@ -24,7 +24,7 @@ GOOD = {
 def test_validate_examples_ok() -> None:
     result = runner.invoke(app, ["validate", str(ROOT / "scenarios")])
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("ok: ") and "scenario(s) in 4 file(s)" in result.output
+    assert result.output.startswith("ok: ") and "scenarios in 4 files" in result.output
 
 
 def test_validate_reports_every_file_one_line_each(tmp_path: Path) -> None:
@@ -36,7 +36,7 @@ def test_validate_reports_every_file_one_line_each(tmp_path: Path) -> None:
     result = runner.invoke(app, ["validate", str(tmp_path)])
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
-    assert len(lines) == 3 and lines[-1] == "2 problems in 2 file(s)"
+    assert len(lines) == 3 and lines[-1] == "2 problems in 2 files"
     assert lines[0].startswith(f"{tmp_path / 'a.yaml'}:") and "unknown key 'agnet'" in lines[0]
     assert lines[1].startswith(f"{tmp_path / 'b.yaml'}:") and "agent.callable" in lines[1]
     # --no-imports skips importing Python code (for linting files without their packages)

@@ -72,7 +72,7 @@ def test_load_scenarios_applies_the_filter_after_file_selectors() -> None:
 def test_validate_counts_the_selected_scenarios() -> None:
     done = run_cli("validate", SCENARIOS, "--tag", "home", "--no-imports")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("ok: 2 scenario(s)")
+    assert done.stdout.startswith("ok: 2 scenarios")
 
 
 def test_validate_refuses_an_unknown_tag_in_one_line() -> None:
@@ -80,7 +80,7 @@ def test_validate_refuses_an_unknown_tag_in_one_line() -> None:
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 2 and "no scenario has the tag hom (tags: files, home," in lines[0]
-    assert lines[1] == "1 problem in 1 file(s)"
+    assert lines[1] == "1 problem in 1 file"
 
 
 def test_run_runs_only_the_selected_scenarios_and_resume_keeps_the_selection(

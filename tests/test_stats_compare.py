@@ -272,8 +272,8 @@ def test_every_field_of_a_comparison_against_numpy_and_scipy() -> None:
     assert mc is not None
     assert (mc.n_pairs, mc.both_passed, mc.both_failed) == (7, 2, 0)
     assert (mc.only_baseline_passed, mc.only_candidate_passed) == (0, 5)
-    assert res.notes == ["1 scenario(s) only in baseline and 1 only in candidate: not compared",
-                         "the permutation test cannot reject at alpha 0.1 with 4 scenario(s) "
+    assert res.notes == ["1 scenario only in baseline and 1 only in candidate: not compared",
+                         "the permutation test cannot reject at alpha 0.1 with 4 scenarios "
                          "that differ: its smallest possible p-value is 2/2^4 = 0.125",
                          EPOCH_NOTE]
 
@@ -282,11 +282,11 @@ def test_notes_for_one_sided_extra_scenarios_and_single_epochs() -> None:
     base = {"a": [1.0], "b": [0.0], "c": [0.5]}
     cand = {"a": [0.0], "b": [0.5], "c": [0.5]}
     # Two scenarios differ: the permutation test's smallest p-value is 2/2^2 (see below).
-    few = ("the permutation test cannot reject at alpha 0.05 with 2 scenario(s) that differ: "
+    few = ("the permutation test cannot reject at alpha 0.05 with 2 scenarios that differ: "
            "its smallest possible p-value is 2/2^2 = 0.5")
     assert compare_runs(base, cand).notes == [few]
     assert compare_runs({**base, "z": [1.0]}, cand).notes == [
-        "1 scenario(s) only in baseline and 0 only in candidate: not compared", few]
+        "1 scenario only in baseline and 0 only in candidate: not compared", few]
     # More than one epoch on either side brings the McNemar note.
     assert compare_runs({**base, "a": [1.0, 1.0]}, cand).notes == [few, EPOCH_NOTE]
     assert compare_runs(base, {**cand, "a": [0.0, 0.0]}).notes == [few, EPOCH_NOTE]
@@ -387,7 +387,7 @@ def test_permutation_note_boundary_and_wording() -> None:
     # cannot reject (it needs p < alpha); at alpha 0.08 it can, and there is no note.
     base = {f"s{i}": [0.0] for i in range(5)}
     cand = {f"s{i}": [1.0] for i in range(5)}
-    note = ("the permutation test cannot reject at alpha 0.0625 with 5 scenario(s) that "
+    note = ("the permutation test cannot reject at alpha 0.0625 with 5 scenarios that "
             "differ: its smallest possible p-value is 2/2^5 = 0.0625")
     assert note in compare_runs(base, cand, alpha=0.0625).notes
     assert note + "; the verdict (--test permutation) can never be significant" in (

@@ -106,8 +106,8 @@ def test_statuses_skipped_and_counted_in_the_notes() -> None:
     assert table.scores == {"a": [1.0], "b": [0.25]}
     assert table.passed == {"a": [True], "b": [True]}
     assert table.n_samples == 2 and table.n_offline == 1
-    assert table.notes == ["2 errored sample(s) skipped (status 'errored'): not scores",
-                           "1 unscored sample(s) skipped (status 'unscored'): not scores"]
+    assert table.notes == ["2 errored samples skipped (status 'errored'): not scores",
+                           "1 unscored sample skipped (status 'unscored'): not scores"]
 
 
 def test_errors_as_failures_reads_errored_lines_as_score_zero_not_passed() -> None:
@@ -124,8 +124,8 @@ def test_errors_as_failures_reads_errored_lines_as_score_zero_not_passed() -> No
     assert table.epochs == {"a": [0, 1], "b": [0]}
     assert table.n_samples == 3 and table.n_offline == 1
     assert table.notes == [
-        "1 unscored sample(s) skipped (status 'unscored'): not scores",
-        "2 errored sample(s) counted as failures (score 0, not passed)"]
+        "1 unscored sample skipped (status 'unscored'): not scores",
+        "2 errored samples counted as failures (score 0, not passed)"]
     # An errored line still needs its id and epoch.
     assert _problems({"epoch": 0, "status": "errored"}, errors_as_failures=True) == [
         (SRC, 1, "scenario_id", "missing; expected a non-empty string")]
@@ -265,7 +265,7 @@ def test_errored_lines_read_as_failures_keep_their_models() -> None:
     table = parse_sample_lines(_lines(*rows), SRC, errors_as_failures=True)
     assert table.passed == {"a": [False, True]} and table.scores == {"a": [0.0, 1.0]}
     assert _roles(table) == ROLES
-    assert table.notes == ["1 errored sample(s) counted as failures (score 0, not passed)"]
+    assert table.notes == ["1 errored sample counted as failures (score 0, not passed)"]
 
 
 MODELS_EXPECTED = ("expected an object of role -> list of model names, as a run's "

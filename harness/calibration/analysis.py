@@ -39,6 +39,7 @@ from harness.calibration.report import (
     OffScaleLabel,
 )
 from harness.calibration.scale import Scale, rating_values
+from harness.wording import plural
 
 POINTWISE_POLICIES = [
     "missing labels: an item without a human label or without a judge score is left out of the "
@@ -109,7 +110,9 @@ def _analyse_pointwise(data: PointwiseJudgments, options: AnalysisOptions) -> Ca
         or all(v is None for v in rating_values(r.judge))
     }
     if lacking:
-        notes.append(f"{len(lacking)} item(s) lack a human label or a judge score (see each "
+        notes.append(f"{plural(len(lacking), 'item')} "
+                     f"{'lacks' if len(lacking) == 1 else 'lack'} a human label or a judge "
+                     "score (see each "
                      "judge's n_missing_* counts)")
     notes += off_scale_notes(data.off_scale)
     return CalibrationReport(
@@ -147,8 +150,8 @@ def _analyse_pairwise(data: PairwiseJudgments, options: AnalysisOptions) -> Cali
     notes = []
     missing = sum(j.n_missing_verdicts for j in judges)
     if missing:
-        notes.append(f"{missing} verdict(s) missing (the judge gave none or one that is not "
-                     "A, B or tie); see the policy")
+        notes.append(f"{plural(missing, 'verdict')} missing (the judge gave none or one that "
+                     "is not A, B or tie); see the policy")
     notes += off_scale_notes(data.off_scale)
     return CalibrationReport(
         kind="pairwise",

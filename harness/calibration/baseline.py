@@ -14,6 +14,7 @@ from harness.calibration.pointwise import category_scale, ratings_matrix
 from harness.calibration.reliability import FleissKappa, KrippendorffAlpha, category_table
 from harness.calibration.report import AlphaLevel, AnalysisOptions, BootstrapEstimate, HumanBaseline
 from harness.calibration.scale import Preference, rating_values
+from harness.wording import plural
 
 
 def _unique_items(ids: list[str], rows: list[list[float | None]]) -> list[list[float | None]]:
@@ -72,9 +73,10 @@ def _fleiss(
     modal = int(values[freq == freq.max()].max())
     keep = counts == modal
     n = int(keep.sum())
-    detail = f"{n} items with {modal} raters"
+    detail = f"{plural(n, 'item')} with {plural(modal, 'rater')}"
     if n < len(counts):
-        detail += f"; {len(counts) - n} item(s) with another number of ratings left out"
+        detail += (f"; {plural(len(counts) - n, 'item')} with another number of ratings "
+                   "left out")
     stat = FleissKappa(category_table(codes[keep], n_categories))
     boot = ItemBootstrap(n, options.n_resamples, options.confidence, options.seed)
     return boot.estimate(lambda idx: stat(np.bincount(idx, minlength=n)), detail=detail)

@@ -91,6 +91,7 @@ from harness.models.hub import ModelHub
 from harness.models.mock import bind_offline
 from harness.models.provenance import RoleCollector, roles_notice
 from harness.models.request import ModelRequest
+from harness.wording import plural
 
 if TYPE_CHECKING:
     from harness.calibration.judgments import JudgmentSet
@@ -306,12 +307,12 @@ def _policy(settings: StudySettings) -> str:
                        "threshold) is compared with the true/false human labels",
                }[settings.labels]
         return (f"judge scores: rubric {settings.rubric}, criterion {settings.criterion}, "
-                f"{settings.samples} sample(s) per item; {how}; an N/A answer and a call "
+                f"{plural(settings.samples, 'sample')} per item; {how}; an N/A answer and a call "
                 "that failed after retries are missing judge samples, never scores")
     orders = "both orders" if settings.swap else "the original order only (--no-swap)"
     return (f"judge verdicts: pairwise comparison under rubric {settings.rubric}"
             + (f", criterion {settings.criterion}" if settings.criterion else "")
-            + f", {settings.samples} sample(s) per item in {orders}, ties "
+            + f", {plural(settings.samples, 'sample')} per item in {orders}, ties "
             + ("allowed" if settings.allow_ties else "not allowed")
             + "; a call that failed after retries is a missing verdict")
 
@@ -339,11 +340,15 @@ def study_notes(settings: Sequence[StudySettings], models: Sequence[str],
         policies.append("several rubrics: each (model, rubric) pair is a judge of its own, "
                         "named MODEL@RUBRIC_ID, and compared with the others on the same items")
     if counts.failed_calls:
-        notes.append(f"{counts.failed_calls} judge call(s) failed after retries or re-asks and "
-                     "are missing scores/verdicts (see the policies); running the study again "
+        missing = ("is a missing score/verdict" if counts.failed_calls == 1
+                   else "are missing scores/verdicts")
+        notes.append(f"{plural(counts.failed_calls, 'judge call')} failed after retries or "
+                     f"re-asks and {missing} (see the policies); running the study again "
                      "with the same --out judges those items again")
     if counts.not_applicable:
-        notes.append(f"{counts.not_applicable} judge answer(s) were N/A (missing judge samples)")
+        notes.append(f"{plural(counts.not_applicable, 'judge answer')} "
+                     f"{'was' if counts.not_applicable == 1 else 'were'} N/A (missing judge "
+                     "samples)")
     if threshold_note:
         notes.append(threshold_note)
     if others:

@@ -12,6 +12,7 @@ import typer
 from harness.cli.app import app
 from harness.cli.help_format import examples
 from harness.safe_text import terminal_console, terminal_text
+from harness.wording import plural
 
 import_app = typer.Typer(help="Convert files of other tools into scenario YAML.",
                          no_args_is_help=True)
@@ -102,5 +103,5 @@ def export_adk(
     err = terminal_console(stderr=True, soft_wrap=True)
     for note in result.not_carried:
         err.print(terminal_text(note))
-    typer.echo(f"wrote {terminal_text(out)} ({len(scenarios)} case(s)) and "
+    typer.echo(f"wrote {terminal_text(out)} ({plural(len(scenarios), 'case')}) and "
                f"{terminal_text(config_path)}")

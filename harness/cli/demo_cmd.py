@@ -21,6 +21,7 @@ from harness.files import new_output_directory
 from harness.logs import LOG_FILENAME
 from harness.resources import data_dir
 from harness.safe_text import terminal_console, terminal_text
+from harness.wording import plural
 
 EXAMPLE_SCENARIOS = data_dir("scenarios")
 EXAMPLE_CALIBRATION = data_dir("examples/calibration")
@@ -57,8 +58,8 @@ def _demo(out: Path, epochs: int) -> None:
 
     console = terminal_console()
     console.rule("[bold]1. The example suite, offline")
-    console.print(f"scenarios: {terminal_text(EXAMPLE_SCENARIOS)}; agent mock:agent-flaky, "
-                  f"simulator mock:simulator, judge mock:judge; {epochs} epochs each")
+    console.print(f"scenarios: {terminal_text(_shown(EXAMPLE_SCENARIOS))}; agent mock:agent-flaky, "
+                  f"simulator mock:simulator, judge mock:judge; {plural(epochs, 'epoch')} each")
     config = RunConfig(
         design=RunDesign(scenario_paths=[str(EXAMPLE_SCENARIOS)], offline=True,
                          agent="mock:agent-flaky", epochs=epochs),
@@ -72,19 +73,31 @@ def _demo(out: Path, epochs: int) -> None:
     _calibration(out / "calibration", console)
 
     console.rule("[bold]Next")
-    suite = terminal_text(out / "suite")
-    console.print(
-        f"- every result, transcripts included, in a browser: {suite}/report.html\n"
-        f"- the judge calibration in a browser: {terminal_text(out / 'calibration')}"
-        "/report.html\n"
-        f"- the suite's tables again: harness report {suite}\n"
-        f"- the suite's files: {suite}/summary.json, samples.jsonl, run.sqlite\n"
-        f"- statistics from any score file: harness stats {suite}/samples.jsonl\n"
-        f"- with real models: harness run {terminal_text(_shown(EXAMPLE_SCENARIOS))} "
-        "--agent anthropic:claude-sonnet-4-5 "
-        "--simulator anthropic:claude-haiku-4-5 --judge openai:gpt-4.1 (keys from "
-        "ANTHROPIC_API_KEY / OPENAI_API_KEY)"
-    )
+    suite = out / "suite"
+    real = [f"harness run {terminal_text(_shown(EXAMPLE_SCENARIOS))} \\",
+            "    --agent anthropic:claude-sonnet-4-5 \\",
+            "    --simulator anthropic:claude-haiku-4-5 --judge openai:gpt-4.1"]
+    steps = [
+        ("every result, transcripts included, in a browser", [_link(suite / "report.html")]),
+        ("the judge calibration in a browser", [_link(out / "calibration" / "report.html")]),
+        ("the suite's tables again", [f"harness report {terminal_text(suite)}"]),
+        ("the suite's files (summary.json, samples.jsonl, run.sqlite)", [_link(suite)]),
+        ("statistics from any score file",
+         [f"harness stats {terminal_text(suite / 'samples.jsonl')}"]),
+        ("with real models (keys from ANTHROPIC_API_KEY / OPENAI_API_KEY)", real),
+    ]
+    for what, lines in steps:
+        console.print(f"{what}:")
+        # Each path or command on a line of its own, never broken by us (a longer one is
+        # left to the terminal), so it can be clicked or copied whole.
+        for line in lines:
+            console.print(f"  {line}", soft_wrap=True)
+
+
+def _link(path: Path) -> str:
+    """``path`` as shown (relative when below the current directory), made a terminal link
+    to the file (rich prints the escape where the terminal supports links)."""
+    return f"[link={path.resolve().as_uri()}]{terminal_text(_shown(path))}[/link]"
 
 
 def _shown(path: Path) -> str:
@@ -107,6 +120,7 @@ def _calibration(out: Path, console: Console) -> None:
         dataset, ["mock:judge"], "final_response_quality", samples=3, out_dir=out,
         write_page=write_calibration_page))
     render_report(report, console, brief=True)
-    console.print(f"the whole report (every statistic, the confusion matrix, the threshold "
-                  f"curve, the human baseline, the policies): harness calibrate --judgments "
-                  f"{terminal_text(out / 'judgments.jsonl')}")
+    console.print("the whole report (every statistic, the confusion matrix, the threshold "
+                  "curve, the human baseline, the policies):")
+    console.print(f"  harness calibrate --judgments {terminal_text(out / 'judgments.jsonl')}",
+                  soft_wrap=True)

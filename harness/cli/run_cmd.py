@@ -4,13 +4,23 @@ show a run's summary again, and compare two runs scenario by scenario."""
 from __future__ import annotations
 
 import json
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.console import Console, RenderableType
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Column
+from rich.text import Text
 
 from harness.choices import AggregationMethod, CacheMode, ExecutorName, GateBasis, PairedTest
 from harness.cli.app import (
@@ -46,6 +56,7 @@ from harness.errors import HarnessError
 from harness.files import new_output_directory
 from harness.logs import LOG_FILENAME
 from harness.safe_text import terminal_console, terminal_text
+from harness.wording import plural
 
 # The work of these commands is imported when a command runs, not when the CLI starts (so
 # --help and the other commands do not pay for the runner, scipy and the model SDKs).
@@ -59,14 +70,41 @@ if TYPE_CHECKING:
 ERR = terminal_console(stderr=True, soft_wrap=True)  # one line per message
 
 
+class _PlannedProgress(Progress):
+    """A progress display whose tasks' total is ``planned()`` (when set and not 0), read at
+    every refresh."""
+
+    planned: Callable[[], int] | None = None
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        total = self.planned() if self.planned is not None else 0
+        if total:
+            for task_id in self.task_ids:
+                self.update(task_id, total=total)
+        yield from super().get_renderables()
+
+
+class _StatsColumn(ProgressColumn):
+    """The task's ``stats`` on one line, cut with an ellipsis where the terminal ends: the
+    only column that gives up room, so the bar, the count and the time always show."""
+
+    def render(self, task: Task) -> Text:
+        return Text(str(task.fields.get("stats", "")), no_wrap=True, overflow="ellipsis")
+
+
 class RunProgress:
-    """A rich progress bar fed by the runner: samples done, errors, model calls, tokens and
-    cost so far (read from the usage ledger, so it costs nothing per model call)."""
+    """A rich progress bar fed by the runner: samples done of the samples planned (read from
+    the runner at every refresh, so the total shows from the start rather than ``0/?``),
+    then errors, model calls, cost and tokens so far (read from the usage ledger, so it
+    costs nothing per model call). The figures come last and are cut at the terminal's
+    width, so the count and the time always show, at 80 columns too."""
 
     def __init__(self, console: Console) -> None:
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[stats]}"), TimeElapsedColumn(),
+        self.progress = _PlannedProgress(
+            TextColumn("[bold]{task.description}", table_column=Column(no_wrap=True)),
+            BarColumn(bar_width=20, table_column=Column(no_wrap=True)),
+            MofNCompleteColumn(table_column=Column(no_wrap=True)),
+            TimeElapsedColumn(table_column=Column(no_wrap=True)), _StatsColumn(),
             console=console, refresh_per_second=4, disable=not console.is_terminal,
         )
         self.task = self.progress.add_task("episodes", total=None, stats="")
@@ -75,14 +113,17 @@ class RunProgress:
 
     def start(self, runner: Runner) -> None:
         self.runner = runner
+        # The runner counts its plan just after this call: each refresh reads it.
+        self.progress.planned = lambda: runner.state.planned
         self.progress.start()
 
     def sample(self, record: SampleRecord) -> None:
         assert self.runner is not None
         self.errors += record.status == "errored"
         total = self.runner.ledger_total()
-        stats = (f"errors {self.errors}  calls {total.calls} ({total.cached_calls} cached)  "
-                 f"tokens {total.input_tokens + total.output_tokens:,}  ${total.cost_usd:.4f}")
+        stats = (f"{plural(self.errors, 'error')}, {plural(total.calls, 'call')} "
+                 f"({total.cached_calls} cached), ${total.cost_usd:.4f}, "
+                 f"{total.input_tokens + total.output_tokens:,} tokens")
         self.progress.update(self.task, advance=1, total=self.runner.state.planned, stats=stats)
 
     def stop(self) -> None:

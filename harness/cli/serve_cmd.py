@@ -15,6 +15,7 @@ from harness.cli.help_format import examples
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
 from harness.safe_text import terminal_console, terminal_text
+from harness.wording import plural
 
 if TYPE_CHECKING:
     from harness.scenarios.schema import Scenario
@@ -62,7 +63,7 @@ def serve_tools(
             out.flush()
 
     tools = len(selected.agent_tools())
-    what = f"{tools} mocked tool(s) of scenario {selected.id}"
+    what = f"{plural(tools, 'mocked tool')} of scenario {selected.id}"
     try:
         if transport == "stdio":
             from harness.mcp.standalone import serve_stdio
@@ -77,7 +78,7 @@ def serve_tools(
 
             run_async(serve_http(selected, port=port, on_call=on_call, on_ready=ready))
     except KeyboardInterrupt as stop:
-        err.print(f"[yellow]{signal_name(stop)}: stopped after {calls} call(s)[/]")
+        err.print(f"[yellow]{signal_name(stop)}: stopped after {plural(calls, 'call')}[/]")
         raise typer.Exit(exit_code(stop)) from None
     finally:
         if out is not None:

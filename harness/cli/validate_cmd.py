@@ -20,6 +20,7 @@ from harness.cli.app import (
 from harness.cli.help_format import examples
 from harness.errors import InputError, InputErrors
 from harness.safe_text import terminal_console, terminal_text
+from harness.wording import plural
 
 DEFAULT_SCHEMA_DIR = Path("schemas")
 
@@ -62,10 +63,11 @@ def validate(
         err.print(terminal_text(error))
     if report.errors:
         files = len({e.source for e in report.errors})
-        noun = "problem" if len(report.errors) == 1 else "problems"
-        typer.echo(f"{len(report.errors)} {noun} in {files} file(s)", err=True)
+        typer.echo(f"{plural(len(report.errors), 'problem')} in {plural(files, 'file')}",
+                   err=True)
         raise typer.Exit(EXIT_INPUT_ERROR)
-    typer.echo(f"ok: {len(report.scenarios)} scenario(s) in {len(report.files)} file(s)")
+    typer.echo(f"ok: {plural(len(report.scenarios), 'scenario')} in "
+               f"{plural(len(report.files), 'file')}")
 
 
 def _rubric_ids(paths: list[Path]) -> tuple[set[str] | None, list[InputError]]:

@@ -6,6 +6,7 @@ escape sequences."""
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -16,16 +17,19 @@ from harness.calibration.report import (
     PointwiseJudgeReport,
 )
 from harness.report.calibration_verdict import print_verdicts
-from harness.report.formatting import fmt_num
+from harness.report.formatting import fmt_ci, fmt_num, ident, widen_for_identifiers
 from harness.safe_text import terminal_text
+from harness.wording import plural
 
 
 def _stats_table(title: str, level: str) -> Table:
-    table = Table(title=title, title_justify="left")
+    # No borders: at 80 columns the names and the notes need the room.
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False, collapse_padding=True)
     table.add_column("statistic")
-    table.add_column("value", justify="right")
-    table.add_column(f"{level} interval", justify="right")
-    table.add_column("n", justify="right")
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column(f"{level} interval", justify="right", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
     table.add_column("note", overflow="fold")
     return table
 
@@ -34,17 +38,14 @@ def _row(table: Table, name: str, estimate: BootstrapEstimate | None) -> None:
     if estimate is None:
         return
     if estimate.value is None:
-        table.add_row(name, "undefined", "", str(estimate.n),
+        table.add_row(ident(name), "undefined", "", str(estimate.n),
                       terminal_text(estimate.undefined or ""))
         return
-    interval = (
-        "—" if estimate.ci_low is None
-        else f"[{estimate.ci_low:.3f}, {estimate.ci_high:.3f}]"
-    )
+    interval = fmt_ci(estimate.ci_low, estimate.ci_high)
     note = estimate.detail or ""
     if estimate.resamples_undefined:
-        note += f" ({estimate.resamples_undefined} resamples undefined)"
-    table.add_row(name, fmt_num(estimate.value), interval, str(estimate.n),
+        note += f" ({plural(estimate.resamples_undefined, 'resample')} undefined)"
+    table.add_row(ident(name), fmt_num(estimate.value), interval, str(estimate.n),
                   terminal_text(note.strip()))
 
 
@@ -62,8 +63,9 @@ BRIEF_PAIRWISE = ("accuracy", "accuracy_both_orders", "position_consistency", "o
 def _pointwise(judge: PointwiseJudgeReport, level: str, console: Console, *,
                brief: bool) -> None:
     counts = (
-        f"{judge.n_items} items scored; missing: {judge.n_missing_human} human label, "
-        f"{judge.n_missing_judge} judge score, {judge.n_missing_both} both"
+        f"{plural(judge.n_items, 'item')} scored; missing: "
+        f"{plural(judge.n_missing_human, 'human label')}, "
+        f"{plural(judge.n_missing_judge, 'judge score')}, {judge.n_missing_both} both"
     )
     table = _stats_table(f"{_judge_name(judge.judge_id)} vs people ({counts})", level)
     if brief:
@@ -71,6 +73,7 @@ def _pointwise(judge: PointwiseJudgeReport, level: str, console: Console, *,
             _row(table, name, getattr(judge, name))
         if judge.pass_fail:
             _row(table, "pass/fail accuracy", judge.pass_fail.accuracy)
+        widen_for_identifiers(table)
         console.print(table)
         return
     for name in ("spearman", "kendall_tau_b", "pearson", "cohen_kappa_unweighted",
@@ -99,6 +102,7 @@ def _pointwise(judge: PointwiseJudgeReport, level: str, console: Console, *,
         _row(table, "alpha, judge added", bh.alpha_with_judge)
         _row(table, "human vs rest spearman", bh.human_vs_rest_spearman)
         _row(table, "judge vs rest spearman", bh.judge_vs_rest_spearman)
+    widen_for_identifiers(table)
     console.print(table)
     if judge.confusion_matrix:
         cm = judge.confusion_matrix
@@ -117,7 +121,7 @@ def _pointwise(judge: PointwiseJudgeReport, level: str, console: Console, *,
                     "kappa", "alignment"):
             curve.add_column(col, justify="right")
         for p in judge.thresholds.curve:
-            curve.add_row(f"{p.threshold:g}", fmt_num(p.judge_pass_rate), fmt_num(p.coverage),
+            curve.add_row(fmt_num(p.threshold), fmt_num(p.judge_pass_rate), fmt_num(p.coverage),
                           fmt_num(p.false_failure_rate), fmt_num(p.accuracy),
                           fmt_num(p.cohen_kappa), fmt_num(p.alignment))
         console.print(curve)
@@ -130,32 +134,37 @@ def _ppi(judge: PointwiseJudgeReport, level: str, console: Console) -> None:
     if judge.ppi.undefined:
         console.print(f"PPI: undefined — {terminal_text(judge.ppi.undefined)}")
         return
-    table = Table(title="prediction-powered inference (PPI++)", title_justify="left")
-    for col in ("target", "PPI estimate", f"{level} interval", "human-only", f"{level} interval",
-                "λ", "worth (human labels)"):
-        table.add_column(col, justify="right")
+    table = Table(title="prediction-powered inference (PPI++)", title_justify="left",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    table.add_column("target")
+    for col in ("PPI", f"{level} interval", "humans only", f"{level} interval", "λ", "worth"):
+        table.add_column(col, justify="right", no_wrap=True)
     for result in (judge.ppi.mean_score, judge.ppi.pass_rate):
         if result is None:
             continue
         table.add_row(
-            result.target, fmt_num(result.estimate), f"[{result.ci_low:.3f}, {result.ci_high:.3f}]",
+            ident(result.target), fmt_num(result.estimate), fmt_ci(result.ci_low, result.ci_high),
             fmt_num(result.classical_estimate),
-            f"[{result.classical_ci_low:.3f}, {result.classical_ci_high:.3f}]",
+            fmt_ci(result.classical_ci_low, result.classical_ci_high),
             fmt_num(result.lam), fmt_num(result.effective_human_labels, 1),
         )
+    table.caption = ("humans only: the same figure from the human labels alone; worth: how "
+                     "many human labels the PPI estimate is worth")
+    table.caption_justify = "left"
     console.print(table)
 
 
 def _pairwise(judge: PairwiseJudgeReport, level: str, console: Console, *,
               brief: bool) -> None:
     counts = (
-        f"{judge.n_items} items, {judge.n_units_both_orders} judged in both orders, "
-        f"{judge.n_missing_verdicts} missing verdicts"
+        f"{plural(judge.n_items, 'item')}, {judge.n_units_both_orders} judged in both "
+        f"orders, {plural(judge.n_missing_verdicts, 'missing verdict')}"
     )
     table = _stats_table(f"{_judge_name(judge.judge_id)} vs gold ({counts})", level)
     if brief:
         for name in BRIEF_PAIRWISE:
             _row(table, name, getattr(judge, name))
+        widen_for_identifiers(table)
         console.print(table)
         return
     for name in ("accuracy", "accuracy_original_order", "accuracy_swapped_order",
@@ -173,6 +182,7 @@ def _pairwise(judge: PairwiseJudgeReport, level: str, console: Console, *,
         _row(table, "human vs rest accuracy", bh.human_vs_rest_accuracy)
         _row(table, "judge vs rest accuracy", bh.judge_vs_rest_accuracy)
         _row(table, "judge − human accuracy", bh.accuracy_difference)
+    widen_for_identifiers(table)
     console.print(table)
 
 
@@ -195,23 +205,31 @@ def render_report(report: CalibrationReport, console: Console, *, brief: bool = 
     print_verdicts(report, console)  # whether to trust each judge (the page ends with it too)
 
 
+def _raters(per_item: tuple[int, int] | list[int]) -> str:
+    """"3 raters" when every item has as many, else "2–3 raters"."""
+    low, high = per_item[0], per_item[1]
+    return plural(high, "rater") if low == high else f"{low}–{high} raters"
+
+
 def _baseline_comparisons_policies(report: CalibrationReport, level: str,
                                    console: Console) -> None:
     if report.human_baseline:
         hb = report.human_baseline
         table = _stats_table(
-            f"people vs people ({hb.n_items} items, {hb.raters_per_item[0]}–"
-            f"{hb.raters_per_item[1]} raters)", level)
+            f"people vs people ({plural(hb.n_items, 'item')}, {_raters(hb.raters_per_item)})",
+            level)
         _row(table, "krippendorff_alpha_nominal", hb.krippendorff_alpha_nominal)
         _row(table, "krippendorff_alpha_ordinal", hb.krippendorff_alpha_ordinal)
         _row(table, "krippendorff_alpha_interval", hb.krippendorff_alpha_interval)
         _row(table, "fleiss_kappa", hb.fleiss_kappa)
+        widen_for_identifiers(table)
         console.print(table)
     if report.comparisons:
         table = _stats_table("judge comparisons (a − b, paired)", level)
         for c in report.comparisons:
-            _row(table, f"{terminal_text(c.judge_a)} − {terminal_text(c.judge_b)}: "
+            _row(table, f"{c.judge_a} − {c.judge_b}: "
                  f"{c.statistic}", c.difference)
+        widen_for_identifiers(table)
         console.print(table)
     for policy in report.policies:
         console.print(f"[dim]policy:[/] {terminal_text(policy)}")

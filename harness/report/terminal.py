@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 
-from harness.report.formatting import fmt_ci, fmt_num, fmt_p, make_table
+from harness.report.formatting import fmt_ci, fmt_num, fmt_p, ident, make_table
 from harness.safe_text import terminal_text
+from harness.wording import plural
 
 if TYPE_CHECKING:
     from harness.checks.failures import FailureAnalysis
@@ -43,14 +44,23 @@ def handful_of_k(ks: list[int]) -> list[int]:
 
 def estimate_how(est: Estimate, how: str) -> str:
     """``how`` an estimate was computed, or what replaced its usual interval: the
-    no-spread bound when every scenario agreed, or the cut at the range."""
+    no-spread bound when every scenario agreed, or the cut at the range; with no interval,
+    why there is none (see :data:`NO_SUITE_INTERVAL`)."""
     if est.ci_low is None:
-        return how
+        return f"none: {plural(est.n_clusters, 'scenario')} (see below)"
     if est.stderr == 0.0:
-        return f"every scenario the same: bound for {est.n_clusters} scenarios"
+        return f"every scenario the same: bound for {plural(est.n_clusters, 'scenario')}"
     if est.clipped:
         return how + "; cut at the score range"
     return how
+
+
+# Why a suite figure has no standard error or interval: the unit of the suite's intervals is
+# the scenario, and one scenario gives no spread between scenarios to measure.
+NO_SUITE_INTERVAL = (
+    "no suite SE or interval from {n}: they are clustered by scenario (t on C-1 = {df} df; "
+    "Wilson on the effective n from the spread between scenarios) and need at least 2; "
+    "the scenario's own intervals over its epochs are in the Scenarios table")
 
 
 def render_run(summary: RunSummary, console: Console, *, run_dir: str | None = None,
@@ -106,10 +116,10 @@ def _scenarios_and_samples(counts: RunCounts) -> str:
     "11 scenarios loaded (3 with samples), 12 of 55 planned samples"."""
     loaded, planned = counts.scenarios_loaded, counts.samples_planned
     with_samples, samples = counts.scenarios, counts.samples
-    scenarios = (f"{with_samples} scenarios" if loaded in (None, with_samples)
-                 else f"{loaded} scenarios loaded ({with_samples} with samples)")
-    samples_text = (f"{samples} samples" if planned in (None, samples)
-                    else f"{samples} of {planned} planned samples")
+    scenarios = (plural(with_samples, "scenario") if loaded in (None, with_samples)
+                 else f"{plural(loaded, 'scenario')} loaded ({with_samples} with samples)")
+    samples_text = (plural(samples, "sample") if planned in (None, samples)
+                    else f"{samples} of {plural(planned, 'planned sample')}")
     return f"{scenarios}, {samples_text}"
 
 
@@ -119,7 +129,8 @@ def render_suite(score: SuiteFigures, console: Console, *, all_k: bool = False) 
     and pass^k for k = 1, 2, 4, 8, ... and the largest (every k with ``all_k``), each with
     its standard error, interval and how it was computed; then the design's power."""
     level = f"{score.confidence:.0%}"
-    table = make_table(f"Suite ({score.n_scenarios} scenarios, {score.n_samples} samples)",
+    table = make_table(f"Suite ({plural(score.n_scenarios, 'scenario')}, "
+                       f"{plural(score.n_samples, 'sample')})",
                        "figure", "value", "SE", f"{level} interval", "how", text=("how",))
     table.add_row("mean score", fmt_num(score.mean), fmt_num(score.stderr),
                   fmt_ci(score.ci_low, score.ci_high),
@@ -127,7 +138,8 @@ def render_suite(score: SuiteFigures, console: Console, *, all_k: bool = False) 
     boot = score.bootstrap
     if boot:
         table.add_row("mean score", fmt_num(score.mean), "", fmt_ci(boot.ci_low, boot.ci_high),
-                      f"cluster bootstrap, {boot.n_resamples} resamples, seed {boot.seed}")
+                      f"cluster bootstrap, {plural(boot.n_resamples, 'resample')}, "
+                      f"seed {boot.seed}")
     pr = score.pass_rate
     table.add_row("pass rate", fmt_num(pr.value), fmt_num(pr.stderr), fmt_ci(pr.ci_low, pr.ci_high),
                   estimate_how(pr, "Wilson, effective n"))
@@ -143,6 +155,9 @@ def render_suite(score: SuiteFigures, console: Console, *, all_k: bool = False) 
     if len(ks) < len(every_k):
         table.caption += (f"; k = {', '.join(map(str, ks))} of 1..{every_k[-1]} shown (harness "
                           "stats --all-k lists every k, and the JSON output has them all)")
+    if score.mean_estimate.ci_low is None:
+        c = score.n_scenarios
+        table.caption += "\n" + NO_SUITE_INTERVAL.format(n=plural(c, "scenario"), df=c - 1)
     console.print(table)
     render_power(score, console)
 
@@ -171,7 +186,7 @@ def render_scenarios(score: SuiteFigures, scenarios: Sequence[ScenarioStats], co
     epochs = {s.n_epochs for s in rows}
     same = len(epochs) == 1
     k_max = f"^{max(epochs)}" if same else "^k"
-    title = "Scenarios (" + (f"{max(epochs)} epochs each; " if same else "") + \
+    title = "Scenarios (" + (f"{plural(max(epochs), 'epoch')} each; " if same else "") + \
         f"{len(score.flaky_scenarios)} of {score.n_scenarios} flaky)"
     errors = errors or {}
     show_errors = any(errors.get(s.scenario_id) for s in rows)
@@ -181,17 +196,39 @@ def render_scenarios(score: SuiteFigures, scenarios: Sequence[ScenarioStats], co
     # No borders: at 80 columns the ids need every character the figures leave.
     table.box, table.show_edge, table.pad_edge, table.collapse_padding = (
         box.SIMPLE_HEAD, False, False, True)
+    no_spread = set()
     for s in rows:
-        cells = [terminal_text(s.scenario_id), *([] if same else [str(s.n_epochs)]),
+        # The mark goes after the id: the figures' columns keep their plain form.
+        marked = s.mean_ci_low is not None and s.sd == 0.0
+        if marked:
+            no_spread.add(s.n_epochs)
+        cells: list[RenderableType] = [ident(s.scenario_id + (" *" if marked else "")),
+                                       *([] if same else [str(s.n_epochs)]),
                  fmt_num(s.mean), fmt_ci(s.mean_ci_low, s.mean_ci_high),
                  fmt_num(s.pass_rate), fmt_ci(s.pass_rate_ci_low, s.pass_rate_ci_high),
                  fmt_num(s.pass_hat_k[max(s.pass_hat_k)])]
         if show_errors:
             cells.append(str(errors.get(s.scenario_id, "")))
         table.add_row(*cells)
+    captions = []
     if score.n_scenarios > max_rows:
-        table.caption = f"{score.n_scenarios - max_rows} more in the JSON output"
+        captions.append(f"{score.n_scenarios - max_rows} more in the JSON output")
+    if no_spread:
+        captions.append(no_spread_note(sorted(no_spread)))
+    table.caption = "\n".join(captions) or None
     console.print(table)
+
+
+def no_spread_note(epochs: list[int]) -> str:
+    """The footnote of a mean interval marked ``*``: every epoch scored the same, so the
+    interval is not a t interval but the widest one a score in its range allows (see
+    :mod:`harness.stats.bounded`, rule 2)."""
+    counts = " or ".join(map(str, epochs))
+    return (f"* every epoch scored the same: with no spread to measure, the mean's interval "
+            f"is not a t interval but the "
+            f"widest that {counts} equal epochs allow for a score in [0, 1] (at 0 or 1 the "
+            "exact one-sided bound, as Clopper-Pearson; else Wilson at the largest "
+            "variance); more epochs narrow it")
 
 
 def _share(part: float, whole: float) -> str:
@@ -241,13 +278,17 @@ def render_power(score: SuiteFigures, console: Console) -> None:
     how = f"to detect {design.target_difference:.3f}" + (
         "" if design.target_source == "given" else " (half of that)")
     if by_epochs.achievable:
-        epochs = (f"{by_epochs.epochs} epochs per scenario with these "
-                  f"{by_epochs.n_scenarios} scenarios")
+        epochs = (f"{_epochs(by_epochs.epochs)} per scenario with these "
+                  f"{plural(by_epochs.n_scenarios, 'scenario')}")
     else:
-        epochs = (f"no number of epochs with these {by_epochs.n_scenarios} scenarios "
+        epochs = (f"no number of epochs with these {plural(by_epochs.n_scenarios, 'scenario')} "
                   f"(the between-scenario floor is {power.floor_with_unlimited_epochs:.3f})")
-    console.print(f"{how}: {epochs}; or {by_scenarios.n_scenarios} scenarios at "
-                  f"{by_scenarios.epochs} epochs (Miller 2024)")
+    console.print(f"{how}: {epochs}; or {plural(by_scenarios.n_scenarios, 'scenario')} at "
+                  f"{_epochs(by_scenarios.epochs)} (Miller 2024)")
+
+
+def _epochs(n: int | None) -> str:
+    return "an unknown number of epochs" if n is None else plural(n, "epoch")
 
 
 def _tags_table(tags: dict[str, TagFigures], console: Console, max_rows: int) -> None:
@@ -263,7 +304,7 @@ def _tags_table(tags: dict[str, TagFigures], console: Console, max_rows: int) ->
     for tag, t in list(tags.items())[:max_rows]:
         figures = [cell for est in (t.mean, t.pass_rate) for cell in (
             ("—", "—") if est is None else (fmt_num(est.value), fmt_ci(est.ci_low, est.ci_high)))]
-        table.add_row(terminal_text(tag), str(t.scenarios), str(t.samples), *figures)
+        table.add_row(ident(tag), str(t.scenarios), str(t.samples), *figures)
     if len(tags) > max_rows:
         table.caption = f"{len(tags) - max_rows} more tags in summary.json"
     console.print(table)
@@ -275,7 +316,7 @@ def _metrics_table(metrics: dict[str, MetricSummary], console: Console, max_rows
     table = make_table("Metrics (mean of scenario means)", "metric", "mean", "interval",
                    "scenarios", "samples")
     for name, m in list(metrics.items())[:max_rows]:
-        table.add_row(terminal_text(name), fmt_num(m.value), fmt_ci(m.ci_low, m.ci_high),
+        table.add_row(ident(name), fmt_num(m.value), fmt_ci(m.ci_low, m.ci_high),
                       str(m.n_scenarios), str(m.n))
     console.print(table)
 
@@ -284,11 +325,11 @@ def _errors(summary: RunSummary, console: Console) -> None:
     policy = summary.error_policy
     if not policy.errored_samples:
         return
-    console.print(f"[bold red]{policy.errored_samples} errored samples[/] "
+    console.print(f"[bold red]{plural(policy.errored_samples, 'errored sample')}[/] "
                   f"(not scores: {terminal_text(policy.meaning)})")
     table = make_table("Errors", "scenario", "epoch", "kind", "message", text=("kind", "message"))
     for e in summary.errors[:10]:
-        table.add_row(terminal_text(e.scenario_id), str(e.epoch), terminal_text(e.kind),
+        table.add_row(ident(e.scenario_id), str(e.epoch), terminal_text(e.kind),
                       terminal_text(e.message[:200]))
     console.print(table)
 
@@ -303,8 +344,8 @@ def _failures(analysis: FailureAnalysis, console: Console, *, run_dir: str | Non
     if not groups:
         return
     console.print(f"[bold]Failure analysis[/] ({analysis.n_failed_samples} of "
-                  f"{analysis.n_samples} samples with a finding, {len(groups)} group"
-                  f"{'' if len(groups) == 1 else 's'}, largest first)")
+                  f"{plural(analysis.n_samples, 'sample')} with a finding, "
+                  f"{plural(len(groups), 'group')}, largest first)")
     # A bullet column gives each group's wrapped lines a hanging indent.
     listing = Table.grid(padding=(0, 1))
     listing.add_column(width=1)
@@ -313,11 +354,12 @@ def _failures(analysis: FailureAnalysis, console: Console, *, run_dir: str | Non
         named = ", ".join(terminal_text(sid) for sid in g.scenarios[:3]) + (
             f" and {len(g.scenarios) - 3} more" if len(g.scenarios) > 3 else "")
         listing.add_row("•", f"[bold]{terminal_text(g.kind)}: {terminal_text(g.key)}[/] "
-                        f"({g.samples} samples; {named})")
+                        f"({plural(g.samples, 'sample')}; {named})")
         listing.add_row("", f"[dim]{terminal_text(g.recommendation)}[/]")
     if len(groups) > FAILURE_GROUPS_SHOWN:
         where = f"{terminal_text(run_dir)}/summary.json" if run_dir else "summary.json"
-        listing.add_row("…", f"{len(groups) - FAILURE_GROUPS_SHOWN} more groups, each with its "
+        listing.add_row("…", f"{plural(len(groups) - FAILURE_GROUPS_SHOWN, 'more group')}, "
+                        "each with its "
                         f"scenarios and recommendation: {where} (failure_analysis)")
     console.print(listing)
 
@@ -331,8 +373,9 @@ def _usage(usage: RunUsage, console: Console) -> None:
         table.add_row(terminal_text(role), str(u.calls), str(u.cached_calls),
                       str(u.input_tokens), str(u.output_tokens), f"{u.cost_usd:.4f}")
     if usage.unpriced_calls:
-        table.caption = (f"{usage.unpriced_calls} calls to models with no price entry are "
-                         "not in the cost")
+        table.caption = (f"{plural(usage.unpriced_calls, 'call')} to models with no price "
+                         "entry " + ("is" if usage.unpriced_calls == 1 else "are")
+                         + " not in the cost")
     console.print(table)
 
 
@@ -340,12 +383,13 @@ def _adaptive(adaptive: AdaptiveReport, console: Console) -> None:
     line = (f"adaptive sampling: target width {adaptive.target_width:.3f}, "
             f"final width {fmt_num(adaptive.final_width)} "
             f"({terminal_text(adaptive.final_reason)}), "
-            f"{adaptive.samples_used} samples")
+            + (f"{plural(adaptive.samples_used, 'sample')}" if adaptive.samples_used is not None
+               else "samples not counted"))
     savings = adaptive.savings
     if savings is not None and savings.fixed_samples is not None:
-        line += (f"; fixed epochs would need {savings.fixed_samples} samples "
+        line += (f"; fixed epochs would need {plural(savings.fixed_samples, 'sample')} "
                  f"({savings.fixed_epochs_per_scenario} per scenario): saved "
-                 f"{savings.saved_samples} samples"
+                 f"{plural(savings.saved_samples or 0, 'sample')}"
                  + (f", about {savings.saved_model_calls} model calls"
                     if savings.saved_model_calls is not None else ""))
     console.print(line)
@@ -358,40 +402,100 @@ def render_gate(gate: GateResult, console: Console) -> None:
 
 
 def render_comparison(result: dict[str, Any], console: Console, *, max_rows: int = 50) -> None:
-    """Print a paired comparison (candidate minus baseline)."""
+    """Print a paired comparison (candidate minus baseline): the suite figures and tests
+    (how each was computed as a numbered note under the table, so no explanation is broken
+    mid-word), each scenario's difference with its interval and what changed, and the
+    verdict with, when the suite test and the scenarios' own intervals seem to disagree, why
+    both hold (``result["verdict"]``, see :func:`harness.runs.comparison.comparison_verdict`)."""
     render_notice(result.get("notice"), console)
     d = result["difference"]
     level = f"{1 - result['alpha']:.0%}"
-    table = make_table(f"Paired comparison on {result['n_scenarios']} common scenarios "
+    n = result["n_scenarios"]
+    table = make_table(f"Paired comparison on {plural(n, 'common scenario')} "
                        "(candidate − baseline)", "figure", "value", f"{level} interval / p",
-                       "how", text=("how",))
+                       "how")
+    hows: list[str] = []
+
+    def how(text: str) -> str:
+        hows.append(text)
+        return f"[{len(hows)}]"
+
     table.add_row("baseline mean", fmt_num(result["baseline_mean"]), "", "")
     table.add_row("candidate mean", fmt_num(result["candidate_mean"]), "", "")
     table.add_row("difference", fmt_num(d["value"]), fmt_ci(d["ci_low"], d["ci_high"]),
-                  terminal_text(d["method"]))
+                  how(d["method"]))
+    verdict_key = "t_test" if result.get("verdict_test", "t") == "t" else "permutation_test"
     for key in ("t_test", "permutation_test"):
         t = result[key]
-        table.add_row(key.replace("_", " "), fmt_num(t["statistic"]),
-                      f"p = {fmt_p(t['p_value'])}",
-                      terminal_text(t["method"]))
+        name = key.replace("_", " ") + (" (verdict)" if key == verdict_key else "")
+        table.add_row(name, fmt_num(t["statistic"]), f"p = {fmt_p(t['p_value'])}",
+                      how(t["method"]))
     if result.get("mcnemar"):
         m = result["mcnemar"]
         table.add_row("McNemar (pass/fail)", fmt_num(m.get("statistic")),
-                      f"p = {fmt_p(m['p_value'])}", terminal_text(m["method"]))
+                      f"p = {fmt_p(m['p_value'])}", how(m["method"]))
     table.add_row("correlation of scenario means", fmt_num(result["correlation"]), "", "Pearson")
     console.print(table)
-    rows = sorted(result["scenarios"], key=lambda s: s["difference"])
-    per = make_table("Per scenario (most regressed first)", "scenario", "baseline", "candidate",
-                 "difference")
-    for s in rows[:max_rows]:
-        per.add_row(terminal_text(s["scenario_id"]), fmt_num(s["baseline_mean"]),
-                    fmt_num(s["candidate_mean"]), fmt_num(s["difference"]))
-    console.print(per)
+    for i, text in enumerate(hows, 1):
+        console.print(f"[dim]\\[{i}] {terminal_text(text)}[/]")
+    _per_scenario_differences(result, console, level=level, max_rows=max_rows)
     for note in result.get("notes", []):
-        console.print(f"[dim]{terminal_text(note)}[/]")
-    if result["significant_regression"]:
-        console.print("[bold red]significant regression[/]")
-    elif result["significant_improvement"]:
-        console.print("[bold green]significant improvement[/]")
-    else:
-        console.print("no significant difference")
+        console.print(f"[dim]note: {terminal_text(note)}[/]")
+    _verdict(result, console)
+
+
+# What each kind of change is called in the per-scenario table (the HTML page's words).
+_CHANGES = {"regression": "[bold red]regression[/]", "improvement": "[bold green]improvement[/]",
+            "lower": "lower", "higher": "higher", "same": "same"}
+
+
+def _change(s: dict[str, Any]) -> str:
+    """``regression`` when the scenario's interval lies below 0, ``improvement`` above,
+    else the sign of the difference (within noise)."""
+    if s.get("ci_high") is not None and s["ci_high"] < 0:
+        return "regression"
+    if s.get("ci_low") is not None and s["ci_low"] > 0:
+        return "improvement"
+    return "lower" if s["difference"] < 0 else "higher" if s["difference"] > 0 else "same"
+
+
+def _per_scenario_differences(result: dict[str, Any], console: Console, *, level: str,
+                              max_rows: int) -> None:
+    rows = sorted(result["scenarios"], key=lambda s: s["difference"])
+    per = make_table("Per scenario (most regressed first)", "scenario", "base", "cand.",
+                     "diff.", f"{level} interval", "change", text=("change",))
+    per.box, per.show_edge, per.pad_edge, per.collapse_padding = (
+        box.SIMPLE_HEAD, False, False, True)
+    for s in rows[:max_rows]:
+        change = _change(s)
+        per.add_row(ident(s["scenario_id"]), fmt_num(s["baseline_mean"]),
+                    fmt_num(s["candidate_mean"]), fmt_num(s["difference"]),
+                    fmt_ci(s.get("ci_low"), s.get("ci_high")), _CHANGES[change])
+    captions = []
+    if len(rows) > max_rows:
+        captions.append(f"{len(rows) - max_rows} more in the JSON output")
+    same = [s for s in rows if s["difference"] == 0.0 and s.get("ci_low") is not None]
+    if same:
+        captions.append(
+            "same: equal means in both runs; the interval stays wide because each run's "
+            "mean is known only to within its own interval over its epochs (widest when "
+            "every epoch scored alike)")
+    captions.append(f"interval: {result.get('scenario_interval_method', '')}")
+    per.caption = "\n".join(captions)
+    console.print(per)
+
+
+def _verdict(result: dict[str, Any], console: Console) -> None:
+    verdict = result.get("verdict")
+    if verdict is None:  # a comparison dict made without the runs layer's words
+        verdict = {"outcome": "regression" if result["significant_regression"] else
+                   "improvement" if result["significant_improvement"] else "none",
+                   "headline": "significant regression" if result["significant_regression"]
+                   else "significant improvement" if result["significant_improvement"]
+                   else "no significant difference", "scenarios": "", "reconcile": None}
+    colour = {"regression": "bold red", "improvement": "bold green"}.get(verdict["outcome"])
+    headline = terminal_text(verdict["headline"])
+    console.print(f"[{colour}]{headline}[/]" if colour else headline)
+    for line in (verdict["scenarios"], verdict["reconcile"]):
+        if line:
+            console.print(terminal_text(line))

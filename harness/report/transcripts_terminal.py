@@ -1,5 +1,6 @@
 """Terminal tables of ``harness score-transcripts`` (contract 4): ids, check names and error
-text go through :func:`~harness.safe_text.terminal_text`."""
+text are :class:`~harness.report.formatting.Identifier` cells (control characters shown,
+never read as markup, never split across lines)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from harness.safe_text import terminal_text
+from harness.report.formatting import ident
+from harness.wording import plural
 
 # The per-transcript table shows the core trajectory metrics (short headers) and names the
 # other checks that failed; the summary table lists every metric. The JSON keeps everything.
@@ -47,30 +49,34 @@ def render_scored_transcripts(output: dict[str, Any], console: Console) -> None:
     and other failed checks, then every metric's mean with its interval, latency and the
     failure rate. ``output`` is the command's JSON object."""
     core = [n for n in _CORE if n in output["summary"]["metrics"]]
-    table = Table(title="Transcripts", title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("id", overflow="fold", min_width=14)
+    # No edges and collapsed padding: at 80 columns the ids need the room.
+    table = Table(title="Transcripts", title_justify="left", box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False, collapse_padding=True)
+    table.add_column("id")
     for name in core:
-        table.add_column(_CORE[name], justify="right")
+        table.add_column(_CORE[name], justify="right", no_wrap=True)
     table.add_column("other failed checks", overflow="fold", ratio=1)
     for row in output["transcripts"]:
         failed = [_short(c["name"]) for c in row["checks"]
                   if c["passed"] is False and c["name"] not in _CORE]
         if "error" in row:
             failed = [f"not scored: {row['error']}"]
-        table.add_row(terminal_text(row["id"]), *(_fmt(row.get(n)) for n in core),
-                      terminal_text(", ".join(failed)) or "—")
+        table.add_row(ident(row["id"]), *(_fmt(row.get(n)) for n in core),
+                      ident(", ".join(failed)) if failed else "—")
     console.print(table)
 
-    summary = Table(title=f"Summary over {output['summary']['n_transcripts']} transcripts",
-                    title_justify="left", box=box.SIMPLE_HEAD)
-    summary.add_column("metric", overflow="fold")
-    summary.add_column("mean", justify="right")
-    summary.add_column("95% CI", justify="right")
-    summary.add_column("n", justify="right")
+    n = output["summary"]["n_transcripts"]
+    summary = Table(title=f"Summary over {plural(n, 'transcript')}",
+                    title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                    pad_edge=False, collapse_padding=True)
+    summary.add_column("metric")
+    summary.add_column("mean", justify="right", no_wrap=True)
+    summary.add_column("95% CI", justify="right", no_wrap=True)
+    summary.add_column("n", justify="right", no_wrap=True)
     for name, stats in output["summary"]["metrics"].items():
         interval = ("—" if stats["ci_low"] is None
                     else f"[{stats['ci_low']:.2f}, {stats['ci_high']:.2f}] {stats['method']}")
-        summary.add_row(terminal_text(name), _fmt(stats["mean"]), interval, str(stats["n"]))
+        summary.add_row(ident(name), _fmt(stats["mean"]), interval, str(stats["n"]))
     console.print(summary)
     latency = output["summary"].get("latency_in_seconds")
     if latency:
@@ -81,4 +87,4 @@ def render_scored_transcripts(output: dict[str, Any], console: Console) -> None:
     if failure:
         console.print(f"failure rate: {failure['rate']:.2f} [{failure['ci_low']:.2f}, "
                       f"{failure['ci_high']:.2f}] 95% Wilson ({failure['failed']} of "
-                      f"{failure['n']} rows failed, reported apart and not scored)")
+                      f"{plural(failure['n'], 'row')} failed, reported apart and not scored)")

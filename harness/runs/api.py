@@ -52,6 +52,7 @@ from harness.stats.adaptive import (
     plan_next_round,
 )
 from harness.stats.estimate import InsufficientDataError
+from harness.wording import plural
 
 OnStart = Callable[[Runner], None]
 OnSample = Callable[[SampleRecord], None]
@@ -256,7 +257,8 @@ def executor_for(config: RunConfig, suite: Suite, hub: ModelHub) -> Executor:
 
 def _stop_message(how: str, state: RunState) -> str:
     cause = "SIGTERM" if how == "terminated" else "an interrupt (Ctrl-C or a cancelled task)"
-    return (f"{how} by {cause} after {state.finished} sample(s) finished in this session; "
+    return (f"{how} by {cause} after {plural(state.finished, 'sample')} finished in this "
+            "session; "
             "samples in flight were abandoned")
 
 

@@ -15,17 +15,87 @@ from harness.runs.summary import scores_by_scenario
 from harness.scenarios.selectors import ScenarioFilter, select_stored
 from harness.stats.compare import compare_runs
 from harness.stats.summary import offline_notice
+from harness.wording import plural
 
 
 def comparison_notice(notices: dict[str, str | None]) -> str | None:
-    """One notice for two runs: their notice when both have the same, else each run's."""
+    """One notice for two runs: their notice when both have the same; else what differs
+    said once per run, and what both notices say (their closing sentence, the callables
+    neither run's harness saw) said once."""
     given = {which: notice for which, notice in notices.items() if notice}
     if not given:
         return None
     if len(given) == len(notices) and len(set(given.values())) == 1:
         return next(iter(given.values()))
-    return "OFFLINE models in " + " and ".join(given) + ": " + " | ".join(
-        f"{which}: {notice}" for which, notice in given.items())
+    parts = {which: _notice_parts(notice) for which, notice in given.items()}
+    shared = [part for part in next(iter(parts.values()))
+              if len(given) == len(notices) and all(part in ps for ps in parts.values())]
+    own = "; ".join(f"{which}: " + "; ".join(part for part in ps if part not in shared)
+                    for which, ps in parts.items())
+    head = ("OFFLINE models in both runs" if len(given) == len(notices)
+            else f"OFFLINE models in the {next(iter(given))} only")
+    return f"{head}. {own}" + "".join(f". {part[:1].upper()}{part[1:]}" for part in shared) + "."
+
+
+def _notice_parts(notice: str) -> list[str]:
+    """A notice's clauses (split at "; " and ". "), without their closing full stops."""
+    return [clause.rstrip(".") for sentence in notice.split(". ")
+            for clause in sentence.split("; ") if clause.rstrip(".")]
+
+
+def comparison_verdict(data: dict[str, Any]) -> dict[str, Any]:
+    """What the comparison concludes, in words the terminal and the HTML page both print:
+    ``outcome`` (``regression``, ``improvement`` or ``none``), ``headline`` (the suite-level
+    test's verdict), ``scenarios`` (how many scenarios moved beyond their own interval) and
+    ``reconcile`` (why the two can differ, when they do; else ``None``).
+
+    Both are right and answer different questions. The suite test asks whether the mean
+    over scenarios changed: it pools every scenario's difference, so small changes in the
+    same direction add up. A scenario's own interval rests on its epochs alone (each run's
+    mean with its interval, combined), so it is far wider, and at 95% for each of C
+    scenarios about 0.05 C would lie beyond 0 by chance alone (they are not adjusted for
+    multiplicity)."""
+    test = "paired t test" if data["verdict_test"] == "t" else "paired permutation test"
+    p = data["t_test" if data["verdict_test"] == "t" else "permutation_test"]["p_value"]
+    alpha, n = data["alpha"], data["n_scenarios"]
+    p_text = "<0.001" if p < 0.0005 else f"{p:.3f}"
+    rows = data["scenarios"]
+    down = sum(1 for r in rows if r["ci_high"] is not None and r["ci_high"] < 0)
+    up = sum(1 for r in rows if r["ci_low"] is not None and r["ci_low"] > 0)
+    with_interval = sum(1 for r in rows if r["ci_low"] is not None)
+    if data["significant_regression"]:
+        outcome, headline = "regression", (
+            f"significant regression: the candidate's mean over {plural(n, 'scenario')} is "
+            f"lower ({test}, p = {p_text} < alpha = {alpha:g})")
+    elif data["significant_improvement"]:
+        outcome, headline = "improvement", (
+            f"significant improvement: the candidate's mean over {plural(n, 'scenario')} is "
+            f"higher ({test}, p = {p_text} < alpha = {alpha:g})")
+    else:
+        outcome, headline = "none", (
+            f"no significant difference in the mean over {plural(n, 'scenario')} ({test}, "
+            f"p = {p_text}, alpha = {alpha:g})")
+    level = f"{1 - alpha:.0%}"
+    scenarios = (f"Per scenario, {down} regressed and {up} improved beyond their own {level} "
+                 f"interval (of {plural(with_interval, 'scenario')} with one).")
+    if not with_interval:
+        scenarios = ("Per scenario, no interval (a run with a single epoch), so no scenario "
+                     "is called a regression or an improvement on its own.")
+    reconcile = None
+    moved = {"regression": down, "improvement": up}.get(outcome)
+    if moved == 0 and with_interval:
+        reconcile = (
+            "Both hold: the suite test pools every scenario's difference, so small changes "
+            "in the same direction add up; a scenario's own interval rests on its epochs "
+            "alone and is far wider.")
+    elif outcome == "none" and down + up:
+        reconcile = (
+            f"The suite's mean did not change significantly; at {level} for each of "
+            f"{plural(with_interval, 'scenario')} about {alpha * with_interval:.1f} "
+            "would lie beyond 0 by chance alone (the per-scenario intervals are not adjusted "
+            "for multiplicity): read those scenarios' transcripts before trusting them.")
+    return {"outcome": outcome, "headline": headline, "scenarios": scenarios,
+            "reconcile": reconcile}
 
 
 def compare_run_dirs(baseline: Path, candidate: Path, *, alpha: float = 0.05,
@@ -69,6 +139,7 @@ def compare_run_dirs(baseline: Path, candidate: Path, *, alpha: float = 0.05,
     data["roles"] = {which: {role: r.model_dump(mode="json") for role, r in by_role.items()}
                      for which, by_role in roles.items()}
     data["notice"] = comparison_notice(notices)
+    data["verdict"] = comparison_verdict(data)
     data["selection"] = (selector.model_dump(mode="json")
                          if selector is not None and selector.active else None)
     return data

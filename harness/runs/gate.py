@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from harness.choices import GateBasis
+from harness.wording import plural
 
 if TYPE_CHECKING:
     from harness.stats.sampling import ScenarioStats
@@ -68,7 +69,7 @@ def _scenario_interval(scenario: ScenarioStats, figure: str
                        ) -> tuple[float | None, float | None, str]:
     """The interval of one scenario's pass rate or mean score over its epochs, and the
     words that say which interval it is."""
-    epochs = f"{scenario.n_epochs} epoch{'' if scenario.n_epochs == 1 else 's'}"
+    epochs = plural(scenario.n_epochs, "epoch")
     if figure == "pass rate":
         return (scenario.pass_rate_ci_low, scenario.pass_rate_ci_high,
                 f"one scenario: its Wilson interval over {epochs}")
@@ -134,8 +135,8 @@ def _no_interval(score: SuiteFigures, only: ScenarioStats | None) -> str:
     if only is not None:
         return ("no interval: one scenario with one epoch, so the lower bound is unknown; "
                 "run more epochs (--epochs 5) or gate on the mean (--gate-on mean)")
-    return (f"no interval ({score.n_scenarios} scenario{'' if score.n_scenarios == 1 else 's'}"
-            " and no scenario figures to fall back on), so the lower bound is unknown; "
+    return (f"no interval ({plural(score.n_scenarios, 'scenario')} and no scenario figures to "
+            "fall back on), so the lower bound is unknown; "
             "gate on the mean (--gate-on mean) or add scenarios")
 
 

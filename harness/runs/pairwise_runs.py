@@ -41,6 +41,7 @@ from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.scenarios.judge_context import context_for_scenario
 from harness.scenarios.selectors import ScenarioFilter, select_stored
+from harness.wording import plural
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -179,7 +180,9 @@ async def compare_runs_pairwise(
         contexts.update(more)
     notes = []
     if missing:
-        notes.append(f"{len(missing)} scenario(s) were judged without their goal and reference "
+        notes.append(f"{plural(len(missing), 'scenario')} "
+                     f"{'was' if len(missing) == 1 else 'were'} judged without their goal and "
+                     "reference "
                      "answer (their scenario files are gone or no longer valid): "
                      + ", ".join(missing))
     criterion = PairwiseCriterion.from_rubric(rubric)

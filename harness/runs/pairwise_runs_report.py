@@ -49,6 +49,7 @@ from harness.scenarios.selectors import ScenarioFilter
 from harness.stats.bounded import mean_intervals
 from harness.stats.estimate import Estimate, mean_of_cluster_means
 from harness.transcript import Transcript
+from harness.wording import plural
 
 SCHEMA_VERSION = 1
 CONFIDENCE = 0.95  # the Wilson intervals of summarise_pairwise are 95% too
@@ -385,14 +386,17 @@ def summarise_runs_pairwise(
     rows = _scenario_rows(pairing, outcomes)
     undecided = [r.scenario_id for r in rows if r.decided == 0]
     if undecided:
-        all_notes.append(f"{len(undecided)} common scenario(s) have no decided pair and are "
+        one = len(undecided) == 1
+        all_notes.append(f"{plural(len(undecided), 'common scenario')} "
+                         f"{'has' if one else 'have'} no decided pair and "
+                         f"{'is' if one else 'are'} "
                          f"left out of B's win rate: {', '.join(undecided)}")
     if reasons:
         all_notes.append("samples not compared: " + ", ".join(
             f"{n} {reason.replace('_', ' ')}" for reason, n in sorted(reasons.items())))
     if overall.n_errors:
-        all_notes.append(f"{overall.n_errors} comparison(s) failed after retries or re-asks; "
-                         "they are errors, never verdicts (see judge_errors)")
+        all_notes.append(f"{plural(overall.n_errors, 'comparison')} failed after retries or "
+                         "re-asks; they are errors, never verdicts (see judge_errors)")
     return PairwiseRunReport(
         run_a=run_a, run_b=run_b, rubric=rubric, judges=list(judges), samples=samples,
         offline=notice is not None, notice=notice,

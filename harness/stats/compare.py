@@ -20,6 +20,7 @@ from harness.stats.bounded import mean_intervals
 from harness.stats.columns import UNIT_RANGE
 from harness.stats.estimate import Estimate, InsufficientDataError, mean_of_cluster_means
 from harness.stats.sampling import default_passed
+from harness.wording import plural
 
 # Below this many discordant pairs the chi-square approximation to McNemar's test is poor;
 # the exact binomial test is used instead (the common rule of thumb).
@@ -291,7 +292,7 @@ def compare_runs(
     notes: list[str] = []
     if only_base or only_cand:
         notes.append(
-            f"{len(only_base)} scenario(s) only in baseline and {len(only_cand)} only in "
+            f"{plural(len(only_base), 'scenario')} only in baseline and {len(only_cand)} only in "
             "candidate: not compared"
         )
 
@@ -317,8 +318,10 @@ def compare_runs(
     differing = int(np.count_nonzero(d))
     if differing and 2.0 / 2**differing >= alpha:
         notes.append(
-            f"the permutation test cannot reject at alpha {alpha:g} with {differing} "
-            f"scenario(s) that differ: its smallest possible p-value is 2/2^{differing} = "
+            f"the permutation test cannot reject at alpha {alpha:g} with "
+            f"{plural(differing, 'scenario')} that "
+            f"{'differs' if differing == 1 else 'differ'}: its smallest possible p-value is "
+            f"2/2^{differing} = "
             f"{2.0 / 2**differing:.4g}"
             + ("; the verdict (--test permutation) can never be significant"
                if test == "permutation" else "")

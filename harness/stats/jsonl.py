@@ -42,6 +42,7 @@ from harness.errors import InputError, InputErrors
 from harness.files import not_utf8, open_binary
 from harness.models.provenance import RoleCollector, RoleModels
 from harness.stats.columns import UNIT_RANGE, ScoreColumns, pass_threshold
+from harness.wording import plural
 
 KNOWN_FIELDS = ("scenario_id", "epoch", "score", "passed", "judge_scores", "status", "offline",
                 "models", "usage")
@@ -417,10 +418,10 @@ class _Reader:
         columns = ScoreColumns(ids=list(self.ids), offsets=offsets, scores=scores,
                                passed=passed)
         n = int(order.size)
-        notes = [f"{k} {status} sample(s) skipped (status {status!r}): not scores"
+        notes = [f"{plural(k, status + ' sample')} skipped (status {status!r}): not scores"
                  for status, k in sorted(self.skipped.items())]
         if self.as_failures:
-            notes.append(f"{self.as_failures} errored sample(s) counted as failures (score "
+            notes.append(f"{plural(self.as_failures, 'errored sample')} counted as failures (score "
                          f"{self.score_range[0]:g}, not passed)")
         with_judges = len(self.judges)
         if 0 < with_judges < n:

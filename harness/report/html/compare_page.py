@@ -27,7 +27,7 @@ CHANGES: dict[str, tuple[str, str]] = {
     "improvement": ("improvement", "good"),
     "lower": ("lower, within noise", ""),
     "higher": ("higher, within noise", ""),
-    "same": ("no change", ""),
+    "same": ("same mean", ""),
 }
 _ORDER = {"regression": 0, "improvement": 1}
 
