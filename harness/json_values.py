@@ -1,13 +1,103 @@
-"""JSON values compared as JSON: numbers by value (``1`` is ``1.0``), booleans apart from
-numbers (``true`` is not ``1``), objects by keys and values, arrays in order. One behaviour for
-every place that compares a tool's arguments, a mocked tool's rule, a state or an exported
-value, so they cannot disagree."""
+"""JSON values: read with limits, and compared as JSON.
+
+Reading: every JSON text the harness reads (eval sets, ``test_config.json``, Vertex and
+transcript JSONL, sample scores, an HTTP agent's reply, a model's tool arguments, its own
+stores) goes through :func:`load_json` (or :func:`check_json_limits` before a pydantic or
+orjson parse), which refuses, before parsing, a text nested deeper than :data:`MAX_DEPTH`
+or holding an integer of more than :data:`MAX_INTEGER_DIGITS` digits: Python's parser meets
+the first with a ``RecursionError`` and the second with a ``ValueError``, and a value nested
+almost as deep as Python's recursion limit breaks whatever walks it next. The refusal is one
+:class:`~harness.errors.InputError` naming the source, the line and the limit.
+
+Comparing: numbers by value (``1`` is ``1.0``), booleans apart from numbers (``true`` is not
+``1``), objects by keys and values, arrays in order. One behaviour for every place that
+compares a tool's arguments, a mocked tool's rule, a state or an exported value, so they
+cannot disagree."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
+import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+from harness.errors import InputError
+
+# Outside JSON nested deeper than this is refused. Real eval sets, datasets and tool
+# arguments stay within a dozen levels; the harness wraps an outside value in at most about
+# ten levels of its own (a stored sample's transcript, message, tool call), so its own files
+# are read with STORED_DEPTH, which stays under pydantic's JSON parser's limit (254).
+MAX_DEPTH = 100
+STORED_DEPTH = 200
+# Python refuses to turn more digits than this into an int (sys.get_int_max_str_digits()).
+MAX_INTEGER_DIGITS = 4300
+
+# A JSON string (a run of anything but quote and backslash, or an escape); what is not a
+# bracket; a run of digits too long for Python's int; and the tokens the limits look at.
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_STRINGS = re.compile(_STRING)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_LONG_NUMBER = re.compile(rf"\d{{{MAX_INTEGER_DIGITS + 1}}}")
+_TOKENS = re.compile(rf"{_STRING}|[\[\]{{}}]|\d{{{MAX_INTEGER_DIGITS + 1},}}")
+
+
+def load_json(text: str | bytes, source: str | Path, *, location: int | str | None = None,
+              max_depth: int = MAX_DEPTH) -> Any:
+    """``json.loads(text)`` once :func:`check_json_limits` has passed it.
+
+    ``source`` (a file, or what the text came from) and ``location`` (the line of a JSONL
+    file, or a record id) name it in the error. Raises :class:`InputError` when a limit is
+    passed; a text that is not JSON raises :class:`json.JSONDecodeError` as before, for the
+    caller to word."""
+    check_json_limits(text, source, location=location, max_depth=max_depth)
+    return json.loads(text)
+
+
+def check_json_limits(text: str | bytes, source: str | Path, *,
+                      location: int | str | None = None, max_depth: int = MAX_DEPTH) -> None:
+    """Raise :class:`InputError` naming ``source``, the line (``location`` when given, else
+    the line in ``text``), the column and the limit when ``text`` nests arrays and objects
+    more than ``max_depth`` deep or holds a number with more than
+    :data:`MAX_INTEGER_DIGITS` digits in a row; return otherwise. For a parser other than
+    :func:`load_json` (pydantic's, orjson). Costs a few passes of regular expressions, most
+    of them skipped for a text with few brackets and no long numbers."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    too_deep = (text.count("[") + text.count("{") > max_depth
+                and _depth(_NOT_BRACKET.sub("", _STRINGS.sub("", text))) > max_depth)
+    if not too_deep and _LONG_NUMBER.search(text) is None:
+        return
+    depth = 0
+    for match in _TOKENS.finditer(text):  # the slow scan, only to say where
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            if depth > max_depth:
+                raise _limit_error(text, match.start(), source, location,
+                                   f"JSON nested more than {max_depth} levels deep")
+        elif token in ("]", "}"):
+            depth -= 1
+        elif not token.startswith('"'):
+            raise _limit_error(text, match.start(), source, location,
+                               f"a number of {len(token)} digits (at most "
+                               f"{MAX_INTEGER_DIGITS})")
+
+
+def _depth(brackets: str) -> int:
+    """The deepest nesting of a string of brackets alone."""
+    return max(itertools.accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
+
+
+def _limit_error(text: str, at: int, source: str | Path, location: int | str | None,
+                 limit: str) -> InputError:
+    column = at - text.rfind("\n", 0, at)
+    if location is None:
+        location = text.count("\n", 0, at) + 1
+    return InputError(source, None, f"{limit} at column {column}; refused before parsing",
+                      location=location)
 
 
 def is_number(value: Any) -> bool:

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.checks.spec import Expectations, ExpectedToolCall
 from harness.errors import InputError, field_path
+from harness.json_values import load_json
 from harness.transcript import ErrorInfo, Transcript, transcript_from_openai
 
 TRAJECTORY_COLUMNS = ("predicted_trajectory", "reference_trajectory")
@@ -64,7 +65,9 @@ class VertexToolCall(BaseModel):
         if not isinstance(value, str):
             return value
         try:
-            decoded = json.loads(value)
+            decoded = load_json(value, "tool_input")
+        except InputError as err:
+            raise ValueError(f"a JSON object within limits: {err.expected}") from None
         except ValueError:
             decoded = None
         if not isinstance(decoded, dict):
@@ -165,7 +168,7 @@ def _cell(path: Path, line: int, column: str, text: str) -> Any:
         return None
     if column in TRAJECTORY_COLUMNS:
         try:
-            return json.loads(text)
+            return load_json(text, path, location=line)
         except ValueError as err:
             raise InputError(path, column, f"JSON text of a list of {{tool_name, tool_input}} "
                              f"objects (not valid JSON: {err})", location=line) from None

@@ -10,12 +10,12 @@ Instructor validates this and re-asks when it fails.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
+from harness.json_values import STORED_DEPTH, check_json_limits, load_json
 from harness.judging.grounding import SentenceVerdict, quoted_in, squash
 from harness.judging.rubric import Criterion, Rubric, RubricTarget
 from harness.models.types import OutsideText
@@ -72,6 +72,7 @@ def _criterion_model(rubric: Rubric, index: int, criterion: Criterion) -> type[B
 
 @lru_cache(maxsize=256)
 def _response_model_for(rubric_json: str) -> type[BaseModel]:
+    check_json_limits(rubric_json, "a rubric", max_depth=STORED_DEPTH)
     rubric = Rubric.model_validate_json(rubric_json)
     # Field names are the criterion ids themselves (the rubric schema rejects ids that would
     # shadow pydantic's own attributes), so a reply dumped and re-validated anywhere, e.g.
@@ -203,7 +204,8 @@ def _verdict(rubric: Rubric, criterion: Criterion, raw: dict[str, Any], haystack
 
 def outcome_from_json(data: str | dict[str, Any]) -> JudgeOutcome:
     """Read back a stored :class:`Judgment` or :class:`JudgeError` (by its ``kind``)."""
-    value = json.loads(data) if isinstance(data, str) else data
+    value = (load_json(data, "a stored judgment", max_depth=STORED_DEPTH)
+             if isinstance(data, str) else data)
     if value.get("kind") == "judge_error":
         return JudgeError.model_validate(value)
     return Judgment.model_validate(value)
