@@ -1,4 +1,4 @@
-"""JSON values: read with limits, and compared as JSON.
+"""JSON values: read with limits (from JSON or YAML), and compared as JSON.
 
 Reading: every JSON text the harness reads (eval sets, ``test_config.json``, Vertex and
 transcript JSONL, sample scores, an HTTP agent's reply, a model's tool arguments, its own
@@ -6,8 +6,11 @@ stores) goes through :func:`load_json` (or :func:`check_json_limits` before a py
 orjson parse), which refuses, before parsing, a text nested deeper than :data:`MAX_DEPTH`
 or holding an integer of more than :data:`MAX_INTEGER_DIGITS` digits: Python's parser meets
 the first with a ``RecursionError`` and the second with a ``ValueError``, and a value nested
-almost as deep as Python's recursion limit breaks whatever walks it next. The refusal is one
-:class:`~harness.errors.InputError` naming the source, the line and the limit.
+almost as deep as Python's recursion limit breaks whatever walks it next. YAML files
+(scenarios, models, rubrics) are read by :func:`load_yaml`, which applies the same two limits
+to the parsed document before its values are built, and a third, on what aliases expand to
+(:data:`MAX_YAML_VALUES`: a few lines of anchors can stand for billions of values). The
+refusal is one :class:`~harness.errors.InputError` naming the source, the line and the limit.
 
 Comparing: numbers by value (``1`` is ``1.0``), booleans apart from numbers (``true`` is not
 ``1``), objects by keys and values, arrays in order. One behaviour for every place that
@@ -24,6 +27,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from harness.errors import InputError
 
 # Outside JSON nested deeper than this is refused. Real eval sets, datasets and tool
@@ -34,6 +39,8 @@ MAX_DEPTH = 100
 STORED_DEPTH = 200
 # Python refuses to turn more digits than this into an int (sys.get_int_max_str_digits()).
 MAX_INTEGER_DIGITS = 4300
+# Values a YAML document may stand for once its aliases are expanded.
+MAX_YAML_VALUES = 1_000_000
 
 # A JSON string (a run of anything but quote and backslash, or an escape); what is not a
 # bracket; a run of digits too long for Python's int; and the tokens the limits look at.
@@ -98,6 +105,86 @@ def _limit_error(text: str, at: int, source: str | Path, location: int | str | N
         location = text.count("\n", 0, at) + 1
     return InputError(source, None, f"{limit} at column {column}; refused before parsing",
                       location=location)
+
+
+# libyaml's parser when PyYAML was built with it (its wheels are).
+SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_YAML_INT = "tag:yaml.org,2002:int"
+
+
+def load_yaml(text: str, source: str | Path, *, loader: type[yaml.SafeLoader] = SafeLoader
+              ) -> tuple[yaml.Node | None, Any]:
+    """``(node, data)`` of the single YAML document in ``text``: the parsed node tree (for
+    lines) and the values built from it by ``loader`` (a :class:`yaml.SafeLoader`), ``(None,
+    None)`` for an empty document.
+
+    Raises :class:`InputError` naming ``source`` and the line when the document nests more
+    than :data:`MAX_DEPTH` deep, holds an integer of more than :data:`MAX_INTEGER_DIGITS`
+    digits, or expands through aliases to more than :data:`MAX_YAML_VALUES` values, before
+    any value is built; :class:`yaml.YAMLError` for text that is not YAML, as PyYAML does."""
+    instance = loader(text)
+    try:
+        node = instance.get_single_node()
+        if node is None:
+            return None, None
+        check_yaml_limits(node, source)
+        return node, instance.construct_document(node)
+    finally:
+        instance.dispose()
+
+
+def check_yaml_limits(root: yaml.Node, source: str | Path) -> None:
+    """The limits of :func:`load_yaml` on a parsed YAML node tree. Each node is visited once
+    (an alias is the node it names), so a document of anchors costs its size, not what it
+    stands for."""
+    height: dict[int, int] = {}  # levels of collections from a node down
+    values: dict[int, int] = {}  # values it stands for, aliases expanded
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in height:
+            continue
+        kids = _children(node)
+        if not children_done:
+            stack.append((node, True))
+            stack.extend((kid, False) for kid in kids if id(kid) not in height)
+            continue
+        if (isinstance(node, yaml.ScalarNode) and node.tag == _YAML_INT
+                and sum(c.isdigit() for c in node.value) > MAX_INTEGER_DIGITS):
+            raise _yaml_error(node, source, f"an integer of {len(node.value)} digits (at most "
+                              f"{MAX_INTEGER_DIGITS})")
+        # Levels of collections, as JSON counts them: a scalar adds none.
+        height[key] = (0 if isinstance(node, yaml.ScalarNode)
+                       else 1 + max((height[id(k)] for k in kids), default=0))
+        values[key] = 1 + sum(values[id(k)] for k in kids)
+        if values[key] > MAX_YAML_VALUES:
+            raise _yaml_error(node, source, f"a YAML document that stands for more than "
+                              f"{MAX_YAML_VALUES:,} values once its aliases are expanded")
+    if height[id(root)] > MAX_DEPTH:
+        raise _yaml_error(_deepest(root, height), source,
+                          f"YAML nested more than {MAX_DEPTH} levels deep")
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _deepest(root: yaml.Node, height: dict[int, int]) -> yaml.Node:
+    """The node :data:`MAX_DEPTH` + 1 levels down the deepest path from ``root``."""
+    node = root
+    for _ in range(MAX_DEPTH):
+        node = max(_children(node), key=lambda kid: height[id(kid)])
+    return node
+
+
+def _yaml_error(node: yaml.Node, source: str | Path, limit: str) -> InputError:
+    return InputError(source, None, f"{limit}; refused before reading its values",
+                      location=node.start_mark.line + 1)
 
 
 def is_number(value: Any) -> bool:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.errors import InputError, InputErrors, field_path
 from harness.files import read_text
+from harness.json_values import SafeLoader, load_yaml
 from harness.scenarios.formats import format_for, registered_suffixes
 from harness.scenarios.schema import Scenario
 from harness.scenarios.selectors import (
@@ -39,12 +40,7 @@ from harness.scenarios.validation import FieldPath, Problem, scenario_problems
 SCENARIO_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
 
 
-# libyaml's parser when PyYAML was built with it (its wheels are): the same documents, nodes
-# and marks, parsed several times faster than by the pure-Python one.
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _ScenarioLoader(_SafeLoader):  # type: ignore[misc, valid-type]
+class _ScenarioLoader(SafeLoader):  # type: ignore[misc, valid-type]
     """SafeLoader without YAML 1.1's yes/no/on/off booleans and without timestamps."""
 
 
@@ -216,7 +212,9 @@ def read_scenario_file(
     except InputError as err:
         return [], [err]
     try:
-        node, data = _parse_yaml(text)
+        node, data = _parse_yaml(text, path)
+    except InputError as err:  # a limit of harness.json_values passed
+        return [], [err]
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -432,14 +430,8 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 # --- YAML nodes: lines and duplicate keys --------------------------------------------------
 
 
-def _parse_yaml(text: str) -> tuple[yaml.Node | None, Any]:
-    loader = _ScenarioLoader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    finally:
-        loader.dispose()
-    return node, data
+def _parse_yaml(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
+    return load_yaml(text, path, loader=_ScenarioLoader)
 
 
 class _LineFinder:
