@@ -7,6 +7,7 @@ themselves (harness.json_values) are tested here too."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,67 @@ def test_the_pytest_plugin_reports_a_nested_eval_set_as_one_collection_error(
     done.assert_outcomes(errors=1)  # a collection error stops the session, as for any file
     done.stdout.fnmatch_lines(["*d.evalset.json:*: JSON nested more than 100 levels deep*"])
     assert "RecursionError" not in done.stdout.str()
+
+
+# --- test_config.json and eval sets that cannot be read, and a second export ---------------
+
+ADK = Path(__file__).resolve().parent / "data" / "adk"
+
+
+def _dice(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    evalset = folder / "dice.evalset.json"
+    shutil.copy(ADK / "dice" / "dice.evalset.json", evalset)
+    return evalset
+
+
+@pytest.mark.parametrize("kind", ["directory", "loop", "nowhere"])
+@pytest.mark.parametrize("command", ["validate", "run", "import"])
+def test_a_test_config_json_that_cannot_be_read_is_named_not_ignored(
+        kind: str, command: str, tmp_path: Path) -> None:
+    evalset = _dice(tmp_path / "set")
+    config = evalset.parent / "test_config.json"
+    if kind == "directory":
+        config.mkdir()
+    else:
+        config.symlink_to(config.name if kind == "loop" else "missing.json")
+    args = {"validate": ["validate", evalset],
+            "run": ["run", evalset, "--offline", "--epochs", "1", "--out", tmp_path / "r"],
+            "import": ["import", "adk", evalset, "--out", tmp_path / "yaml"]}[command]
+    done = run_cli(*args)
+    assert done.returncode == 2
+    [said] = [x for x in (done.stdout + done.stderr).splitlines() if "test_config.json" in x]
+    assert ("is a directory" if kind == "directory" else "loops or leads nowhere") in said
+    assert not (tmp_path / "r" / "summary.json").exists()
+
+
+def test_links_named_like_eval_sets_that_lead_nowhere_are_named_in_a_folder(
+        tmp_path: Path) -> None:
+    evalset = _dice(tmp_path / "set")
+    (evalset.parent / "loop.evalset.json").symlink_to("loop.evalset.json")
+    (evalset.parent / "gone.evalset.json").symlink_to("gone.json")
+    done = run_cli("validate", evalset.parent)
+    assert done.returncode == 2
+    for name in ("loop.evalset.json", "gone.evalset.json"):
+        assert f"{name}: a symbolic link that loops or leads nowhere" in done.stderr
+
+
+def test_a_second_export_into_a_folder_keeps_the_first_ones_criteria(tmp_path: Path) -> None:
+    yaml_dir = tmp_path / "yaml"
+    assert run_cli("import", "adk", ADK / "travel" / "travel.evalset.json",
+                   ADK / "dice" / "dice.evalset.json", "--out", yaml_dir).returncode == 0
+    out = tmp_path / "adk"
+    first = run_cli("export", "adk", yaml_dir / "travel.yaml", "--out",
+                    out / "travel.evalset.json")
+    assert first.returncode == 0, first.stderr
+    config = (out / "test_config.json").read_text(encoding="utf-8")
+    assert "safety_v1" in config
+    again = run_cli("export", "adk", yaml_dir / "travel.yaml", "--out",
+                    out / "travel.evalset.json")
+    assert again.returncode == 0, again.stderr  # the same criteria: written again
+    second = run_cli("export", "adk", yaml_dir / "dice.yaml", "--out", out / "dice.evalset.json")
+    assert second.returncode == 2
+    assert "test_config.json: holds other criteria, and ADK applies it to every eval set in " \
+           "the folder (travel.evalset.json); export into another folder" in second.stderr
+    assert (out / "test_config.json").read_text(encoding="utf-8") == config
+    assert not (out / "dice.evalset.json").exists()

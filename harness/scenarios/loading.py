@@ -183,8 +183,14 @@ def discover_files(paths: Iterable[str | Path]) -> tuple[list[Selection], list[I
             continue
         path = selection.path
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if is_scenario_file(p) and p.is_file())
-            if not found:
+            named = sorted(p for p in path.rglob("*") if is_scenario_file(p))
+            found = [p for p in named if p.is_file()]
+            # A link that loops or leads nowhere is named, not skipped in silence.
+            broken = [InputError(p, None, "a symbolic link that loops or leads nowhere; "
+                                 "expected a scenario file") for p in named
+                      if p.is_symlink() and not p.exists()]
+            errors.extend(broken)
+            if not found and not broken:
                 errors.append(InputError(path, None, f"no scenario files "
                                          f"({_scenario_file_patterns()}) in this directory"))
             selections.extend(Selection(p) for p in found)
