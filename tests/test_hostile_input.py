@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,32 @@ def test_a_second_export_into_a_folder_keeps_the_first_ones_criteria(tmp_path: P
            "the folder (travel.evalset.json); export into another folder" in second.stderr
     assert (out / "test_config.json").read_text(encoding="utf-8") == config
     assert not (out / "dice.evalset.json").exists()
+
+
+# --- Vertex cells ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("column", ["prompt", "response", "reference"])
+def test_a_vertex_jsonl_cell_over_the_csv_limit_is_refused_before_scoring(
+        column: str, tmp_path: Path) -> None:
+    row = {"predicted_trajectory": [], "reference_trajectory": [], "response": "ok",
+           "reference": "ok"}
+    data = tmp_path / "v.jsonl"
+    data.write_text(json.dumps(row) + "\n" + json.dumps({**row, column: "word " * 2_000_000})
+                    + "\n", encoding="utf-8")
+    started = time.perf_counter()
+    done = run_cli("score-transcripts", data)
+    assert time.perf_counter() - started < 30  # two such cells were scored for minutes
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"error: {data}:2: {column}: a cell of at most 131,072 characters, as a CSV cell "
+        "(this one has 10,000,000); refused before scoring")
+
+
+def test_a_vertex_cell_at_the_limit_is_scored(tmp_path: Path) -> None:
+    row = {"predicted_trajectory": [], "reference_trajectory": [],
+           "response": ("word " * 30_000)[:131_072], "reference": "word word"}
+    data = tmp_path / "v.jsonl"
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    done = run_cli("score-transcripts", data, "--json")
+    assert done.returncode == 0, done.stderr
