@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 from harness.errors import InputError
 from harness.json_values import (
@@ -25,6 +26,7 @@ from harness.json_values import (
 )
 from tests.helpers.cli import run_cli
 from tests.helpers.hostile import HOSTILE_FILES, NESTED, PAYLOADS, HostileFile
+from tests.helpers.http_agents import Seen, fake_agent, run_args, samples, scenario, write_suite
 
 pytest_plugins = ("pytester",)
 
@@ -214,3 +216,26 @@ def test_a_vertex_cell_at_the_limit_is_scored(tmp_path: Path) -> None:
     data.write_text(json.dumps(row) + "\n", encoding="utf-8")
     done = run_cli("score-transcripts", data, "--json")
     assert done.returncode == 0, done.stderr
+
+
+# --- an HTTP agent's reply -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("payload", sorted(PAYLOADS))
+def test_an_http_agents_reply_past_a_limit_is_a_bad_reply_not_an_internal_error(
+        payload: str, tmp_path: Path) -> None:
+    async def hostile(seen: Seen) -> web.StreamResponse:
+        return web.Response(text='{"reply": "hi", "x": ' + PAYLOADS[payload] + "}",
+                            content_type="application/json")
+
+    agent = {"url": "${env:BASE}/chat", "protocol": "json",
+             "request": {"m": "${messages}"}, "reply_path": "reply"}
+    suite = write_suite(tmp_path, [scenario("hostile", agent)])
+    with fake_agent(hostile) as server:
+        done = run_cli(*run_args(suite, tmp_path / "run"), env={"BASE": server.url})
+    assert done.returncode == 4, done.stderr  # nothing scored
+    [sample] = samples(tmp_path / "run").values()
+    error = sample["transcript"]["error"]
+    assert error["kind"] == "agent_bad_reply", error
+    assert ("nested more than 100 levels" if payload == "nested" else "digits") in (
+        error["message"])
