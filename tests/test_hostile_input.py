@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
 from harness.errors import InputError
+from harness.formats import load_scenarios
 from harness.json_values import (
     MAX_DEPTH,
     MAX_INTEGER_DIGITS,
@@ -24,11 +26,14 @@ from harness.json_values import (
     load_json,
     load_yaml,
 )
+from harness.safe_text import BIDI_CONTROLS
+from tests.helpers.browser import OpenedPage
 from tests.helpers.cli import run_cli
 from tests.helpers.hostile import HOSTILE_FILES, NESTED, PAYLOADS, HostileFile
 from tests.helpers.http_agents import Seen, fake_agent, run_args, samples, scenario, write_suite
 
 pytest_plugins = ("pytester",)
+Opener = Callable[..., OpenedPage]
 
 
 def _nested(depth: int) -> str:
@@ -239,3 +244,43 @@ def test_an_http_agents_reply_past_a_limit_is_a_bad_reply_not_an_internal_error(
     assert error["kind"] == "agent_bad_reply", error
     assert ("nested more than 100 levels" if payload == "nested" else "digits") in (
         error["message"])
+
+
+# --- bidirectional controls in outside text ------------------------------------------------
+
+BIDI_TEXT = "pay \u202eredro\u202c now \u2066x\u2069"
+
+
+def test_imported_yaml_keeps_bidirectional_controls_as_escapes_that_read_back(
+        tmp_path: Path) -> None:
+    data = json.loads((ADK / "travel" / "travel.evalset.json").read_text(encoding="utf-8"))
+    data["eval_cases"][0]["conversation_scenario"]["starting_prompt"] = BIDI_TEXT
+    evalset = tmp_path / "travel.evalset.json"
+    evalset.write_text(json.dumps(data), encoding="utf-8")
+    assert run_cli("import", "adk", evalset, "--out", tmp_path / "yaml").returncode == 0
+    text = (tmp_path / "yaml" / "travel.yaml").read_text(encoding="utf-8")
+    assert not BIDI_CONTROLS.intersection(text)
+    assert 'opening_message: "pay \\u202eredro\\u202c now \\u2066x\\u2069"' in text
+    [first, _] = load_scenarios([tmp_path / "yaml" / "travel.yaml"])
+    assert first.user.opening_message == BIDI_TEXT
+
+
+def test_the_html_report_shows_bidirectional_controls_as_escapes(
+        tmp_path: Path, open_report: Opener) -> None:
+    suite = tmp_path / "s.yaml"
+    suite.write_text(f"- id: bidi\n  user: {{goal: g, script: [{json.dumps(BIDI_TEXT)}]}}\n"
+                     "  agent: {model: 'mock:echo'}\n"
+                     "  expectations: {required_phrases: [pay]}\n", encoding="utf-8")
+    done = run_cli("run", suite, "--epochs", "1", "--out", tmp_path / "run")
+    assert done.returncode == 0, done.stderr
+    page_file = tmp_path / "run" / "report.html"
+    assert not BIDI_CONTROLS.intersection(page_file.read_text(encoding="utf-8"))
+    opened = open_report(page_file)
+    page = opened.page
+    page.locator('#sample-table tr[data-scenario="bidi"]').first.locator("a").click()
+    drill = page.locator("#drill")
+    drill.wait_for(state="visible")
+    shown = drill.inner_text()
+    assert "pay \\u202eredro\\u202c now \\u2066x\\u2069" in shown
+    assert not BIDI_CONTROLS.intersection(shown)
+    opened.screenshot(tmp_path / "bidi.png")
