@@ -166,6 +166,10 @@ HOSTILE_FILES: dict[str, HostileFile] = {
         {"s.jsonl": '{"scenario_id": "a", "epoch": 0, "score": 1}\n'
                     '{"scenario_id": "a", "epoch": 1, "score": "@HOLE@"}\n'},
         "s.jsonl", ("stats", "{dir}/s.jsonl")),
+    "calibrate on judgments (JSONL)": HostileFile(
+        {"j.jsonl": '{"item_id": "a", "human": 1, "judge": 1}\n'
+                    '{"item_id": "b", "human": "@HOLE@", "judge": 1}\n'},
+        "j.jsonl", ("calibrate", "--judgments", "{dir}/j.jsonl")),
     "report of a summary.json": HostileFile(
         {"summary.json": '{\n "schema_version": "@HOLE@"\n}\n'}, "summary.json",
         ("report", "{dir}")),
