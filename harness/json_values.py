@@ -1,12 +1,17 @@
 """JSON values: read with limits (from JSON or YAML), and compared as JSON.
 
-Reading: every JSON text the harness reads (eval sets, ``test_config.json``, Vertex and
-transcript JSONL, sample scores, an HTTP agent's reply, a model's tool arguments, its own
-stores) goes through :func:`load_json` (or :func:`check_json_limits` before a pydantic or
-orjson parse), which refuses, before parsing, a text nested deeper than :data:`MAX_DEPTH`
-or holding an integer of more than :data:`MAX_INTEGER_DIGITS` digits: Python's parser meets
-the first with a ``RecursionError`` and the second with a ``ValueError``, and a value nested
-almost as deep as Python's recursion limit breaks whatever walks it next. YAML files
+Reading: every JSON text the harness parses with Python's parser (eval sets,
+``test_config.json``, Vertex and transcript JSONL, sample scores, an HTTP agent's reply, a
+model's tool arguments, its own stores) goes through :func:`load_json`, which refuses, before
+parsing, a text nested deeper than :data:`MAX_DEPTH` or holding a number of more than
+:data:`MAX_INTEGER_DIGITS` digits: Python's parser meets the first with a ``RecursionError``
+and the second with a ``ValueError``, and a value nested almost as deep as Python's
+recursion limit breaks whatever walks it next. pydantic's own JSON parser
+(``model_validate_json``, used for stored samples and the workers' messages) bounds itself
+(254 levels; a number past 4,300 digits is "out of range") with a ``ValidationError``, and
+orjson (the fast path of ``harness stats``) stops at 1,024 levels and 64-bit integers, a line
+it refuses going to :func:`load_json`; neither needs the check, which costs more than their
+parse. YAML files
 (scenarios, models, rubrics) are read by :func:`load_yaml`, which applies the same two limits
 to the parsed document before its values are built, and a third, on what aliases expand to
 (:data:`MAX_YAML_VALUES`: a few lines of anchors can stand for billions of values). The
@@ -42,13 +47,15 @@ MAX_INTEGER_DIGITS = 4300
 # Values a YAML document may stand for once its aliases are expanded.
 MAX_YAML_VALUES = 1_000_000
 
-# A JSON string (a run of anything but quote and backslash, or an escape); what is not a
-# bracket; a run of digits too long for Python's int; and the tokens the limits look at.
+# A JSON string, and the tokens the limits look at (for the slow scan that says where).
 _STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
-_STRINGS = re.compile(_STRING)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_LONG_NUMBER = re.compile(rf"\d{{{MAX_INTEGER_DIGITS + 1}}}")
 _TOKENS = re.compile(rf"{_STRING}|[\[\]{{}}]|\d{{{MAX_INTEGER_DIGITS + 1},}}")
+# What is not a bracket or a quote (deleted), and a string once its escapes are gone.
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
+_BARE_STRING = re.compile(rb'"[^"]*"')
+# Every digit made "0", a long run of digits is one fast substring search.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"0" * 9)
+_LONG_RUN = b"0" * (MAX_INTEGER_DIGITS + 1)
 
 
 def load_json(text: str | bytes, source: str | Path, *, location: int | str | None = None,
@@ -71,12 +78,13 @@ def check_json_limits(text: str | bytes, source: str | Path, *,
     :data:`MAX_INTEGER_DIGITS` digits in a row; return otherwise. For a parser other than
     :func:`load_json` (pydantic's, orjson). Costs a few passes of regular expressions, most
     of them skipped for a text with few brackets and no long numbers."""
+    raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    too_deep = (raw.count(b"[") + raw.count(b"{") > max_depth
+                and _depth(_structure(raw)) > max_depth)
+    if not too_deep and _LONG_RUN not in raw.translate(_DIGITS_AS_ZERO):
+        return
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
-    too_deep = (text.count("[") + text.count("{") > max_depth
-                and _depth(_NOT_BRACKET.sub("", _STRINGS.sub("", text))) > max_depth)
-    if not too_deep and _LONG_NUMBER.search(text) is None:
-        return
     depth = 0
     for match in _TOKENS.finditer(text):  # the slow scan, only to say where
         token = match.group()
@@ -93,9 +101,20 @@ def check_json_limits(text: str | bytes, source: str | Path, *,
                                f"{MAX_INTEGER_DIGITS})")
 
 
-def _depth(brackets: str) -> int:
+def _structure(raw: bytes) -> bytes:
+    """The brackets of ``raw`` (JSON as bytes) that are outside strings, in order: escaped
+    backslashes and quotes dropped, then all but brackets and quotes, then every pair of
+    adjacent quotes (an empty string, or the end of one string and the start of the next:
+    either way each bracket keeps the parity of the quotes before it), then the strings
+    left. Each step is one pass in C, where a regular expression over every string of a large
+    text took longer than parsing it."""
+    raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return _BARE_STRING.sub(b"", raw.translate(None, _NOT_STRUCTURE).replace(b'""', b""))
+
+
+def _depth(brackets: bytes) -> int:
     """The deepest nesting of a string of brackets alone."""
-    return max(itertools.accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
+    return max(itertools.accumulate(1 if c in b"[{" else -1 for c in brackets), default=0)
 
 
 def _limit_error(text: str, at: int, source: str | Path, location: int | str | None,

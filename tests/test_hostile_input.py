@@ -7,6 +7,8 @@ themselves (harness.json_values) are tested here too."""
 from __future__ import annotations
 
 import json
+import random
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -22,6 +24,7 @@ from harness.json_values import (
     MAX_INTEGER_DIGITS,
     MAX_YAML_VALUES,
     STORED_DEPTH,
+    _structure,
     check_json_limits,
     load_json,
     load_yaml,
@@ -284,3 +287,24 @@ def test_the_html_report_shows_bidirectional_controls_as_escapes(
     assert "pay \\u202eredro\\u202c now \\u2066x\\u2069" in shown
     assert not BIDI_CONTROLS.intersection(shown)
     opened.screenshot(tmp_path / "bidi.png")
+
+
+def test_the_quick_measure_of_nesting_agrees_with_a_scan_token_by_token() -> None:
+    # strings full of brackets, quotes and backslashes, nested at random: the fast path
+    # (harness.json_values._structure) must find exactly the brackets outside strings
+    rng = random.Random(31)
+    pieces = ['a"b', "\\", "[", "]", "{}", 'x\\"y', '\\\\"', '"', "é[", "\\n]", ""]
+
+    def value(depth: int) -> object:
+        roll = rng.random()
+        if depth > 6 or roll < 0.3:
+            return rng.choice(pieces)
+        if roll < 0.6:
+            return [value(depth + 1) for _ in range(rng.randint(0, 3))]
+        return {rng.choice(pieces): value(depth + 1) for _ in range(rng.randint(0, 3))}
+
+    for _ in range(2000):
+        text = json.dumps(value(0), ensure_ascii=rng.random() < 0.5)
+        outside = re.sub(r'"(?:[^"\\]|\\.)*"', "", text)
+        expected = "".join(c for c in outside if c in "[]{}").encode()
+        assert _structure(text.encode("utf-8")) == expected, text

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
-from harness.json_values import STORED_DEPTH, check_json_limits, load_json
+from harness.json_values import STORED_DEPTH, load_json
 from harness.judging.grounding import SentenceVerdict, quoted_in, squash
 from harness.judging.rubric import Criterion, Rubric, RubricTarget
 from harness.models.types import OutsideText
@@ -72,7 +72,6 @@ def _criterion_model(rubric: Rubric, index: int, criterion: Criterion) -> type[B
 
 @lru_cache(maxsize=256)
 def _response_model_for(rubric_json: str) -> type[BaseModel]:
-    check_json_limits(rubric_json, "a rubric", max_depth=STORED_DEPTH)
     rubric = Rubric.model_validate_json(rubric_json)
     # Field names are the criterion ids themselves (the rubric schema rejects ids that would
     # shadow pydantic's own attributes), so a reply dumped and re-validated anywhere, e.g.
