@@ -30,11 +30,12 @@ import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError
+
+if TYPE_CHECKING:  # PyYAML is imported when a YAML file is read, not by `harness --help`
+    import yaml
 
 # Outside JSON nested deeper than this is refused. Real eval sets, datasets and tool
 # arguments stay within a dozen levels; the harness wraps an outside value in at most about
@@ -75,9 +76,9 @@ def check_json_limits(text: str | bytes, source: str | Path, *,
     """Raise :class:`InputError` naming ``source``, the line (``location`` when given, else
     the line in ``text``), the column and the limit when ``text`` nests arrays and objects
     more than ``max_depth`` deep or holds a number with more than
-    :data:`MAX_INTEGER_DIGITS` digits in a row; return otherwise. For a parser other than
-    :func:`load_json` (pydantic's, orjson). Costs a few passes of regular expressions, most
-    of them skipped for a text with few brackets and no long numbers."""
+    :data:`MAX_INTEGER_DIGITS` digits in a row; return otherwise. Costs a few passes over
+    the bytes in C (a fraction of the parse), the nesting measured only when the text has
+    more brackets than ``max_depth``; the token-by-token scan runs only to say where."""
     raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     too_deep = (raw.count(b"[") + raw.count(b"{") > max_depth
                 and _depth(_structure(raw)) > max_depth)
@@ -126,12 +127,10 @@ def _limit_error(text: str, at: int, source: str | Path, location: int | str | N
                       location=location)
 
 
-# libyaml's parser when PyYAML was built with it (its wheels are).
-SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _YAML_INT = "tag:yaml.org,2002:int"
 
 
-def load_yaml(text: str, source: str | Path, *, loader: type[yaml.SafeLoader] = SafeLoader
+def load_yaml(text: str, source: str | Path, *, loader: type[yaml.SafeLoader] | None = None
               ) -> tuple[yaml.Node | None, Any]:
     """``(node, data)`` of the single YAML document in ``text``: the parsed node tree (for
     lines) and the values built from it by ``loader`` (a :class:`yaml.SafeLoader`), ``(None,
@@ -140,7 +139,13 @@ def load_yaml(text: str, source: str | Path, *, loader: type[yaml.SafeLoader] = 
     Raises :class:`InputError` naming ``source`` and the line when the document nests more
     than :data:`MAX_DEPTH` deep, holds an integer of more than :data:`MAX_INTEGER_DIGITS`
     digits, or expands through aliases to more than :data:`MAX_YAML_VALUES` values, before
-    any value is built; :class:`yaml.YAMLError` for text that is not YAML, as PyYAML does."""
+    any value is built; :class:`yaml.YAMLError` for text that is not YAML, as PyYAML does.
+    ``loader`` defaults to libyaml's safe loader when PyYAML was built with it (its wheels
+    are), else PyYAML's."""
+    import yaml
+
+    if loader is None:
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     instance = loader(text)
     try:
         node = instance.get_single_node()
@@ -156,6 +161,8 @@ def check_yaml_limits(root: yaml.Node, source: str | Path) -> None:
     """The limits of :func:`load_yaml` on a parsed YAML node tree. Each node is visited once
     (an alias is the node it names), so a document of anchors costs its size, not what it
     stands for."""
+    import yaml
+
     height: dict[int, int] = {}  # levels of collections from a node down
     values: dict[int, int] = {}  # values it stands for, aliases expanded
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
@@ -186,6 +193,8 @@ def check_yaml_limits(root: yaml.Node, source: str | Path) -> None:
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
+    import yaml
+
     if isinstance(node, yaml.MappingNode):
         return [part for pair in node.value for part in pair]
     if isinstance(node, yaml.SequenceNode):
