@@ -18,6 +18,7 @@ item runs its own scenario (one run directory per item).
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from harness.testing.server import LoopbackServer
 
 TREE_SUFFIXES = (".scenario.yaml", ".scenario.yml")
+MAX_EPOCHS = 10_000  # RunConfig.epochs' bound, kept equal by a test (this module imports
+# only pytest until it is used)
 _RUN_KEY = pytest.StashKey["RunResult | BaseException"]()
 
 
@@ -38,7 +41,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "agent-eval-harness scenarios as test items")
     group.addoption("--harness-scenarios", action="append", default=[], metavar="PATH",
                     help="collect every scenario file under PATH (repeatable)")
-    group.addoption("--harness-epochs", type=int, default=5, metavar="K",
+    group.addoption("--harness-epochs", type=_epochs, default=5, metavar="K",
                     help="samples per scenario (default 5)")
     group.addoption("--harness-agent", metavar="MODEL", help="the agent model, for every "
                     "scenario")
@@ -55,6 +58,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the run directory (default: one under pytest's temporary folder)")
     parser.addini("harness_collect", type="bool", default=False,
                   help="collect *.scenario.yaml files in the test tree as harness items")
+
+
+def _epochs(text: str) -> int:
+    """``--harness-epochs``: a whole number a run accepts, refused as a usage error (as
+    ``abc`` is) rather than by the run's configuration on every item."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_EPOCHS:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of epochs from 1 to {MAX_EPOCHS}, got {text!r}")
+    return value
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -124,7 +140,8 @@ class ScenarioCollection:
         selections = merge_selections(Selection(i.path, (i.scenario_id,)) for i in items)
         opt = self.config.getoption
         return run_config(
-            [f"{s.path}:{','.join(s.ids or ())}" for s in selections],
+            # One selector per id, so an id holding "," or ":" is never split.
+            [f"{s.path}:{one}" for s in selections for one in s.ids or ()],
             agent=opt("harness_agent"), simulator=opt("harness_simulator"),
             judge=opt("harness_judge"), offline=opt("harness_offline"),
             epochs=opt("harness_epochs"),

@@ -5,7 +5,9 @@ servers are data. Printed raw, an escape sequence in them acts on the user's ter
 (``\\x1b]2;…\\x1b\\\\`` sets the window title, ``\\x1b[2J`` clears the screen, ``\\x9b`` is the
 8-bit form of ``\\x1b[``), a bidirectional override reorders what is shown ("Trojan Source"),
 and ``[red]`` is read as rich markup. Every such string goes through :func:`terminal_text`
-before it reaches a console, and the consoles come from :func:`terminal_console`. Log
+before it reaches a console, and the consoles come from :func:`terminal_console`. Where
+outside text is written for a browser or an editor (the HTML reports, imported YAML), the
+bidirectional controls are shown as their escapes too (:func:`visible_bidi`). Log
 records that would otherwise reach the terminal raw (Python's handler of last resort prints
 them as they are; instructor logs a failed call with the server's error text) go through
 :class:`TerminalLogHandler`.
@@ -29,6 +31,19 @@ _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 # Persian and Indic words.
 _JOINERS = frozenset({"\u200c", "\u200d"})
 _NOT_PRINTABLE_ASCII = re.compile(r"[^\x20-\x7e]")
+# The bidirectional embeddings, overrides, isolates and marks: each reorders the text shown
+# around it ("Trojan Source"), in a browser and an editor as in a terminal.
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+                          "\u200e\u200f\u061c")
+_BIDI_ESCAPES = str.maketrans({c: f"\\u{ord(c):04x}" for c in BIDI_CONTROLS})
+
+
+def visible_bidi(text: str) -> str:
+    """``text`` with each bidirectional control (:data:`BIDI_CONTROLS`) shown as its escape
+    (U+202E as the six characters ``\\u202e``) and nothing else changed: for outside text
+    on a web page, where newlines and any script are kept, or in a YAML double-quoted
+    scalar, where the escape reads back as the character."""
+    return text.translate(_BIDI_ESCAPES)
 
 
 def terminal_text(value: object) -> str:

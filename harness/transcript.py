@@ -4,12 +4,13 @@ the conversation stopped, and any error. Pydantic, so it round-trips through JSO
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.errors import InputError
+from harness.json_values import load_json
 from harness.models.formats import from_anthropic_messages, from_openai_messages
 from harness.models.types import (
     ChatResponse,
@@ -211,8 +212,8 @@ def _records_from_messages(messages: list[Message]) -> list[ToolCallRecord]:
                 result: Any = None
                 if result_msg is not None:
                     try:
-                        result = json.loads(result_msg.content)
-                    except ValueError:
+                        result = load_json(result_msg.content, "a tool result")
+                    except (ValueError, InputError):
                         result = result_msg.content
                 records.append(
                     ToolCallRecord(

@@ -305,3 +305,41 @@ def test_harness_hub_points_evaluate_at_the_server(
     result = evaluate(tmp_path / "s.yaml", out=tmp_path / "run", epochs=1, cache_mode="off")
     assert harness_loopback.request_count == 1
     assert_passes(result)
+
+
+def test_an_eval_id_holding_a_colon_breaks_no_item_of_the_session(
+        project: pytest.Pytester) -> None:
+    data = json.loads((ADK_DICE / "dice.evalset.json").read_text(encoding="utf-8"))
+    data["evalCases"][0]["evalId"] = "greeting:v2"
+    data["evalCases"][1]["evalId"] = "a,b"
+    (project.path / "evals" / "dice.evalset.json").write_text(json.dumps(data),
+                                                                encoding="utf-8")
+    done = project.runpytest("--harness-scenarios", "evals", "--harness-epochs", "1",
+                             "--harness-offline", "-p", "no:cacheprovider")
+    reports = done.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+    ran = [r.nodeid for r in reports if r.when == "call"]
+    assert len([x for x in ran if "dice.evalset.json" in x]) == 3
+    assert any(x.endswith("::greeting:v2") for x in ran)
+    assert "no such file" not in done.stdout.str()
+    for message in _failure_messages(done):  # the offline agent may fail a check; no more
+        assert "dice.evalset.json:" not in message
+
+
+@pytest.mark.parametrize("epochs", ["0", "-3", "abc", "10001"])
+def test_a_bad_epoch_count_is_a_usage_error(project: pytest.Pytester, epochs: str) -> None:
+    done = project.runpytest("--harness-scenarios", "evals", f"--harness-epochs={epochs}")
+    assert done.ret == pytest.ExitCode.USAGE_ERROR
+    done.stderr.fnmatch_lines([f"*--harness-epochs: expected a whole number of epochs from 1 "
+                               f"to 10000, got '{epochs}'"])
+    assert "ValidationError" not in done.stderr.str() + done.stdout.str()
+
+
+def test_the_plugins_epoch_bound_is_the_runs() -> None:
+    from pydantic import ValidationError
+
+    from harness.pytest_plugin import MAX_EPOCHS
+    from harness.testing.evaluation import run_config
+
+    assert run_config("x.yaml", epochs=MAX_EPOCHS).design.epochs == MAX_EPOCHS
+    with pytest.raises(ValidationError):
+        run_config("x.yaml", epochs=MAX_EPOCHS + 1)

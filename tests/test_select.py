@@ -130,3 +130,45 @@ def test_ids_of_one_file_named_twice_are_joined_once_each() -> None:
              f"{weather}:weather-current-paris"]
     assert [s.id for s in load_scenarios(paths)] == ["weather-current-paris",
                                                      "weather-forecast-tokyo"]
+
+
+# --- ids holding the selector's own characters (issue 31) ----------------------------------
+
+COLON_IDS = """\
+- id: "greeting:v2"
+  user: {goal: g, script: [hi]}
+  agent: {model: "mock:echo"}
+- id: "greeting"
+  user: {goal: g, script: [hi]}
+  agent: {model: "mock:echo"}
+"""
+
+
+@pytest.mark.parametrize(("selector", "ids"), [
+    ("greeting:v2", ["greeting:v2"]),  # the path ends at the longest part that exists
+    ("greeting", ["greeting"]),
+    ("greeting,greeting:v2", ["greeting:v2", "greeting"]),
+])
+def test_ids_holding_colons_are_selectable(selector: str, ids: list[str],
+                                                      tmp_path: Path) -> None:
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(COLON_IDS, encoding="utf-8")
+    assert [s.id for s in load_scenarios([f"{suite}:{selector}"])] == ids
+
+
+def test_a_missing_file_with_a_colon_id_is_named_whole(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="nofile.yaml: file not found|nofile.yaml: no such"):
+        load_scenarios([f"{tmp_path}/nofile.yaml:greeting:v2"])
+
+
+@pytest.mark.parametrize("eval_id", ["greeting:v2", "a,b"])  # no id "a": "a,b" is one id
+def test_run_selects_an_adk_eval_id_holding_a_colon_or_a_comma(eval_id: str,
+                                                                tmp_path: Path) -> None:
+    data = json.loads((ROOT / "tests/data/adk/dice/dice.evalset.json").read_text("utf-8"))
+    data["evalCases"][0]["evalId"] = eval_id
+    evalset = tmp_path / "dice.evalset.json"
+    evalset.write_text(json.dumps(data), encoding="utf-8")
+    done = run_cli("run", f"{evalset}:{eval_id}", "--offline", "--epochs", "1", "--out",
+                   tmp_path / "r", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["counts"]["scenarios_loaded"] == 1

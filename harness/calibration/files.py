@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.errors import InputError
 from harness.files import read_text
+from harness.json_values import load_json
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -56,7 +57,7 @@ def _jsonl(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = load_json(line, path, location=number)
         except json.JSONDecodeError as err:
             raise InputError(path, None, f"invalid JSON ({err.msg})", location=number) from err
         if not isinstance(record, dict):

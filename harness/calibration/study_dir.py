@@ -38,6 +38,7 @@ from harness.calibration.study_records import (
 )
 from harness.errors import InputError
 from harness.files import make_directory, read_text, write_text_atomic
+from harness.json_values import STORED_DEPTH, load_json
 
 JUDGMENTS_FILE = "judgments.jsonl"
 STUDY_FILE = "study.json"
@@ -131,7 +132,8 @@ class StudyDirectory:
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
+                data = load_json(line, self.judgments, location=number,
+                                 max_depth=STORED_DEPTH)
             except ValueError:
                 if number == len(lines) and not text.endswith("\n"):
                     continue  # cut off by a kill mid-write: that unit is judged again
@@ -147,7 +149,8 @@ class StudyDirectory:
     @staticmethod
     def _check_settings(study: Path, settings: list[StudySettings]) -> None:
         try:
-            raw = json.loads(read_text(study, "a study file (JSON)"))["settings"]
+            raw = load_json(read_text(study, "a study file (JSON)"), study,
+                            max_depth=STORED_DEPTH)["settings"]
             stored = [StudySettings.model_validate(one)
                       for one in (raw if isinstance(raw, list) else [raw])]
         except (ValueError, KeyError, TypeError, ValidationError) as err:

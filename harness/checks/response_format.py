@@ -25,6 +25,8 @@ import jsonschema
 
 from harness.checks.args import CheckConfigError
 from harness.checks.result import CheckResult, Finding
+from harness.errors import InputError
+from harness.json_values import load_json
 
 _FENCE = re.compile(r"\A```(?:json)?[ \t]*\n(?P<body>.*)\n```\Z", re.DOTALL | re.IGNORECASE)
 
@@ -76,8 +78,8 @@ def json_schema_check(schema: dict[str, Any], response: str) -> CheckResult:
         text = fence.group("body")
     details: dict[str, Any] = {"fenced": fence is not None}
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
+        value = load_json(text, "the final answer")
+    except (json.JSONDecodeError, InputError) as err:
         details["parse_error"] = str(err)
         return CheckResult(name="response_json_schema", value=0.0, passed=False, details=details,
                            findings=[Finding(kind="response_format",

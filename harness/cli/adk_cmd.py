@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from harness.cli.app import app
 from harness.cli.help_format import examples
+from harness.json_values import json_equal
 from harness.safe_text import terminal_console, terminal_text
 from harness.wording import plural
 
@@ -66,6 +67,31 @@ def import_adk(
         typer.echo(f"wrote {terminal_text(import_eval_set(path, out, config))}")
 
 
+def _check_shared_config(config_path: Path, out: Path, criteria: dict[str, Any]) -> None:
+    """Refuse, before anything is written, to replace a ``test_config.json`` that ADK applies
+    to another eval set of the folder with different criteria (a second export into one
+    folder used to drop the first one's). The same criteria, or a folder holding no other
+    eval set, are written as before."""
+    from harness.errors import InputError
+    from harness.formats.adk import EVALSET_SUFFIX
+    from harness.formats.adk.evalset import read_json
+
+    if not (config_path.exists() or config_path.is_symlink()):
+        return
+    others = sorted(p.name for p in out.parent.iterdir()
+                    if p.name.endswith((EVALSET_SUFFIX, ".test.json")) and p.name != out.name)
+    if not others:
+        return
+    try:
+        same = json_equal(read_json(config_path, "an ADK test_config.json"), criteria)
+    except InputError:
+        same = False
+    if not same:
+        raise InputError(config_path, None, "holds other criteria, and ADK applies it to every "
+                         f"eval set in the folder ({', '.join(others)}); export into another "
+                         "folder")
+
+
 @export_app.command("adk", epilog=examples(
     ("the weather scenarios as one ADK eval set",
      "harness export adk scenarios/weather.yaml --out adk/weather.evalset.json"),))
@@ -97,6 +123,7 @@ def export_adk(
     result = export_eval_set(scenarios, out.name.removesuffix(EVALSET_SUFFIX),
                              {rid: r.threshold for rid, r in known.items()})
     config_path = out.parent / "test_config.json"
+    _check_shared_config(config_path, out, result.test_config)
     write_text_atomic(out, json.dumps(result.eval_set, indent=2, ensure_ascii=False) + "\n")
     write_text_atomic(config_path,
                       json.dumps(result.test_config, indent=2, ensure_ascii=False) + "\n")

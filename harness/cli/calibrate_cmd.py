@@ -36,7 +36,8 @@ from harness.cli.help_format import (
 )
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
-from harness.files import new_output_directory
+from harness.files import new_output_directory, read_text
+from harness.json_values import STORED_DEPTH, load_json
 from harness.logs import LOG_FILENAME
 from harness.safe_text import terminal_console, terminal_text
 
@@ -360,7 +361,8 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
     if offline and not json_output:
         terminal_console().print(f"[bold yellow]{terminal_text(offline[0])}[/]")
     _print(report, json_output)
-    counts = json.loads((out / STUDY_FILE).read_text(encoding="utf-8"))["counts"]
+    counts = load_json(read_text(out / STUDY_FILE, "a study file (JSON)"), out / STUDY_FILE,
+                       max_depth=STORED_DEPTH)["counts"]
     usage = counts["usage"]
     err.print(
         f"[dim]study {terminal_text(out)}: {counts['units_judged']} judge×item judged, "

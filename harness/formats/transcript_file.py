@@ -34,7 +34,6 @@ input_schema}``), mixed freely. The system prompt is given once: as a ``system``
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,6 +49,7 @@ from harness.checks.spec import Expectations, ExpectedToolCall
 from harness.errors import InputError, field_path
 from harness.files import read_text
 from harness.formats.vertex_dataset import VERTEX_COLUMNS, csv_rows, parse_vertex_row
+from harness.json_values import load_json
 from harness.stats.bounded import mean_intervals
 from harness.stats.sampling import wilson_interval
 from harness.transcript import (
@@ -167,7 +167,7 @@ def _expectations_for(path: Path, line: int, parsed: TranscriptLine) -> Expectat
 
 def _json_object(path: Path, line: int, text: str) -> dict[str, Any]:
     try:
-        data = json.loads(text)
+        data = load_json(text, path, location=line)
     except ValueError as err:
         raise InputError(path, None, f"not valid JSON ({err})", location=line) from None
     if not isinstance(data, dict):

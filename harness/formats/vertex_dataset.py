@@ -22,6 +22,8 @@ Decisions:
 - Both trajectories are required (``[]`` for none): they are what this form is for.
 - A row with ``failure`` 1 is an errored sample: no metric is computed for it, it is counted
   in the failure rate and reported apart, never scored 0.
+- A text cell (``prompt``, ``response``, ``reference``) holds at most :data:`CELL_LIMIT`
+  characters (128 KiB, the CSV module's own limit on a field), in JSONL as in CSV.
 - In CSV, each cell is text: trajectories are JSON text; ``latency_in_seconds`` a number;
   ``failure`` ``0``, ``1``, ``true`` or ``false``; an empty cell is a missing value (so an
   empty ``response`` cell is no response, not an empty one).
@@ -43,11 +45,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.checks.spec import Expectations, ExpectedToolCall
 from harness.errors import InputError, field_path
+from harness.json_values import load_json
 from harness.transcript import ErrorInfo, Transcript, transcript_from_openai
 
 TRAJECTORY_COLUMNS = ("predicted_trajectory", "reference_trajectory")
 VERTEX_COLUMNS = ("id", *TRAJECTORY_COLUMNS, "prompt", "response", "reference",
                   "latency_in_seconds", "failure")
+# The longest text cell: Python's csv module refuses a longer CSV field by default, and a JSONL
+# cell is held to the same (two 10 MB cells took minutes to score; 128 KiB take a second or two).
+CELL_LIMIT = 128 * 1024
 
 
 class VertexToolCall(BaseModel):
@@ -64,7 +70,9 @@ class VertexToolCall(BaseModel):
         if not isinstance(value, str):
             return value
         try:
-            decoded = json.loads(value)
+            decoded = load_json(value, "tool_input")
+        except InputError as err:
+            raise ValueError(f"a JSON object within limits: {err.expected}") from None
         except ValueError:
             decoded = None
         if not isinstance(decoded, dict):
@@ -81,9 +89,9 @@ class VertexRow(BaseModel):
     id: str | None = Field(default=None, min_length=1)
     predicted_trajectory: list[VertexToolCall]
     reference_trajectory: list[VertexToolCall]
-    prompt: str | None = None
-    response: str | None = None
-    reference: str | None = None
+    prompt: str | None = Field(default=None, max_length=CELL_LIMIT)
+    response: str | None = Field(default=None, max_length=CELL_LIMIT)
+    reference: str | None = Field(default=None, max_length=CELL_LIMIT)
     latency_in_seconds: float | None = Field(default=None, ge=0, strict=True,
                                              allow_inf_nan=False)
     failure: bool | None = None
@@ -152,6 +160,9 @@ def parse_vertex_row(path: Path, line: int, data: dict[str, Any]) -> VertexRow:
             expected = "an object {tool_name, tool_input}"
         elif first["type"] == "dict_type" and first["loc"][-1] == "tool_input":
             expected = f"an object, or a string holding a JSON object (got {first['input']!r})"
+        elif first["type"] == "string_too_long":
+            expected = (f"a cell of at most {CELL_LIMIT:,} characters, as a CSV cell (this one "
+                        f"has {len(first['input']):,}); refused before scoring")
         elif first["type"] == "value_error":
             expected = str(first["ctx"]["error"])
         else:
@@ -165,7 +176,7 @@ def _cell(path: Path, line: int, column: str, text: str) -> Any:
         return None
     if column in TRAJECTORY_COLUMNS:
         try:
-            return json.loads(text)
+            return load_json(text, path, location=line)
         except ValueError as err:
             raise InputError(path, column, f"JSON text of a list of {{tool_name, tool_input}} "
                              f"objects (not valid JSON: {err})", location=line) from None

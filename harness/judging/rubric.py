@@ -52,7 +52,6 @@ a duplicate criterion id, an unknown scale, a threshold outside its scale, a mis
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -72,6 +71,7 @@ from pydantic import (
 from harness.choices import AggregationMethod
 from harness.errors import InputError, InputErrors, field_path
 from harness.files import read_text
+from harness.json_values import load_json, load_yaml
 from harness.resources import data_dir
 
 RubricTarget = Literal[
@@ -394,7 +394,8 @@ def load_rubric_file(path: str | Path) -> Rubric:
     path = Path(path)
     text = read_text(path, "a rubric file (YAML or JSON)")
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = (load_json(text, path) if path.suffix == ".json"
+                else load_yaml(text, path)[1])
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

@@ -10,12 +10,12 @@ Instructor validates this and re-asks when it fails.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
+from harness.json_values import STORED_DEPTH, load_json
 from harness.judging.grounding import SentenceVerdict, quoted_in, squash
 from harness.judging.rubric import Criterion, Rubric, RubricTarget
 from harness.models.types import OutsideText
@@ -203,7 +203,8 @@ def _verdict(rubric: Rubric, criterion: Criterion, raw: dict[str, Any], haystack
 
 def outcome_from_json(data: str | dict[str, Any]) -> JudgeOutcome:
     """Read back a stored :class:`Judgment` or :class:`JudgeError` (by its ``kind``)."""
-    value = json.loads(data) if isinstance(data, str) else data
+    value = (load_json(data, "a stored judgment", max_depth=STORED_DEPTH)
+             if isinstance(data, str) else data)
     if value.get("kind") == "judge_error":
         return JudgeError.model_validate(value)
     return Judgment.model_validate(value)

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from harness.choices import CacheMode
 from harness.errors import InputError
 from harness.files import check_output_file, connect_read_only, sqlite_damage
+from harness.json_values import STORED_DEPTH, load_json
 from harness.models.types import GenerationParams, Message, ToolChoice, ToolSpec
 
 log = logging.getLogger("harness.models.cache")
@@ -167,8 +168,8 @@ class ResponseCache:
         if row is None:
             return None
         try:
-            payload = json.loads(row[0])
-        except ValueError:
+            payload = load_json(row[0], self.path, location=key[:12], max_depth=STORED_DEPTH)
+        except (ValueError, InputError):
             log.warning("cache row %s… in %s is not valid JSON; ignoring it", key[:12], self.path)
             return None
         return payload if isinstance(payload, dict) else None

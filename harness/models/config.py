@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from harness.choices import CacheMode
 from harness.errors import InputError, ModelConfigError
 from harness.files import read_text
+from harness.json_values import load_yaml
 from harness.models.base import ModelSpec
 from harness.models.prices import Price
 
@@ -142,7 +143,7 @@ class ModelsConfig(_Config):
         path = Path(path)
         text = read_text(path, "a models YAML file")
         try:
-            data = yaml.safe_load(text)
+            data = load_yaml(text, path)[1]
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
             line = mark.line + 1 if mark is not None else None

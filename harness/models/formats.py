@@ -10,6 +10,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from harness.errors import InputError
+from harness.json_values import load_json
 from harness.models.types import Message, ToolCall, ToolSpec
 
 
@@ -22,8 +24,8 @@ def parse_tool_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
         return {}, None
     text = raw if isinstance(raw, str) else json.dumps(raw)
     try:
-        value = json.loads(text)
-    except (TypeError, ValueError):
+        value = load_json(text, "tool arguments")
+    except (TypeError, ValueError, InputError):
         return {}, text
     if isinstance(value, dict):
         return value, None

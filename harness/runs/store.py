@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.files import connect_read_only, make_directory, sqlite_damage
+from harness.json_values import STORED_DEPTH, load_json
 from harness.models.provenance import RoleCollector, RoleModels
 from harness.models.types import SCRUBBED
 from harness.runs.config import RunConfig
@@ -152,7 +153,7 @@ class RunStore:
         row = self._db.execute("SELECT json FROM config WHERE id = 1").fetchone()
         if row is None:
             raise StoreError(f"{self.path}: the run configuration is missing (corrupted store)")
-        config: dict[str, Any] = json.loads(row[0])
+        config: dict[str, Any] = load_json(row[0], self.path, max_depth=STORED_DEPTH)
         return config
 
     def run_config(self) -> RunConfig:
@@ -182,7 +183,7 @@ class RunStore:
         text = self.meta.get("scenario_ids")
         if text is None:
             return None
-        ids: list[str] = json.loads(text)
+        ids: list[str] = load_json(text, self.path, max_depth=STORED_DEPTH)
         return ids
 
     def write_sample(self, record: SampleRecord) -> None:
@@ -232,7 +233,8 @@ class RunStore:
         samples = source._db.execute(
             "SELECT scenario_id, epoch, status, score, passed, record, finished_at FROM samples "
             "ORDER BY scenario_id, epoch")
-        events = [(at, kind, json.dumps({**json.loads(detail), "shard": shard}))
+        events = [(at, kind, json.dumps({**load_json(detail, source.path, max_depth=STORED_DEPTH),
+                                           "shard": shard}))
                   for at, kind, detail in source._db.execute(
                       "SELECT at, kind, detail FROM events ORDER BY rowid")]
         try:
@@ -250,7 +252,7 @@ class RunStore:
 
     def events(self) -> list[dict[str, Any]]:
         return [
-            {"at": at, "kind": kind, **json.loads(detail)}
+            {"at": at, "kind": kind, **load_json(detail, self.path, max_depth=STORED_DEPTH)}
             for at, kind, detail in self._db.execute(
                 "SELECT at, kind, detail FROM events ORDER BY rowid"
             )
@@ -269,6 +271,7 @@ class RunStore:
             "SELECT record FROM samples ORDER BY scenario_id, epoch"
         ):
             try:
+                # pydantic's own parser bounds nesting and numbers (harness.json_values)
                 yield SampleRecord.model_validate_json(text, context=SCRUBBED)
             except ValueError as err:
                 raise StoreError(f"{self.path}: a stored sample does not parse ({err})") from err
@@ -300,7 +303,8 @@ class RunStore:
         without parsing whole records (see :mod:`harness.models.provenance`)."""
         collector = RoleCollector()
         try:
-            rows = [(json.loads(models or "{}"), json.loads(usage or "{}"))
+            rows = [(load_json(models or "{}", self.path, max_depth=STORED_DEPTH),
+                     load_json(usage or "{}", self.path, max_depth=STORED_DEPTH))
                     for models, usage in self._db.execute(
                         "SELECT json_extract(record, '$.models'), json_extract(record, '$.usage') "
                         "FROM samples")]
@@ -316,7 +320,8 @@ class RunStore:
         """Each stored scenario id with its tags (empty in samples stored before tags were
         kept), read without parsing whole records."""
         try:
-            rows = [(sid, json.loads(tags or "[]")) for sid, tags in self._db.execute(
+            rows = [(sid, load_json(tags or "[]", self.path, max_depth=STORED_DEPTH))
+                    for sid, tags in self._db.execute(
                 "SELECT scenario_id, json_extract(record, '$.tags') FROM samples "
                 "ORDER BY scenario_id, epoch")]
         except sqlite3.OperationalError:  # an SQLite built without the JSON functions

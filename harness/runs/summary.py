@@ -26,6 +26,7 @@ from typing import Any
 from harness.checks.failures import JudgeFailure, analyse_failures
 from harness.checks.result import CheckReport, CheckResult
 from harness.files import atomic_write, read_text, write_text_atomic
+from harness.json_values import STORED_DEPTH, load_json
 from harness.models.provenance import RoleCollector, roles_notice
 from harness.runs.config import RunConfig
 from harness.runs.latency import LatencyCollector
@@ -382,7 +383,7 @@ def read_summary(path: Path) -> RunSummary:
     file = path / "summary.json" if path.is_dir() else path
     text = read_text(file, "a run summary (summary.json in a run directory)")
     try:
-        data = json.loads(text)
+        data = load_json(text, file, max_depth=STORED_DEPTH)
     except ValueError as err:
         raise InputError(file, None, f"not valid JSON ({err})") from None
     return check_summary(data, str(file))

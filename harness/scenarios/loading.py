@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.errors import InputError, InputErrors, field_path
 from harness.files import read_text
+from harness.json_values import load_yaml
 from harness.scenarios.formats import format_for, registered_suffixes
 from harness.scenarios.schema import Scenario
 from harness.scenarios.selectors import (
@@ -187,8 +188,14 @@ def discover_files(paths: Iterable[str | Path]) -> tuple[list[Selection], list[I
             continue
         path = selection.path
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if is_scenario_file(p) and p.is_file())
-            if not found:
+            named = sorted(p for p in path.rglob("*") if is_scenario_file(p))
+            found = [p for p in named if p.is_file()]
+            # A link that loops or leads nowhere is named, not skipped in silence.
+            broken = [InputError(p, None, "a symbolic link that loops or leads nowhere; "
+                                 "expected a scenario file") for p in named
+                      if p.is_symlink() and not p.exists()]
+            errors.extend(broken)
+            if not found and not broken:
                 errors.append(InputError(path, None, f"no scenario files "
                                          f"({_scenario_file_patterns()}) in this directory"))
             selections.extend(Selection(p) for p in found)
@@ -216,7 +223,9 @@ def read_scenario_file(
     except InputError as err:
         return [], [err]
     try:
-        node, data = _parse_yaml(text)
+        node, data = _parse_yaml(text, path)
+    except InputError as err:  # a limit of harness.json_values passed
+        return [], [err]
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -432,14 +441,8 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 # --- YAML nodes: lines and duplicate keys --------------------------------------------------
 
 
-def _parse_yaml(text: str) -> tuple[yaml.Node | None, Any]:
-    loader = _ScenarioLoader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    finally:
-        loader.dispose()
-    return node, data
+def _parse_yaml(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
+    return load_yaml(text, path, loader=_ScenarioLoader)
 
 
 class _LineFinder:

@@ -4,7 +4,12 @@ selects eval cases with ``file.evalset.json:case_1,case_2``; :class:`ScenarioFil
 ``--tag``, ``--exclude-tag`` and ``-k``, applied to loaded scenarios and to stored samples
 alike. One place parses and applies selectors, so every command selects the same way.
 
-A path that exists as written is never split, so a file whose name holds ``:`` still works.
+Where the path ends: a path that exists as written is never split, so a file whose name holds
+``:`` still works; otherwise the path is the longest part before a ``:`` that names something
+that exists, so ids may hold ``:`` (``greeting.evalset.json:greeting:v2`` selects the id
+``greeting:v2``). When no such part exists the path ends at the first ``:`` (and is then
+reported missing). Ids are split on ``,``, unless the ids so split select nothing and the
+whole list names one id (``FILE:a,b`` selects an id ``a,b`` when there is no ``a``).
 """
 
 from __future__ import annotations
@@ -36,7 +41,10 @@ def parse_selection(raw: str | Path) -> Selection:
     text = str(raw)
     if ":" not in text or Path(text).exists():
         return Selection(Path(text))
-    head, _, tail = text.rpartition(":")
+    colons = [i for i, char in enumerate(text) if char == ":"]
+    # The longest existing prefix, so that ids may hold ":" (see the module docstring).
+    cut = next((i for i in reversed(colons) if Path(text[:i]).exists()), colons[0])
+    head, tail = text[:cut], text[cut + 1:]
     ids = tuple(dict.fromkeys(part.strip() for part in tail.split(",") if part.strip()))
     if not ids:
         raise InputError(text, None, "expected FILE:id1,id2 (at least one id after ':')")
@@ -70,6 +78,8 @@ def select(
         return list(items)
     known = [i for item in items for i in ids_of(item)]
     missing = [i for i in ids if i not in known]
+    if missing and ",".join(ids) in known:  # one id holding ",", split by parse_selection
+        ids, missing = (",".join(ids),), []
     if missing:
         listed = ", ".join(dict.fromkeys(known)) or "none"
         raise InputError(source, None, f"selector {', '.join(missing)!s} selects nothing; "

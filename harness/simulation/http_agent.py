@@ -28,6 +28,7 @@ from typing import Any
 import httpx2
 
 from harness.errors import InputError, ModelUnavailableError
+from harness.json_values import load_json
 from harness.logs import hide_in_logs
 from harness.models.config import RetryConfig, share_of
 from harness.models.formats import (
@@ -302,7 +303,10 @@ class HttpAgent(Agent):
                 latency = time.perf_counter() - started
             self._check_status(answer, last)
             try:
-                return json.loads(answer.content), latency
+                return load_json(answer.content, spec.url), latency
+            except InputError as err:  # nested too deep, a number too long
+                raise _Fault("agent_bad_reply", f"the answer from {spec.url} is refused: "
+                             f"{err.expected}") from None
             except ValueError:
                 kind = answer.headers.get("content-type", "no content type")
                 raise _Fault("agent_bad_reply",

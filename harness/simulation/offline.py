@@ -36,7 +36,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import ModelConfigError
+from harness.errors import InputError, ModelConfigError
+from harness.json_values import load_json
 from harness.models.base import MockBehaviour
 from harness.models.request import ModelRequest
 from harness.models.types import Message, T, ToolCall
@@ -226,8 +227,8 @@ def _join(items: list[str]) -> str:
 
 def _error_text(content: str) -> str:
     try:
-        data = json.loads(content)
-    except ValueError:
+        data = load_json(content, "a tool result")
+    except (ValueError, InputError):
         return content
     return str(data.get("error", content)) if isinstance(data, dict) else content
 

@@ -40,6 +40,7 @@ import orjson
 
 from harness.errors import InputError, InputErrors
 from harness.files import not_utf8, open_binary
+from harness.json_values import load_json
 from harness.models.provenance import RoleCollector, RoleModels
 from harness.stats.columns import UNIT_RANGE, ScoreColumns, pass_threshold
 from harness.wording import plural
@@ -326,10 +327,12 @@ class _Reader:
                                line=number) from None
         line_errors: list[InputError] = []
         try:
-            obj = json.loads(raw)
+            obj = load_json(raw, source, location=number)
         except json.JSONDecodeError as err:
             line_errors = [InputError(source, None, f"not valid JSON ({err.msg})",
                                       location=number)]
+        except InputError as err:
+            line_errors = [err]
         else:
             if not isinstance(obj, dict):
                 line_errors = [InputError(

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import json
 import logging
 import random
 import signal
@@ -35,6 +34,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from harness.errors import InputError
+from harness.json_values import load_json
 from harness.runs.event_loop import new_event_loop
 from harness.testing.replies import Api, RecordedRequest, Rendered, Reply, auto_reply, render
 
@@ -277,8 +278,8 @@ class LoopbackServer:
             data = await request.read()
             due = asyncio.get_running_loop().time() + self.latency
             try:
-                body = json.loads(data)
-            except ValueError:
+                body = load_json(data, "a request body")
+            except (ValueError, InputError):
                 return _json_response(Rendered(400, b'{"error": {"message": "body is not JSON"}}'))
             if not isinstance(body, dict):
                 return _json_response(

@@ -163,9 +163,16 @@ def read_config(path: Path) -> EvalConfig:
 
 
 def config_for(eval_set_path: Path) -> EvalConfig:
-    """The ``test_config.json`` beside an eval set file, else ADK's defaults."""
+    """The ``test_config.json`` beside an eval set file, else (none there) ADK's defaults.
+    Raises :class:`InputError` when one is there but cannot be read: a directory, a symbolic
+    link that loops or leads nowhere (rather than applying the defaults in silence)."""
     beside = eval_set_path.parent / CONFIG_NAME
-    return read_config(beside) if beside.is_file() else default_config()
+    if not (beside.exists() or beside.is_symlink()):
+        return default_config()
+    if beside.is_symlink() and not beside.exists():
+        raise InputError(beside, None, "a symbolic link that loops or leads nowhere; expected "
+                         "an ADK test_config.json (remove it to use ADK's default criteria)")
+    return read_config(beside)
 
 
 def criterion_json(criterion: Criterion) -> float | dict[str, Any]:

@@ -40,6 +40,7 @@ from harness.choices import PersonaPresetName
 from harness.errors import InputError, field_path
 from harness.files import read_text
 from harness.formats.adk import TEST_SUFFIX
+from harness.json_values import load_json
 
 PERSONA_PRESETS: tuple[str, ...] = get_args(PersonaPresetName)  # ADK's pre-built ids
 
@@ -369,7 +370,7 @@ def read_json(path: Path, what: str) -> Any:
     """Parse a JSON file; a syntax error is one line naming the file, line and column."""
     text = read_text(path, what)
     try:
-        return json.loads(text)
+        return load_json(text, path)
     except json.JSONDecodeError as err:
         raise InputError(path, None, f"not valid JSON: {err.msg} (line {err.lineno}, column "
                          f"{err.colno})", location=err.lineno) from None

@@ -12,13 +12,23 @@ from harness.files import write_text_atomic
 from harness.formats.adk.convert import not_carried, source_name
 from harness.formats.adk.criteria import EvalConfig, config_for
 from harness.formats.adk.loading import adk_scenario_mappings
+from harness.safe_text import BIDI_CONTROLS, visible_bidi
 
 
 class _NoAliases(yaml.SafeDumper):
-    """Writes a value shared by two fields twice rather than as an anchor and alias."""
+    """Writes a value shared by two fields twice rather than as an anchor and alias, and a
+    string holding a bidirectional control double-quoted (see :func:`scenario_yaml`)."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+    def represent_str(self, data: str) -> yaml.ScalarNode:
+        if BIDI_CONTROLS.isdisjoint(data):
+            return super().represent_str(data)
+        return self.represent_scalar("tag:yaml.org,2002:str", data, style='"')
+
+
+_NoAliases.add_representer(str, _NoAliases.represent_str)
 
 
 def scenario_yaml(mappings: list[dict[str, Any]], source: Path, config: EvalConfig) -> str:
@@ -37,7 +47,9 @@ def scenario_yaml(mappings: list[dict[str, Any]], source: Path, config: EvalConf
         lines.append(f"#   {data['id']}: {', '.join(names) if names else 'nothing'}")
     body = yaml.dump(mappings, Dumper=_NoAliases, sort_keys=False, allow_unicode=True,
                      width=100)
-    return "\n".join(lines) + "\n\n" + body
+    # PyYAML writes a bidirectional control raw even in double quotes; as an escape it shows
+    # in an editor and reads back as the character (in a comment, it is only shown).
+    return visible_bidi("\n".join(lines) + "\n\n" + body)
 
 
 def import_eval_set(path: Path, out_dir: Path, config_path: Path | None = None) -> Path:

@@ -30,6 +30,7 @@ from markupsafe import Markup
 
 from harness.files import write_text_atomic
 from harness.report.formatting import fmt_ci, fmt_num, fmt_p, fmt_seconds
+from harness.safe_text import BIDI_CONTROLS, visible_bidi
 from harness.version import __version__
 
 # Above this many bytes of JSON, embedded data is gzipped (a 1,000-episode run's transcripts
@@ -37,7 +38,9 @@ from harness.version import __version__
 COMPRESS_ABOVE_BYTES = 256 * 1024
 
 _JSON_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
-                               "\u2028": "\\u2028", "\u2029": "\\u2029"})
+                               "\u2028": "\\u2028", "\u2029": "\\u2029",
+                               # a bidirectional control parses as its visible escape
+                               **{c: f"\\\\u{ord(c):04x}" for c in BIDI_CONTROLS}})
 
 
 def _asset(name: str) -> str:
@@ -71,6 +74,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("harness.report.html", "templates"),
         autoescape=True,
+        finalize=_visible_bidi,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -78,6 +82,14 @@ def environment() -> jinja2.Environment:
     env.filters.update(num=fmt_num, pct=fmt_pct, p=fmt_p, seconds=fmt_seconds, usd=fmt_usd)
     env.globals.update(ci=fmt_ci, harness_version=__version__)
     return env
+
+
+def _visible_bidi(value: Any) -> Any:
+    """Every value a template prints, before it is escaped: outside text shows its
+    bidirectional controls as escapes (our own markup is left as it is)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible_bidi(value)
+    return value
 
 
 def json_for_script(data: Any) -> Markup:

@@ -11,13 +11,14 @@ from the store in the same pass, by the same code.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.checks.result import CheckResult
+from harness.errors import InputError
+from harness.json_values import load_json
 from harness.models.types import Message
 from harness.report.html.page import embedded_data, render_page, write_page
 from harness.report.html.plots import (
@@ -86,8 +87,8 @@ def _call_outcome(result: Any, error: str | None, is_error: bool,
 
 def _result_value(content: str) -> Any:
     try:
-        return json.loads(content)
-    except ValueError:
+        return load_json(content, "a tool result")
+    except (ValueError, InputError):
         return content
 
 
