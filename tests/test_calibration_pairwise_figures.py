@@ -9,6 +9,7 @@ tie and are missing."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -179,10 +180,8 @@ def _expected(items: list[str], options: AnalysisOptions,
         return None, None, None
     reps = []
     for idx in boot.indices:
-        try:
+        with contextlib.suppress(Undefined):
             reps.append(figure(_item_weights(items, idx)))
-        except Undefined:
-            pass
     low, high = np.percentile(reps, [2.5, 97.5]) if reps else (None, None)
     return value, low, high
 
