@@ -135,3 +135,18 @@ async def test_an_offline_judge_decides_the_original_order_alike_in_both_modes(
                                 if not r["swapped"])
     assert verdicts[False] == verdicts[True]
     assert {v for _, _, v in verdicts[False]} <= {"A", "B"}
+
+
+async def test_a_pointwise_item_is_judged_with_its_question(
+        loopback: Any, make_hub: Any, rubric_dir: Path, tmp_path: Path) -> None:
+    loopback.set_responder(lambda request: Reply.json(
+        {"quality": {"reasoning": "Scripted.", "evidence": [], "score": 4}}))
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"item_id": "q1", "input": "Where is my parcel?",
+                                 "text": "It arrives Friday.", "human": 4}) + "\n",
+                     encoding="utf-8")
+    await run_calibration(items, ["openai:judge"], "helpful", rubric_dirs=[rubric_dir],
+                          options=OPTIONS, hub=make_hub())
+    [request] = loopback.requests
+    text = json.dumps(request.body)
+    assert "Where is my parcel?" in text and "It arrives Friday." in text
