@@ -150,3 +150,29 @@ async def test_a_pointwise_item_is_judged_with_its_question(
     [request] = loopback.requests
     text = json.dumps(request.body)
     assert "Where is my parcel?" in text and "It arrives Friday." in text
+
+
+async def test_without_swap_a_record_keeps_what_the_judge_said_and_why(
+        rubric_dir: Path, pairs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "study"
+    await run_calibration(pairs, ["mock:judge"], "helpful", swap=False, rubric_dirs=[rubric_dir],
+                          options=OPTIONS, out_dir=out)
+    records = [json.loads(line) for line in (out / "judgments.jsonl").read_text().splitlines()]
+    assert len(records) == len(PAIRS)
+    for record in records:
+        assert record["swapped"] is False
+        assert record["metadata"]["said"] == record["verdict"] in ("A", "B", "tie")
+        assert record["metadata"]["reasoning"]
+
+
+@pytest.mark.parametrize("swap", [True, False])
+async def test_a_missing_key_stops_the_study_in_either_mode(
+        loopback: Any, make_hub: Any, rubric_dir: Path, pairs: Path, swap: bool,
+        tmp_path: Path) -> None:
+    from harness.errors import ModelConfigError
+
+    # with a response cache the key is not checked up front: the first call's failure stops it
+    with pytest.raises(ModelConfigError, match="ANTHROPIC_API_KEY"):
+        await run_calibration(pairs, ["anthropic:judge"], "helpful", swap=swap,
+                              rubric_dirs=[rubric_dir], options=OPTIONS,
+                              hub=make_hub(keys=False, cache_path=tmp_path / "cache.sqlite"))
