@@ -74,8 +74,9 @@ PACKAGES: dict[str, list[str]] = {
              "tests/test_scoring_options.py"],
 }
 
-# What the tests read besides the package and tests/ (example scenarios, rubrics, data).
-ALSO_COPY = ["rubrics", "scenarios", "examples", "schemas", "README.md", "setup.py"]
+# What the tests read besides the package and tests/ (example scenarios, rubrics, data, and
+# the docs whose examples and field lists tests check: docs/reports.md, docs/checks.md).
+ALSO_COPY = ["rubrics", "scenarios", "examples", "schemas", "docs", "README.md", "setup.py"]
 
 _IGNORED_ANYWHERE = shutil.ignore_patterns(
     ".git", "mutants", "__pycache__", "*.egg-info", ".pytest_cache", ".ruff_cache",
