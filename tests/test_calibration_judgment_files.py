@@ -136,3 +136,11 @@ async def test_a_study_resumed_with_other_settings_is_refused(
     assert (info.value.source, info.value.field) == (str(study_file), "settings")
     assert str(info.value).startswith(f"{study_file}: settings: not a readable study file (")
     assert str(info.value).endswith("); use another --out")
+
+
+def test_a_pointwise_duplicate_after_blank_lines_names_both_lines(tmp_path: Path) -> None:
+    path = _write(tmp_path / "j.jsonl", [None, {"item_id": "a", "human": 3, "judge": 3}, None,
+                                         {"item_id": "a", "human": 4, "judge": 3}])
+    assert str(_error(path)) == (f"{path}:4: item_id: item 'a' appears twice for judge None "
+                                 "(first on line 2); put several judge samples in one 'judge' "
+                                 "list")
