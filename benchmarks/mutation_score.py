@@ -59,8 +59,8 @@ MUTMUT_VERSION = "3.8.1"
 
 # The test files that are there for each package: its own, plus the few elsewhere that
 # exercise it directly (the pass/fail and adaptive statistics through the runner, the checks
-# through score-transcripts and failure evidence, the run settings, workers, event loop, store
-# and scoring of harness/runs through files named for what they test). Left out, as they
+# through score-transcripts and failure evidence, the run settings, event loop, store and
+# scoring of harness/runs through files named for what they test). Left out, as they
 # cannot run under mutmut: test_run_workers.py and test_run_ray.py (their worker processes
 # start in mutmut's tree and fail to find mutmut's configuration), test_process_state.py (it
 # checks signal handlers that mutmut's own runner sets).
