@@ -52,3 +52,14 @@ def test_no_effective_sample_size_without_variance() -> None:
     assert flat.stderr == 0.0 and flat.effective_human_labels is None
     spread = ppi_mean([1.0, 2.0, 4.0], [1.0, 2.0, 4.0], [1.0, 3.0, 2.0], 0.95, lam=0.0)
     assert spread.effective_human_labels == pytest.approx(3.0)  # lambda 0: the human labels
+
+
+def test_no_effective_sample_size_when_the_human_labels_are_all_alike() -> None:
+    # the PPI variance is not zero (the judge varies), the classical one is: no ratio
+    alike = ppi_mean([3.0, 3.0, 3.0], [1.0, 2.0, 4.0], [2.0, 5.0, 1.0], 0.95, lam=0.5)
+    assert alike.stderr > 0 and alike.classical_stderr == 0.0
+    assert alike.effective_human_labels is None
+    # and none when the PPI variance is zero (a judge off by a constant, judge-only items alike)
+    exact = ppi_mean([1.0, 2.0, 4.0], [2.0, 3.0, 5.0], [3.0, 3.0], 0.95, lam=1.0)
+    assert exact.stderr == 0.0 and exact.classical_stderr > 0
+    assert exact.effective_human_labels is None
