@@ -59,17 +59,25 @@ MUTMUT_VERSION = "3.8.1"
 
 # The test files that are there for each package: its own, plus the few elsewhere that
 # exercise it directly (the pass/fail and adaptive statistics through the runner, the checks
-# through score-transcripts and failure evidence).
+# through score-transcripts and failure evidence, the run settings, event loop, store and
+# scoring of harness/runs through files named for what they test). Left out, as they
+# cannot run under mutmut: test_run_workers.py and test_run_ray.py (their worker processes
+# start in mutmut's tree and fail to find mutmut's configuration), test_process_state.py (it
+# checks signal handlers that mutmut's own runner sets).
 PACKAGES: dict[str, list[str]] = {
     "stats": ["tests/test_stats_*.py", "tests/test_runs_adaptive.py"],
     "checks": ["tests/test_checks_*.py", "tests/test_score_transcripts_cli.py",
                "tests/test_runs_failure_evidence.py"],
     "calibration": ["tests/test_calibration_*.py"],
-    "runs": ["tests/test_runs_*.py", "tests/test_pairwise_runs.py"],
+    "runs": ["tests/test_runs_*.py", "tests/test_pairwise_runs.py",
+             "tests/test_run_settings.py", "tests/test_event_loop.py",
+             "tests/test_store_integrity.py",
+             "tests/test_select_stored.py", "tests/test_scoring_options.py"],
 }
 
-# What the tests read besides the package and tests/ (example scenarios, rubrics, data).
-ALSO_COPY = ["rubrics", "scenarios", "examples", "schemas", "README.md", "setup.py"]
+# What the tests read besides the package and tests/ (example scenarios, rubrics, data, and
+# the docs whose examples and field lists tests check: docs/reports.md, docs/checks.md).
+ALSO_COPY = ["rubrics", "scenarios", "examples", "schemas", "docs", "README.md", "setup.py"]
 
 _IGNORED_ANYWHERE = shutil.ignore_patterns(
     ".git", "mutants", "__pycache__", "*.egg-info", ".pytest_cache", ".ruff_cache",
