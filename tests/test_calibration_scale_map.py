@@ -119,3 +119,13 @@ def test_a_fatal_failure_stops_the_study_saying_what_is_kept() -> None:
 ])
 def test_the_scale_inferred_from_labels(values: list[float], expected: Scale | None) -> None:
     assert infer_scale(values) == expected
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_mapped_value_that_is_not_finite_is_refused_without_a_human_scale(
+        value: float) -> None:
+    error = _map_error({**FULL_MAP, 3: value}, scale=None)
+    assert (error.source, error.field) == ("--scale-map", None)
+    assert str(error) == (f"--scale-map: level 3 maps to {value:g}, which is off the human "
+                          "scale; expected a finite number")
+    assert math.isnan(parse_scale_map("1=nan")[1])  # the option reads it as a number
