@@ -12,6 +12,7 @@ Needs the ``ray`` extra (``pip install -e '.[test,adk,ray]'``); skipped without 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -259,3 +260,39 @@ def test_help_and_a_local_run_never_import_ray(tmp_path: Path) -> None:
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().endswith("ray not imported")
+
+
+async def test_a_stopped_actor_is_ended_and_stops_the_run_as_worker_lost(
+        tmp_path: Path, ray_instance: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An actor stopped with SIGSTOP keeps its samples for ever and answers nothing: the
+    driver hears no ping for the silence allowed, ends it, and stops the run as it stops
+    for a silent worker process (before: the run waited with no limit)."""
+    from harness.runs import workers
+
+    monkeypatch.setattr(workers, "WORKER_SILENCE_S", 5.0)
+    runners: list[Runner] = []
+    stopped_pids: list[int] = []
+
+    def on_sample(record: SampleRecord) -> None:
+        if not stopped_pids:
+            actor = runners[0].executor._actors[0]  # type: ignore[attr-defined]
+            pid = ray_instance.get(actor.handle.ping.remote(), timeout=60)
+            os.kill(pid, signal.SIGSTOP)
+            stopped_pids.append(pid)
+
+    try:
+        stopped = await asyncio.wait_for(run_suite(
+            _offline(tmp_path, executor="ray", workers=2, concurrency=4), tmp_path / "run",
+            on_start=runners.append, on_sample=on_sample), timeout=240)
+    finally:
+        for pid in stopped_pids:  # the test failed: let Ray end the actor's process
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    assert stopped.summary.stopped is not None
+    assert stopped.summary.stopped.reason == "worker_lost"
+    message = stopped.summary.stopped.message
+    assert message.startswith("Ray actor 1 sent nothing for ")
+    assert "(stopped, or hung) and was ended" in message
+    assert 1 <= stopped.summary.counts.samples < 33
+    done = await resume_run(tmp_path / "run")
+    assert done.summary.counts.samples == 33 and done.summary.stopped is None

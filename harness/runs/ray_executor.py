@@ -12,8 +12,12 @@ again in the driver, so they reach the run's ``harness.log`` through its redacti
 
 Budgets hold over all actors through one small :class:`BudgetKeeper` actor that grants each
 uncached model call, so ``max_calls`` is never exceeded and ``max_cost_usd`` is overrun by at
-most the calls in flight. An actor that dies stops the run as ``worker_lost``; ``--resume``
-runs what is missing. Ray is imported only here, and only when a run asks for it.
+most the calls in flight. An actor that dies stops the run as ``worker_lost``; so does one
+that stops answering: the driver pings each actor (a method that runs in the thread the actor
+keeps free beside its samples) and ends one it has heard nothing from, neither a sample nor a
+ping, for :data:`harness.runs.workers.WORKER_SILENCE_S` (stopped with SIGSTOP, or hung), as
+it ends a silent worker process. ``--resume`` runs what is missing. Ray is imported only here,
+and only when a run asks for it.
 """
 
 from __future__ import annotations
@@ -39,12 +43,14 @@ from harness.errors import HarnessError
 from harness.models.hub import ModelHub
 from harness.models.types import SCRUBBED
 from harness.models.usage import ExportedUsage, UsageLedger
+from harness.runs import workers
 from harness.runs.config import RunConfig
 from harness.runs.engine import SampleKey, SampleSink, SampleWork, Suite
 from harness.runs.event_loop import new_event_loop
 from harness.runs.sample import SampleRecord
 from harness.runs.summary_model import RunStop
 from harness.runs.workers import _decode, _encode, _worker_models
+from harness.wording import plural
 
 log = logging.getLogger("harness.runs.ray_executor")
 
@@ -53,6 +59,9 @@ INSTALL_HINT = "pip install 'agent-eval-harness[ray]'"
 EXIT_GRACE_S = 30.0
 # How long one ray.wait blocks the driver's event loop before it looks at signals again.
 WAIT_SLICE_S = 0.05
+# A gap this long between two turns of the driver's loop means the driver was stopped (Ctrl-Z,
+# a suspended machine): the actors get a fresh window before silence counts against them.
+PAUSE_S = 5.0
 
 T = TypeVar("T")
 
@@ -228,6 +237,10 @@ class HarnessActor:
         return _encode(self._header({"sample": [scenario_id, epoch]}),
                        outcome.model_dump_json().encode())
 
+    def ping(self) -> int:
+        """The actor's process id: an answer at all says it is still there."""
+        return os.getpid()
+
     def close(self) -> bytes:
         """Stop the tool server, close connections; the last usage and log records."""
         if self._error is not None:
@@ -271,6 +284,8 @@ class _Actor:
     handle: Any
     in_flight: set[SampleKey] = field(default_factory=set)
     alive: bool = True
+    heard_at: float = 0.0  # the driver's loop time of its last answer (a sample or a ping)
+    probe: Any = None  # the ping in flight
 
 
 class RayExecutor:
@@ -355,7 +370,18 @@ class RayExecutor:
         ray = self.ray
         pending = iter(keys)
         refs: dict[Any, tuple[_Actor, SampleKey]] = {}
+        clock = asyncio.get_running_loop().time
+        last_turn = clock()
+        for actor in self._actors:
+            actor.heard_at = last_turn
         while True:
+            now = clock()
+            if now - last_turn > PAUSE_S:  # the driver itself was stopped: a fresh window
+                for actor in self._actors:
+                    actor.heard_at = now
+            last_turn = now
+            for stop in self._silent_actors(now):
+                sink.accept(stop)
             while len(refs) < self.config.execution.concurrency and not sink.stopped:
                 live = [a for a in self._actors if a.alive]
                 key = next(pending, None) if live else None
@@ -373,6 +399,7 @@ class RayExecutor:
             for ref in ready:
                 actor, key = refs.pop(ref)
                 actor.in_flight.discard(key)
+                actor.heard_at = clock()
                 try:
                     data: bytes = ray.get(ref)
                 except ray.exceptions.RayActorError as err:
@@ -399,13 +426,40 @@ class RayExecutor:
             return RunStop.model_validate(header["stop"])
         return None
 
-    def _lost(self, actor: _Actor, err: Exception) -> RunStop:
+    def _silent_actors(self, now: float) -> list[RunStop]:
+        """Ping each live actor not heard from for a tenth of the silence allowed; end (kill)
+        each one silent for longer than :data:`~harness.runs.workers.WORKER_SILENCE_S`."""
+        ray, silence = self.ray, workers.WORKER_SILENCE_S
+        live = [a for a in self._actors if a.alive]
+        probes = [a.probe for a in live if a.probe is not None]
+        answered = set(ray.wait(probes, num_returns=len(probes), timeout=0)[0]) if probes else ()
+        stops = []
+        for actor in live:
+            if actor.probe is not None and actor.probe in answered:
+                actor.probe, actor.heard_at = None, now
+            silent = now - actor.heard_at
+            if silent > silence:
+                with suppress(Exception):  # already dead, or the cluster is gone
+                    ray.kill(actor.handle)
+                stops.append(self._lost(actor, None, silent=silent))
+            elif actor.probe is None and silent >= silence / 10:
+                actor.probe = actor.handle.ping.remote()
+        return stops
+
+    def _lost(self, actor: _Actor, err: Exception | None, *,
+              silent: float | None = None) -> RunStop:
         actor.alive = False
         abandoned, actor.in_flight = len(actor.in_flight), set()
-        first_line = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        if silent is not None:
+            log.warning("Ray actor %d sent nothing for %.0f s; ended", actor.number, silent)
+            what = (f"sent nothing for {silent:.0f} s (stopped, or hung) and was ended")
+        else:
+            first_line = str(err).strip().splitlines()[0] if str(err).strip() else ""
+            what = f"died ({type(err).__name__}: {first_line})"
         return RunStop(reason="worker_lost", message=(
-            f"Ray actor {actor.number} died ({type(err).__name__}: {first_line}), abandoning "
-            f"{abandoned} more sample(s) in flight; every sample finished before was stored"))
+            f"Ray actor {actor.number} {what}, abandoning "
+            f"{plural(abandoned, 'more sample')} in flight; every sample finished before was "
+            "stored"))
 
     async def _dismiss(self) -> None:
         """Ask every live actor to close and send its last usage. The run's samples are all
