@@ -106,8 +106,8 @@ class LogSink:
         """One line naming the file, when warnings or errors were written to it."""
         if not self.problems:
             return None
-        return (f"{plural(self.problems, 'warning/error line')} from the model libraries "
-                f"{'is' if self.problems == 1 else 'are'} in "
+        return (f"{plural(self.problems, 'warning/error line')} (the harness's and the model "
+                f"libraries') {'is' if self.problems == 1 else 'are'} in "
                 f"{self.path} (--verbose shows them here)")
 
 

@@ -198,3 +198,15 @@ def test_our_own_warnings_reach_the_terminal_without_raw_escape_sequences(
     # the log file is read with cat or tail -f: its lines show the escapes too
     logged = (tmp_path / "harness.log").read_text(encoding="utf-8")
     assert "\x1b" not in logged and "the server said \\x1b]2;PWNED\\x1b\\ \\x1b[2J" in logged
+
+
+def test_the_hint_counts_the_harness_s_own_warnings_and_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "harness.log"
+    with library_logs(path) as sink:
+        assert sink.hint() is None
+        logging.getLogger("harness.runs.workers").warning("worker 1 sent nothing for 31 s")
+        assert sink.hint() == (f"1 warning/error line (the harness's and the model libraries') "
+                               f"is in {path} (--verbose shows them here)")
+        logging.getLogger("some_sdk").error("refused")
+    assert sink.hint() == (f"2 warning/error lines (the harness's and the model libraries') "
+                           f"are in {path} (--verbose shows them here)")
