@@ -99,7 +99,7 @@ def test_notes_count_missing_verdicts_and_name_off_scale_ones(tmp_path: Path) ->
     data = load_judgments(_write(tmp_path / "j.jsonl", rows))
     report = analyse(data, AnalysisOptions(n_resamples=0))
     # the off-scale "X" is a missing verdict too
-    assert report.notes[0].startswith("2 verdict(s) missing (the judge gave none or one that "
+    assert report.notes[0].startswith("2 verdicts missing (the judge gave none or one that "
                                       "is not A, B or tie)")
     assert report.notes[1:] == off_scale_notes(data.off_scale) != []
 
