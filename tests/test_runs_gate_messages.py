@@ -64,3 +64,27 @@ def test_no_epochs_hint_when_an_epoch_failed_or_the_bar_is_one() -> None:
                            gate_on="lower-bound")
     assert at_one is not None and not at_one.passed
     assert at_one.checks[0].detail.endswith("its Wilson interval over 4 epochs)")
+
+
+def _with_interval(low: float, high: float):  # type: ignore[no-untyped-def]
+    """Suite figures whose mean carries [low, high], as a summary written before intervals
+    were cut at [0, 1] can."""
+    summary = _summary({"a": [1.0, 0.0], "b": [0.0, 0.5], "c": [1.0, 1.0]})
+    mean = summary.mean_estimate.model_copy(update={"ci_low": low, "ci_high": high,
+                                                    "clipped": False})
+    return summary.model_copy(update={"mean_estimate": mean})
+
+
+def test_an_interval_beyond_zero_and_one_is_cut_and_says_so() -> None:
+    gate = evaluate_gate(_with_interval(-0.1, 1.3), min_score=0.05, gate_on="lower-bound")
+    assert gate is not None and not gate.passed
+    assert gate.checks[0].value == 0.0
+    assert gate.checks[0].detail == ("mean score lower bound 0.000 < 0.050 (interval "
+                                     "0.000–1.000, clipped to the range [0, 1])")
+
+
+def test_an_interval_inside_zero_and_one_is_not_called_clipped() -> None:
+    gate = evaluate_gate(_with_interval(0.2, 0.9), min_score=0.1, gate_on="lower-bound")
+    assert gate is not None and gate.passed
+    assert gate.checks[0].detail == ("mean score lower bound 0.200 >= 0.100 (interval "
+                                     "0.200–0.900)")

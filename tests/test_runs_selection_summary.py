@@ -86,3 +86,30 @@ def test_tags_are_the_same_without_the_json_functions(stopped_run: Path) -> None
             assert store.scenario_tags() == expected
         finally:
             store._db = real
+
+
+def _records(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in
+            (run_dir / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def test_models_and_calls_per_role_are_the_stored_ones_with_or_without_json_functions(
+        stopped_run: Path) -> None:
+    """What compare and report print as "models used" and "calls" per role: every stored
+    sample's usage summed, and the same when read from whole records."""
+    records = _records(stopped_run)
+    calls: dict[str, int] = {}
+    for record in records:
+        for role, usage in record["usage"].items():
+            calls[role] = calls.get(role, 0) + usage["calls"]
+    with RunStore.open(stopped_run) as store:
+        real = store._db
+        for db in (real, _NoJsonFunctions(real)):
+            store._db = db  # type: ignore[assignment]
+            try:
+                roles = store.model_roles()
+                assert {role: r.calls for role, r in roles.items()} == calls
+                assert roles["simulator"].offline_models == ["mock:simulator"]
+                assert store.offline_count() == sum(r["offline"] for r in records) > 0
+            finally:
+                store._db = real
