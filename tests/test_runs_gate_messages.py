@@ -70,9 +70,7 @@ def _with_interval(low: float, high: float):  # type: ignore[no-untyped-def]
     """Suite figures whose mean carries [low, high], as a summary written before intervals
     were cut at [0, 1] can."""
     summary = _summary({"a": [1.0, 0.0], "b": [0.0, 0.5], "c": [1.0, 1.0]})
-    mean = summary.mean_estimate.model_copy(update={"ci_low": low, "ci_high": high,
-                                                    "clipped": False})
-    return summary.model_copy(update={"mean_estimate": mean})
+    return summary.model_copy(update={"ci_low": low, "ci_high": high, "ci_clipped": False})
 
 
 def test_an_interval_beyond_zero_and_one_is_cut_and_says_so() -> None:
