@@ -100,6 +100,9 @@ async def test_two_scenarios_stop_at_the_cap_with_the_runs_confidence(
         _width(pilot, 0.9))
     assert adaptive.final_width == pytest.approx(_width(per, 0.9))
     assert adaptive.final_reason == adaptive.rounds[-1].reason
+    # Each round says how wide the interval would be after its allocations.
+    assert all(r.projected_width is not None and r.projected_width > 0
+               for r in adaptive.rounds)
     assert adaptive.method is not None
     assert adaptive.method.startswith("Neyman allocation")
     assert adaptive.samples_used == 10
@@ -127,3 +130,20 @@ async def test_saved_model_calls_are_saved_samples_times_calls_per_sample(
     assert savings is not None and savings.saved_samples is not None
     assert per_sample == 2.0 and savings.saved_samples != 0
     assert savings.saved_model_calls == round(savings.saved_samples * per_sample)
+
+
+async def test_a_budget_that_stops_the_pilot_reports_no_plan(
+        tmp_path: Path, agent: None) -> None:
+    """Stopped before any round was planned: the fields that need a plan are empty, the run
+    does not fail on them, and what was stored is counted."""
+    settings = AdaptiveSettings(target_width=0.05, pilot_epochs=3)
+    config = RunConfig(scenario_paths=[str(_suite(tmp_path / "suite.yaml", ["steady", "noisy"]))],
+                       cache_mode="off", bootstrap_resamples=0, adaptive=settings,
+                       max_calls=4, concurrency=1)
+    result = await run_suite(config, tmp_path / "run")
+    adaptive = result.summary.adaptive
+    assert result.summary.stopped is not None and result.summary.stopped.reason == "budget"
+    assert adaptive is not None and adaptive.rounds == []
+    assert (adaptive.final_reason, adaptive.final_width, adaptive.method) == (None, None, None)
+    assert adaptive.pilot_epochs == 3
+    assert adaptive.samples_used == sum(len(v) for v in _stored(tmp_path / "run").values())

@@ -177,3 +177,15 @@ def test_one_offline_run_is_named_and_keeps_its_whole_notice() -> None:
         "depend on an offline role come from a mock model, not a real one.")
     assert comparison_notice({"baseline": "", "candidate": None}) is None
     assert comparison_notice({"baseline": notice, "candidate": notice}) == notice
+
+
+def test_as_many_scenarios_up_as_down_without_a_suite_change_still_name_chance() -> None:
+    baseline = {f"s{i}": [0.5, 0.6, 0.5, 0.6, 0.5] for i in range(6)}
+    candidate = dict(baseline)
+    candidate["s0"] = [0.0, 0.05, 0.0, 0.05, 0.0]
+    candidate["s1"] = [1.0, 0.95, 1.0, 0.95, 1.0]
+    _, verdict = _verdict(baseline, candidate)
+    assert verdict["outcome"] == "none"
+    assert verdict["scenarios"].startswith("Per scenario, 1 regressed and 1 improved")
+    assert verdict["reconcile"] is not None
+    assert "about 0.3 would lie beyond 0 by chance alone" in verdict["reconcile"]
