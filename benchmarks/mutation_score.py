@@ -72,7 +72,8 @@ PACKAGES: dict[str, list[str]] = {
     "runs": ["tests/test_runs_*.py", "tests/test_pairwise_runs.py",
              "tests/test_run_settings.py", "tests/test_event_loop.py",
              "tests/test_store_integrity.py",
-             "tests/test_select_stored.py", "tests/test_scoring_options.py"],
+             "tests/test_select_stored.py", "tests/test_scoring_options.py",
+             "tests/test_compare_verdict.py"],
 }
 
 # What the tests read besides the package and tests/ (example scenarios, rubrics, data, and
