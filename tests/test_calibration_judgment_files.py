@@ -15,17 +15,9 @@ from harness.calibration import load_judgments
 from harness.calibration.report import AnalysisOptions
 from harness.calibration.study import run_calibration
 from harness.errors import InputError
+from tests.helpers.calibration_rubrics import HELPFUL_RUBRIC
 
-RUBRIC = """\
-id: helpful
-version: 1
-target: final_response
-threshold: 0.75
-criteria:
-  - id: quality
-    question: How helpful is the answer?
-    scale: ordinal_1_5
-"""
+RUBRIC = HELPFUL_RUBRIC
 OPTIONS = AnalysisOptions(n_resamples=0)
 
 

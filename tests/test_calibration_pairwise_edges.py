@@ -21,6 +21,7 @@ from harness.calibration.pairwise_agreement import analyse_pairwise_judge
 from harness.calibration.report import AnalysisOptions
 from harness.calibration.study import run_calibration
 from harness.testing.replies import Reply
+from tests.helpers.calibration_rubrics import HELPFUL_RUBRIC
 
 PREFS = ("A", "B", "tie")
 
@@ -102,16 +103,7 @@ def test_self_consistency_intervals_are_resampled_and_reproducible() -> None:
     assert alpha.ci_low < alpha.ci_high  # resamples of items, not the whole set every time
 
 
-RUBRIC = """\
-id: helpful
-version: 1
-target: final_response
-threshold: 0.75
-criteria:
-  - id: quality
-    question: How helpful is the answer?
-    scale: ordinal_1_5
-"""
+RUBRIC = HELPFUL_RUBRIC
 
 
 async def test_a_failed_call_without_swap_is_a_missing_verdict_with_its_error(

@@ -14,19 +14,11 @@ import pytest
 from harness.calibration.report import AnalysisOptions
 from harness.calibration.study import run_calibration
 from harness.testing.replies import RecordedRequest, Reply
+from tests.helpers.calibration_rubrics import HELPFUL_RUBRIC
 
 OPTIONS = AnalysisOptions(n_resamples=0)
 
-RUBRIC = """\
-id: helpful
-version: 1
-target: final_response
-threshold: 0.75
-criteria:
-  - id: quality
-    question: How helpful is the answer?
-    scale: ordinal_1_5
-"""
+RUBRIC = HELPFUL_RUBRIC
 
 PAIRS = [
     {"item_id": "p1", "input": "Capital of Australia?", "output_a": "Sydney",
