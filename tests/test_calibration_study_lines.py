@@ -30,6 +30,7 @@ from harness.errors import InputError
 from harness.judging.rubric import parse_rubric
 from harness.judging.verdicts import CriterionVerdict, Judgment
 from harness.testing.replies import RecordedRequest, Reply
+from tests.helpers.calibration_rubrics import HELPFUL_RUBRIC
 
 RUBRIC = parse_rubric({
     "id": "r", "target": "final_response", "threshold": 0.5,
@@ -119,16 +120,7 @@ def test_a_pointwise_record_keeps_each_samples_level_and_reasoning() -> None:
                                "errors": {}, "not_applicable": []}
 
 
-RUBRIC_YAML = """\
-id: helpful
-version: 1
-target: final_response
-threshold: 0.75
-criteria:
-  - id: quality
-    question: How helpful is the answer?
-    scale: ordinal_1_5
-"""
+RUBRIC_YAML = HELPFUL_RUBRIC
 
 
 async def test_a_study_resumed_with_fewer_judges_keeps_the_others_records_once(
