@@ -19,7 +19,10 @@ from harness.errors import InputError
 from harness.runs.api import run_suite
 from harness.runs.comparison import compare_run_dirs
 from harness.runs.config import RunConfig
+from harness.runs.sample import SampleRecord
+from harness.runs.store import RunStore
 from harness.scenarios.selectors import ScenarioFilter
+from harness.transcript import ErrorInfo, Transcript
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -100,3 +103,76 @@ def test_a_tag_no_stored_scenario_has_names_the_run(runs: tuple[Path, Path]) -> 
     with pytest.raises(InputError) as err:
         compare_run_dirs(*runs, selector=ScenarioFilter(tags=["weathr"]))
     assert str(err.value).startswith(f"{runs[0]}: no scenario has the tag weathr")
+
+
+# --- each run's own error policy, and the stored pass flags -------------------------------
+
+# Per scenario, the (score, passed) of epochs 0..2; None is an errored sample. The pass flags
+# are the rubric's (0.8 passes a threshold of 0.7), not score >= 1.
+BASELINE = {"s1": [(0.8, True), (0.8, True), (0.8, True)],
+            "s2": [(0.6, False), (0.8, True), (0.6, False)],
+            "s3": [(1.0, True), (0.4, False), (1.0, True)]}
+CANDIDATE = {"s1": [(0.8, True), (0.9, True), None],
+             "s2": [(0.8, True), (0.8, True), (0.8, True)],
+             "s3": [(0.4, False), None, (1.0, True)]}
+
+
+def _hand_made_run(run_dir: Path, samples: dict[str, list[tuple[float, bool] | None]],
+                   policy: str | None) -> Path:
+    run = {} if policy is None else {"error_policy": policy}
+    with RunStore.create(run_dir, {"run": run}) as store:
+        for sid, epochs in samples.items():
+            for epoch, sample in enumerate(epochs):
+                transcript = Transcript(scenario_id=sid, epoch=epoch, stop_reason="goal_met")
+                if sample is None:
+                    record = SampleRecord(scenario_id=sid, epoch=epoch, status="errored",
+                                          transcript=transcript,
+                                          error=ErrorInfo(kind="agent_error", message="500"))
+                else:
+                    record = SampleRecord(scenario_id=sid, epoch=epoch, status="scored",
+                                          score=sample[0], passed=sample[1],
+                                          transcript=transcript)
+                store.write_sample(record)
+    return run_dir
+
+
+def _as_read(samples: dict[str, list[tuple[float, bool] | None]], policy: str
+             ) -> tuple[dict[str, list[float]], dict[str, list[bool]]]:
+    scores = {sid: [0.0 if s is None else s[0] for s in xs if s is not None
+                    or policy == "as_failures"] for sid, xs in samples.items()}
+    passed = {sid: [False if s is None else s[1] for s in xs if s is not None
+                    or policy == "as_failures"] for sid, xs in samples.items()}
+    return scores, passed
+
+
+@pytest.mark.parametrize("policy", [None, "exclude", "as_failures"])
+def test_each_run_is_read_under_its_own_error_policy(tmp_path: Path, policy: str | None
+                                                     ) -> None:
+    base = _hand_made_run(tmp_path / "base", BASELINE, "exclude")
+    cand = _hand_made_run(tmp_path / "cand", CANDIDATE, policy)
+    data = compare_run_dirs(base, cand)
+    cand_scores, cand_passed = _as_read(CANDIDATE, policy or "exclude")
+    base_scores, base_passed = _as_read(BASELINE, "exclude")
+    ids = sorted(BASELINE)
+    assert [r["candidate_epochs"] for r in data["scenarios"]] == [
+        len(cand_scores[s]) for s in ids]
+    means_b = [float(np.mean(cand_scores[s])) for s in ids]
+    means_a = [float(np.mean(base_scores[s])) for s in ids]
+    assert data["candidate_mean"] == pytest.approx(np.mean(means_b))
+    assert data["t_test"]["p_value"] == pytest.approx(
+        float(stats.ttest_rel(means_b, means_a).pvalue))
+    # McNemar pairs the i-th stored pass flag of each run, up to the shorter run
+    pairs = [(b, c) for s in ids for b, c in zip(base_passed[s], cand_passed[s], strict=False)]
+    mc = data["mcnemar"]
+    assert (mc["n_pairs"], mc["both_passed"], mc["both_failed"], mc["only_baseline_passed"],
+            mc["only_candidate_passed"]) == (
+        len(pairs), pairs.count((True, True)), pairs.count((False, False)),
+        pairs.count((True, False)), pairs.count((False, True)))
+    # the stored flags, not score >= 1: 0.8 passes here
+    assert mc["both_passed"] >= 3
+    if policy == "as_failures":
+        assert data["candidate_mean"] < data["baseline_mean"]
+        assert mc["n_pairs"] == 9
+    else:
+        assert data["candidate_mean"] > data["baseline_mean"]
+        assert mc["n_pairs"] == 7
