@@ -104,9 +104,14 @@ def _outcomes() -> list[PairOutcome]:
 
 
 def _pairing() -> RunPairing:
+    """The judged pairs, and one sample left out for each reason: s5 is in both runs with
+    no sample that could be paired."""
     a = [_record(sid, epoch) for sid, epoch in JUDGED] + [
-        _record("s1", 3), _record("s2", 2), _record("only-a", 0)]
-    b = [_record(sid, epoch) for sid, epoch in JUDGED] + [_record("s2", 2, "errored")]
+        _record("s1", 3), _record("s2", 2), _record("only-a", 0), _record("s4", 2, "errored"),
+        _record("s5", 0, "errored"), _record("s5", 1)]
+    b = [_record(sid, epoch) for sid, epoch in JUDGED] + [
+        _record("s2", 2, "errored"), _record("s4", 2), _record("s4", 3),
+        _record("s5", 0, "errored"), _record("s5", 1, "errored")]
     return pair_samples(a, b)
 
 
@@ -156,14 +161,16 @@ def test_every_count_of_the_report() -> None:
     all_results = [r for key in JUDGED for r in _results(key)]
     failed = [r for r in all_results if r.status != "decided"]
     assert report.counts.model_dump() == {
-        "common_scenarios": 4, "pairs": 8, "decided": 7, "judge_errors": 1,
-        "only_in_a": 2, "only_in_b": 0, "errored_in_a": 0, "errored_in_b": 1,
-        "errored_in_both": 0, "comparisons": len(all_results),
+        "common_scenarios": 5, "pairs": 8, "decided": 7, "judge_errors": 1,
+        "only_in_a": 2, "only_in_b": 1, "errored_in_a": 1, "errored_in_b": 2,
+        "errored_in_both": 1, "comparisons": len(all_results),
         "failed_comparisons": len(failed)}
     assert report.scenarios_only_in_a == ["only-a"]
     assert report.scenarios_only_in_b == []
     assert [(s.scenario_id, s.epoch, s.reason) for s in report.skipped] == [
-        ("only-a", 0, "only_in_a"), ("s1", 3, "only_in_a"), ("s2", 2, "errored_in_b")]
+        ("only-a", 0, "only_in_a"), ("s1", 3, "only_in_a"), ("s2", 2, "errored_in_b"),
+        ("s4", 2, "errored_in_a"), ("s4", 3, "only_in_b"), ("s5", 0, "errored_in_both"),
+        ("s5", 1, "errored_in_b")]
     assert [(e.scenario_id, e.epoch, e.judge_model, e.sample_index, e.error_type, e.message)
             for e in report.judge_errors] == [
         ("s1", 2, J2, 0, "ModelUnavailableError", f"{J2} failed on s1#2"),
@@ -173,7 +180,7 @@ def test_every_count_of_the_report() -> None:
 
 def test_scenario_rows_and_their_intervals() -> None:
     rows = {r.scenario_id: r for r in _report().scenarios}
-    assert list(rows) == ["s1", "s2", "s3", "s4"]
+    assert list(rows) == ["s1", "s2", "s3", "s4", "s5"]
     s1 = rows["s1"]
     assert (s1.pairs, s1.decided, s1.wins_a, s1.wins_b, s1.ties, s1.judge_errors,
             s1.skipped, s1.comparisons, s1.inconsistent_comparisons) == (3, 3, 0, 2, 1, 0, 1,
@@ -188,11 +195,15 @@ def test_scenario_rows_and_their_intervals() -> None:
     assert s2.b_win_rate == 1.0
     assert (s2.b_win_rate_ci_low, s2.b_win_rate_ci_high) == pytest.approx((0.025 ** 0.5, 1.0))
     s3 = rows["s3"]
-    assert (s3.pairs, s3.decided, s3.judge_errors, s3.comparisons, s3.b_win_rate,
-            s3.b_win_rate_ci_low, s3.b_win_rate_ci_high) == (1, 0, 1, 2, None, None, None)
+    assert (s3.pairs, s3.decided, s3.judge_errors, s3.skipped, s3.comparisons, s3.b_win_rate,
+            s3.b_win_rate_ci_low, s3.b_win_rate_ci_high) == (1, 0, 1, 0, 2, None, None, None)
+    # in both runs, but no sample could be paired
+    s5 = rows["s5"]
+    assert (s5.pairs, s5.decided, s5.judge_errors, s5.skipped, s5.comparisons,
+            s5.b_win_rate) == (0, 0, 0, 2, 0, None)
     s4 = rows["s4"]
-    assert (s4.decided, s4.wins_a, s4.wins_b, s4.ties, s4.inconsistent_comparisons) == (
-        2, 0, 0, 2, 1)
+    assert (s4.decided, s4.wins_a, s4.wins_b, s4.ties, s4.skipped,
+            s4.inconsistent_comparisons) == (2, 0, 0, 2, 2, 1)
     # two ties: no spread inside the range, the Wilson interval for 2 units (statsmodels)
     assert s4.b_win_rate == 0.5
     assert (s4.b_win_rate_ci_low, s4.b_win_rate_ci_high) == pytest.approx(
@@ -219,6 +230,11 @@ def test_b_win_rate_is_the_mean_of_scenario_means_with_a_t_interval() -> None:
                            + ("; clipped to the range [0, 1]" if rate.clipped else ""))
     assert not report.significant_regression and not report.significant_improvement
     assert b_win_rate([]) is None
+    at_90 = b_win_rate(_outcomes(), confidence=0.9)
+    assert at_90 is not None and at_90.confidence == 0.9
+    half = sps.t.ppf(0.95, 2) * np.std(means, ddof=1) / math.sqrt(3)
+    assert (at_90.ci_low, at_90.ci_high) == pytest.approx(
+        (np.mean(means) - half, min(1.0, np.mean(means) + half)))
     one = b_win_rate([o for o in _outcomes() if o.scenario_id == "s1"])
     assert one is not None and one.value == pytest.approx(2.5 / 3) and one.ci_low is None
 
@@ -244,20 +260,20 @@ def test_notes_say_what_was_left_out_word_for_word() -> None:
     report = _report(notes=["given first"])
     assert report.notes == [
         "given first",
-        "1 common scenario has no decided pair and is left out of B's win rate: s3",
-        "samples not compared: 1 errored in b, 2 only in a",
+        "2 common scenarios have no decided pair and are left out of B's win rate: s3, s5",
+        "samples not compared: 1 errored in a, 2 errored in b, 1 errored in both, 2 only in "
+        "a, 1 only in b",
         "3 comparisons failed after retries or re-asks; they are errors, never verdicts "
         "(see judge_errors)"]
-    # two undecided scenarios, one decided scenario: the plural, and no interval
+    # one undecided scenario, one decided scenario: the singular, and no interval
     outcomes = [o for o in _outcomes() if o.scenario_id in ("s1", "s3")]
-    outcomes.append(combine_pair("s5", 0, [J1], [_result("s5#0", J1, None)]))
     records = [_record(o.scenario_id, o.epoch) for o in outcomes]
     other = summarise_runs_pairwise(pair_samples(records, records), outcomes, run_a="a",
                                     run_b="b", rubric={}, judges=[J1, J2], samples=1)
     assert other.notes == [
         "B's win rate has no interval: it needs decided pairs in at least 2 scenarios",
-        "2 common scenarios have no decided pair and are left out of B's win rate: s3, s5",
-        "4 comparisons failed after retries or re-asks; they are errors, never verdicts "
+        "1 common scenario has no decided pair and is left out of B's win rate: s3",
+        "3 comparisons failed after retries or re-asks; they are errors, never verdicts "
         "(see judge_errors)"]
     # nothing left out: no notes at all
     clean = [o for o in _outcomes() if o.scenario_id in ("s2", "s4")]
@@ -326,6 +342,17 @@ def test_the_offline_notice_names_every_mock_and_every_real_model() -> None:
         "OFFLINE: the pairwise judges mock:j1; the samples of old come from mock: models; "
         "no real model was called. Figures that depend on an offline model say nothing about "
         "a real agent or judge.")
+    # several judges of each kind, several roles and models: each list said in full
+    two = {"runs/b": RunRoles(_roles(
+        agent=RoleModels(offline=False, real_models=["openai:gpt-4.1", "openai:gpt-5"]),
+        simulator=RoleModels(offline=False, offline_models=["mock:simulator", "mock:user"],
+                             real_models=["openai:gpt-4.1-mini"])), any_offline=True)}
+    assert pairwise_notice(["mock:j1", "mock:j2", "openai:a", "openai:b"], {}, two) == (
+        "OFFLINE: the pairwise judges mock:j1, mock:j2; the samples of runs/b (simulator "
+        "mock:simulator, mock:user) come from mock: models; REAL: the pairwise judges "
+        "openai:a, openai:b (0 calls, $0.0000); the samples of runs/b (agent openai:gpt-4.1, "
+        "openai:gpt-5; simulator openai:gpt-4.1-mini). Figures that depend on an offline "
+        "model say nothing about a real agent or judge.")
     assert pairwise_notice([J2], {}, legacy) == (
         "OFFLINE: the samples of old come from mock: models; REAL: the pairwise judges "
         "openai:gpt-x (0 calls, $0.0000). Figures that depend on an offline model say "
@@ -363,7 +390,8 @@ def test_out_lines_come_in_key_order_with_the_skipped_samples() -> None:
         ("only-a", 0, "skipped"), ("s1", 0, "decided"), ("s1", 1, "decided"),
         ("s1", 2, "decided"), ("s1", 3, "skipped"), ("s2", 0, "decided"),
         ("s2", 1, "decided"), ("s2", 2, "skipped"), ("s3", 0, "judge_error"),
-        ("s4", 0, "decided"), ("s4", 1, "decided")]
+        ("s4", 0, "decided"), ("s4", 1, "decided"), ("s4", 2, "skipped"),
+        ("s4", 3, "skipped"), ("s5", 0, "skipped"), ("s5", 1, "skipped")]
     assert lines[0] == {"scenario_id": "only-a", "epoch": 0, "reason": "only_in_a",
                         "status": "skipped"}
     assert lines[1]["winner"] == "B" and lines[1]["b_score"] == 1.0
