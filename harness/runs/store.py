@@ -26,7 +26,7 @@ from harness.version import __version__
 
 if TYPE_CHECKING:
     from harness.judging.rubric import Rubric
-    from harness.runs.labels import Label
+    from harness.runs.label_model import Label
     from harness.scenarios.schema import Scenario
 
 STORE_FILENAME = "run.sqlite"
@@ -342,7 +342,7 @@ class RunStore:
         (``BEGIN IMMEDIATE``) and waits up to :data:`BUSY_TIMEOUT_S` for it. Checking that
         each label fits its sample is the caller's (:func:`harness.runs.labels.check_label`).
         Raises :class:`StoreError` when the write fails; nothing is then stored."""
-        from harness.runs.labels import labelled_timestamp
+        from harness.runs.label_model import labelled_timestamp
 
         rows = [(label.scenario_id, label.epoch, label.annotator, label.target,
                  labelled_timestamp(label.labelled_at), json.dumps(label.to_json()))
@@ -369,7 +369,7 @@ class RunStore:
         epoch, annotator and target; with ``history``, every version, oldest first. A store
         without labels (or written before they existed) has none. Raises
         :class:`StoreError` when a stored label does not parse."""
-        from harness.runs.labels import Label
+        from harness.runs.label_model import Label
 
         try:
             rows = self._db.execute(
