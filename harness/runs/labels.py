@@ -151,8 +151,8 @@ def check_label(label: Label, targets: Sequence[LabelTarget]) -> str | None:
     message names the field and what was expected."""
     target = next((t for t in targets if t.target == label.target), None)
     if target is None:
-        known = ", ".join(t.target for t in targets)
-        return (f"target: this sample has no {label.target!r}; expected one of {known}")
+        return (f"target: this sample has no {label.target!r}; expected one of "
+                f"{some([t.target for t in targets])}")
     if target.kind == "scale":
         allowed = [p.value for p in target.values]
         if not any(label.value == v for v in allowed):
@@ -160,6 +160,13 @@ def check_label(label: Label, targets: Sequence[LabelTarget]) -> str | None:
             return (f"value: {label.value!r} is not on the scale of {label.target}; "
                     f"expected one of {shown}")
     return None
+
+
+def some(names: Sequence[str], shown: int = 6) -> str:
+    """The first ``shown`` names, then how many there are in all (for one-line messages)."""
+    if len(names) <= shown:
+        return ", ".join(names)
+    return ", ".join(names[:shown]) + f", … ({len(names)} in all)"
 
 
 def sample_rubrics(rubrics: Mapping[str, Rubric], scenario: Scenario | None) -> dict[str, Rubric]:
