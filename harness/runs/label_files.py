@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from harness.errors import InputError, field_path
 from harness.files import read_text
 from harness.json_values import load_json
+from harness.judging.rubric import Rubric
 from harness.runs.label_model import TARGET_FORMS, Label
 from harness.runs.labels import LabelTarget, check_label, label_targets, sample_rubrics, some
 from harness.runs.store import RunStore, StoreError
@@ -90,14 +91,17 @@ class RunLabelChecker:
             self._scenarios = {}
         self._targets: dict[tuple[str, int], list[LabelTarget]] = {}
 
+    def rubrics_for(self, scenario_id: str) -> dict[str, Rubric]:
+        """The rubrics the scenario's samples were judged with (its inline ones included)."""
+        return sample_rubrics(self._rubrics, self._scenarios.get(scenario_id))
+
     def targets(self, scenario_id: str, epoch: int) -> list[LabelTarget]:
         """What can be labelled on a stored sample (it must exist)."""
         key = (scenario_id, epoch)
         if key not in self._targets:
             record = self.store.sample(scenario_id, epoch)
             assert record is not None, key
-            rubrics = sample_rubrics(self._rubrics, self._scenarios.get(scenario_id))
-            self._targets[key] = label_targets(record, rubrics)
+            self._targets[key] = label_targets(record, self.rubrics_for(scenario_id))
         return self._targets[key]
 
     def problem(self, label: Label) -> tuple[str, str] | None:
