@@ -384,10 +384,12 @@ def _from_run(run_dir: Path, targets: list[str], options: AnalysisOptions, json_
             console.rule(terminal_text(entry.target))
             render_report(report, console)
     if pages:
-        from harness.report.html.calibration_page import write_calibration_page
+        from harness.report.html.calibration_page import calibration_page
+        from harness.report.html.page import write_page
 
         for page, entry, report in zip(pages, data.targets, reports, strict=True):
-            _wrote(write_calibration_page(page, report, entry.judgments))
+            title = f"Judge calibration: {run_dir.name}, {entry.target}"
+            _wrote(write_page(page, calibration_page(report, entry.judgments, title=title)))
 
 
 def _label_figures(data: Any) -> dict[str, Any]:
