@@ -24,8 +24,9 @@ effects), and each is handled:
 1. ``lambda`` tuned on the same labels it corrects with is optimistic: it is **cross-fitted**
    (the labels split at random, seeded, in two halves; each half corrected with the lambda
    tuned on the other), so each half's correction is unbiased and its variance honest.
-2. The labels' part of the variance is estimated from ``n`` values around their own mean:
-   it is scaled by ``n / (n - 1)``, and the interval uses a **t quantile** whose degrees of
+2. The labels' part of the variance is estimated from ``n`` values around their folds' means
+   (each fold has its own lambda, so its own mean): it is scaled by ``n / (n - K)`` for the
+   ``K`` means, and the interval uses a **t quantile** whose degrees of
    freedom (Welch-Satterthwaite) run from the labelled scenarios less one, when the labels'
    part dominates, to ``C - 1`` when the judge's part does.
 3. For pass/fail labels, a judge that agreed on every labelled sample would give the labels'
@@ -137,8 +138,9 @@ def power_tuned_lambda(y: np.ndarray, f: np.ndarray, judge_variance: float,
 
 
 def _cross_fitted_lambdas(y: np.ndarray, f: np.ndarray, judge_variance: float,
-                          labelled_share: float, seed: int) -> np.ndarray:
-    """One lambda per label, each tuned on the labels of the other folds."""
+                          labelled_share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """One lambda per label, each tuned on the labels of the other folds; and each label's
+    fold."""
     n = y.size
     fold = np.empty(n, dtype=np.int64)
     fold[np.random.default_rng(seed).permutation(n)] = np.arange(n) % CROSS_FIT_FOLDS
@@ -146,26 +148,32 @@ def _cross_fitted_lambdas(y: np.ndarray, f: np.ndarray, judge_variance: float,
     for k in range(CROSS_FIT_FOLDS):
         train = fold != k
         lam[~train] = power_tuned_lambda(y[train], f[train], judge_variance, labelled_share)
-    return lam
+    return lam, fold
 
 
 class _Parts:
-    """The estimate and its variance parts for given per-label lambdas."""
+    """The estimate and its variance parts for given per-label lambdas and folds (labels of
+    one fold share a lambda)."""
 
     def __init__(self, g: np.ndarray, weight: np.ndarray, codes: np.ndarray, y: np.ndarray,
-                 f: np.ndarray, lam: np.ndarray, binary: bool) -> None:
+                 f: np.ndarray, lam: np.ndarray, fold: np.ndarray, binary: bool) -> None:
         c, n = g.size, y.size
         u = weight * (y - lam * f)
         lam_bar = float(lam.mean())
         self.value = lam_bar * float(g.mean()) + float(u.mean())
-        a = np.bincount(codes, weights=u - u.mean(), minlength=c) * (c / n)
+        # Each fold's labels around their own mean: the folds' lambdas differ, and so do
+        # their means, which is not noise of the estimate.
+        n_folds = int(fold.max()) + 1
+        fold_mean = np.bincount(fold, weights=u, minlength=n_folds) / np.bincount(
+            fold, minlength=n_folds)
+        a = np.bincount(codes, weights=u - fold_mean[fold], minlength=c) * (c / n)
         t_c = lam_bar * g + a
         total = float(np.var(t_c, ddof=1)) / c
         self.judge_part = lam_bar**2 * float(np.var(g, ddof=1)) / c
         # The labels' part: what is left of the total (their spread and their covariance
-        # with the judge's), scaled by n/(n-1) for the mean(u) it is taken around.
+        # with the judge's), scaled by n/(n-K) for the K fold means it is taken around.
         label_part = max(total - self.judge_part, 0.0)
-        extra = float(np.var(a, ddof=1)) / c / (n - 1)
+        extra = float(np.var(a, ddof=1)) / c * n_folds / (n - n_folds)
         if binary:
             scale = float(weight.mean())
             extra += 2 * BINARY_PSEUDO_DISAGREEMENT * scale**2 / ((n + 1) * n)
@@ -266,10 +274,11 @@ def corrected_figure(
     weight = big_n / (c * counts[codes])
     binary = target == "pass_rate"
     judge_variance = float(np.var(judge, ddof=1))
-    lams = (np.full(n, float(lam)) if lam is not None else
-            _cross_fitted_lambdas(y, f, judge_variance, n / big_n, seed))
-    parts = _Parts(g, weight, codes, y, f, lams, binary)
-    classical = _Parts(g, weight, codes, y, f, np.zeros(n), binary)
+    one_fold = np.zeros(n, dtype=np.int64)
+    lams, folds = ((np.full(n, float(lam)), one_fold) if lam is not None else
+                   _cross_fitted_lambdas(y, f, judge_variance, n / big_n, seed))
+    parts = _Parts(g, weight, codes, y, f, lams, folds, binary)
+    classical = _Parts(g, weight, codes, y, f, np.zeros(n), one_fold, binary)
     low, high, stderr, df, clipped = _interval(parts, c, confidence, bounds)
     c_low, c_high, c_se, _, _ = _interval(classical, c, confidence, bounds)
     notes = _notes(y, f, judge_variance, binary, clipped, bounds)
@@ -289,7 +298,7 @@ def corrected_figure(
 METHOD = ("PPI++ (Angelopoulos, Duchi & Zrnic 2023) for the mean of scenario means: judge "
           "on every sample, random human labels; lambda power-tuned and cross-fitted "
           f"({CROSS_FIT_FOLDS} folds); variance over scenarios (linearised), labels' part "
-          "x n/(n-1); t interval, Welch-Satterthwaite df")
+          "x n/(n-K); t interval, Welch-Satterthwaite df")
 
 
 def _check_inputs(judge: np.ndarray, offsets: np.ndarray, labelled: np.ndarray,
