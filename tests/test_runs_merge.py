@@ -69,6 +69,11 @@ def test_merged_shards_are_the_single_run(runs: Path, tmp_path: Path,
     assert summary["config"]["shard"] is None
     assert summary["counts"]["samples"] == summary["counts"]["samples_planned"] == 33
     assert summary["score"]["judge_variance_components"] is not None  # judge noise was compared too
+    # The scenarios and rubrics the shards ran are recorded in the merged run too.
+    with RunStore.open(out) as merged, RunStore.open(runs / "whole") as whole:
+        assert {"scenario_definitions", "rubric_definitions"} <= set(merged.meta)
+        assert merged.scenario_definitions() == whole.scenario_definitions()
+        assert merged.rubrics() == whole.rubrics()
 
 
 def test_a_merge_of_some_shards_says_what_is_missing(runs: Path, tmp_path: Path) -> None:

@@ -21,4 +21,5 @@ from .judgments import (
     pointwise_judgment,
 )
 from .report import AnalysisOptions, BootstrapEstimate, CalibrationReport
+from .reviewers import ReviewerAgreement, reviewer_agreement
 from .scale import Scale

@@ -134,6 +134,8 @@ def _print(report: CalibrationReport, json_output: bool) -> None:
 @app.command(epilog=examples(
     ("analyse judgments already made (no model calls)",
      "harness calibrate --judgments examples/calibration/pointwise_judgments.jsonl"),
+    ("a run's judges against its reviewers' labels, every labelled target",
+     "harness calibrate --from-run runs/nightly"),
     ("run a judge on labelled items, 3 samples each, and write the HTML page",
      "harness calibrate examples/calibration/pointwise_items.jsonl --offline \\\n"
      "    --rubric final_response_quality --samples 3 --out runs/calibration --html")))
@@ -156,6 +158,18 @@ def calibrate(
             "DATASET",
         ),
     ] = None,
+    from_run: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-run", metavar="RUN_DIR", rich_help_panel=INPUT_PANEL,
+            help="a run's judge verdicts against its reviewers' labels (harness labels "
+            "import, harness view), per labelled target; no model calls",
+        ),
+    ] = None,
+    target: Annotated[list[str] | None, typer.Option(
+        "--target", metavar="TARGET", rich_help_panel=INPUT_PANEL,
+        help="--from-run: only this labelled target (passed, score, rubric:ID, "
+        "criterion:ID/CRITERION); repeat for several (default: every one)")] = None,
     json_output: Annotated[
         bool, typer.Option("--json", rich_help_panel=OUTPUT_PANEL,
                            help="print the report as one JSON object")
@@ -267,7 +281,8 @@ def calibrate(
     Correlations, kappa, Krippendorff's alpha, bias, pass/fail and threshold calibration,
     pairwise position consistency, the human baseline and PPI, each with a seeded bootstrap
     interval over items. Analyse existing judgments (--judgments FILE), or run judges on a
-    labelled DATASET first."""
+    labelled DATASET first, or compare a run's judges with its reviewers' labels (--from-run
+    RUN_DIR)."""
     study_options = {
         "--judge": judge, "--rubric": rubric, "--criterion": criterion, "--samples": samples,
         "--swap/--no-swap": swap, "--ties/--no-ties": ties, "--scale-map": scale_map,
@@ -276,11 +291,16 @@ def calibrate(
         "--judge-base-url": judge_base_url, "--rubrics-dir": rubrics_dir,
         "--verbose": verbose or None,
     }
-    if (dataset is None) == (judgments is None):
-        raise InputError("command line", "DATASET / --judgments",
-                         "give a labelled DATASET to run judges on, or --judgments FILE to "
-                         "analyse judgments that already exist" +
-                         (" (not both)" if dataset is not None else ""))
+    given_inputs = [dataset is not None, judgments is not None, from_run is not None]
+    if sum(given_inputs) != 1:
+        raise InputError("command line", "DATASET / --judgments / --from-run",
+                         "give a labelled DATASET to run judges on, --judgments FILE to "
+                         "analyse judgments that already exist, or --from-run RUN_DIR to "
+                         "compare a run's judges with its reviewers' labels" +
+                         (" (only one of them)" if any(given_inputs) else ""))
+    if target and from_run is None:
+        raise InputError("command line", "--target", "chooses labelled targets of "
+                         "--from-run RUN_DIR")
     options = _analysis_options({
         "n_resamples": resamples,
         "confidence": confidence,
@@ -292,11 +312,16 @@ def calibrate(
         "ppi_lambda": ppi_lambda,
         "scale": parse_scale(scale) if scale is not None else None,
     })
-    if judgments is not None:
+    if judgments is not None or from_run is not None:
         given = [name for name, value in study_options.items() if value not in (None, [])]
         if given:
-            raise InputError("command line", given[0], "runs judges on a DATASET; --judgments "
+            raise InputError("command line", given[0], "runs judges on a DATASET; "
+                             f"{'--judgments' if judgments is not None else '--from-run'} "
                              "analyses judgments that already exist, with no model calls")
+    if from_run is not None:
+        _from_run(from_run, target or [], options, json_output, html)
+        return
+    if judgments is not None:
         from harness.calibration.analysis import analyse
         from harness.calibration.judgments import load_judgments
 
@@ -326,6 +351,70 @@ def calibrate(
         models_config=models_config, base_url=judge_base_url, rubric_dirs=rubrics_dir or [],
         verbose=verbose,
     )
+
+
+def _from_run(run_dir: Path, targets: list[str], options: AnalysisOptions, json_output: bool,
+              html: str | None) -> None:
+    """``--from-run``: one report per labelled target, each with every statistic of
+    ``--judgments``; the first line says how many labels and reviewers it rests on."""
+    from harness.calibration.analysis import analyse
+    from harness.calibration.run_labels import run_label_judgments
+
+    data = run_label_judgments(run_dir, options, targets)
+    pages = _from_run_pages(html, run_dir, [t.target for t in data.targets])
+    reports = []
+    for entry in data.targets:
+        report = analyse(entry.judgments, entry.options)
+        reports.append(report.model_copy(update={"notes": [
+            *entry.notes, *report.notes, f"labels: {data.summary()}"]}))
+    if json_output:
+        for report in reports:
+            _warn_off_scale(report)
+        typer.echo(json.dumps({
+            "source": str(run_dir), "labels": _label_figures(data),
+            "targets": {entry.target: report.to_json_dict()
+                        for entry, report in zip(data.targets, reports, strict=True)},
+        }, indent=2, allow_nan=False))
+    else:
+        from harness.report.calibration_terminal import render_report
+
+        console = terminal_console()
+        console.print(terminal_text(data.summary()))
+        for entry, report in zip(data.targets, reports, strict=True):
+            console.rule(terminal_text(entry.target))
+            render_report(report, console)
+    if pages:
+        from harness.report.html.calibration_page import calibration_page
+        from harness.report.html.page import write_page
+
+        for page, entry, report in zip(pages, data.targets, reports, strict=True):
+            title = f"Judge calibration: {run_dir.name}, {entry.target}"
+            _wrote(write_page(page, calibration_page(report, entry.judgments, title=title)))
+
+
+def _label_figures(data: Any) -> dict[str, Any]:
+    from harness.runs.label_files import label_counts, reviewers
+
+    return {**label_counts(data.used), "reviewer_names": reviewers(data.used),
+            "left_out": len(data.left_out)}
+
+
+def _from_run_pages(html: str | None, run_dir: Path, targets: list[str]) -> list[Path]:
+    """Where ``--html`` writes the pages of ``--from-run``: FILE (default
+    RUN_DIR/labels-calibration.html) for one target; for several, one page each, named
+    after FILE with the target added (``-criterion-ID-CRITERION``)."""
+    import re
+
+    from harness.files import check_output_file
+
+    if html is None:
+        return []
+    base = Path(html) if html else run_dir / "labels-calibration.html"
+    if len(targets) == 1:
+        return [check_output_file(base, "the HTML report")]
+    return [check_output_file(base.with_name(
+        f"{base.stem}-{re.sub(r'[^a-z0-9_]+', '-', t)}{base.suffix or '.html'}"),
+        "the HTML report") for t in targets]
 
 
 def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: AnalysisOptions,

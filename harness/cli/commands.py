@@ -6,6 +6,7 @@ from harness.cli import (
     adk_cmd,  # noqa: F401
     calibrate_cmd,  # noqa: F401
     demo_cmd,  # noqa: F401
+    labels_cmd,  # noqa: F401
     merge_cmd,  # noqa: F401
     pairwise_cmd,  # noqa: F401
     run_cmd,  # noqa: F401

@@ -174,6 +174,7 @@ async def _run_and_summarise(
                     on_sample=on_sample)
     done = store.finished_keys(include_errored=not retry_errors)
     store.record_scenarios(list(suite.scenarios))
+    store.record_definitions(list(suite.scenarios.values()), suite.rubrics)
     design = config.design
     shards = None if design.shard is None else coverage(
         design.shard.count, [design.shard.index], list(suite.scenarios), design.epochs)

@@ -93,6 +93,7 @@ def merge_runs(run_dirs: list[Path], out: Path) -> RunSummary:
         target = stack.enter_context(RunStore.create(out, {"run": merged.model_dump(mode="json")}))
         if grid is not None:
             target.record_scenarios(grid)
+        target.copy_definitions(first_store)
         for shard, _run_dir, store, _config in shards:
             target.copy_from(store, shard=str(shard))
         summary = summarise(

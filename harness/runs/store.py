@@ -13,7 +13,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from harness.files import connect_read_only, make_directory, sqlite_damage
@@ -23,6 +23,11 @@ from harness.models.types import SCRUBBED
 from harness.runs.config import RunConfig
 from harness.runs.sample import SampleRecord
 from harness.version import __version__
+
+if TYPE_CHECKING:
+    from harness.judging.rubric import Rubric
+    from harness.runs.label_model import Label
+    from harness.scenarios.schema import Scenario
 
 STORE_FILENAME = "run.sqlite"
 SCHEMA_VERSION = 1
@@ -47,6 +52,25 @@ CREATE TABLE events (
     detail TEXT NOT NULL
 );
 """
+# Human labels (contract 10): every version is kept, in the order written; the one that
+# counts is chosen when read. Created when first written, so stores made before it exist
+# read as having no labels and need no migration (the schema version is unchanged).
+_LABELS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS labels (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    scenario_id TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    annotator TEXT NOT NULL,
+    target TEXT NOT NULL,
+    labelled_ts REAL NOT NULL,
+    label TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS labels_by_key ON labels (scenario_id, epoch, annotator, target);
+"""
+# How long a writer waits for another one (the run, a second reviewer) before giving up.
+BUSY_TIMEOUT_S = 30.0
+_SCENARIOS_KEY = "scenario_definitions"
+_RUBRICS_KEY = "rubric_definitions"
 
 
 class StoreError(HarnessError):
@@ -211,6 +235,170 @@ class RunStore:
         self._commit("INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)",
                      (time.time(), kind, json.dumps(detail)))
 
+    # -- what the run was given, as it was --------------------------------------------
+
+    def record_definitions(self, scenarios: list[Scenario], rubrics: dict[str, Rubric]) -> None:
+        """Record the run's scenarios and rubrics as they are now (their validated fields, as
+        written), so that the labelling pages, ``calibrate --from-run`` and "save as
+        scenario" read what the run ran even after the files change. A resumed run records
+        them again. Raises :class:`StoreError` when the write fails."""
+        scenario_data = [{"source": None if s.source is None else str(s.source),
+                          "scenario": s.model_dump(mode="json", exclude_unset=True)}
+                         for s in scenarios]
+        rubric_data = {rid: {"source": r.source,
+                             "rubric": r.model_dump(mode="json", exclude_unset=True)}
+                       for rid, r in rubrics.items()}
+        try:
+            with self._db:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                    [(_SCENARIOS_KEY, json.dumps(scenario_data)),
+                     (_RUBRICS_KEY, json.dumps(rubric_data))])
+        except sqlite3.Error as err:
+            raise StoreError(f"{self.path}: cannot write to the run store ({err})") from None
+
+    def scenario_definitions(self) -> dict[str, Scenario]:
+        """The run's scenarios by id, in the suite's order, as they were when it ran. A store
+        written before they were recorded reads them from the stored scenario paths instead.
+        Raises :class:`StoreError` naming the file when neither works."""
+        from harness.scenarios.schema import Scenario
+
+        text = self.meta.get(_SCENARIOS_KEY)
+        if text is None:
+            return self._scenarios_from_paths()
+        out = {}
+        try:
+            for entry in load_json(text, self.path, max_depth=STORED_DEPTH):
+                scenario = Scenario.model_validate(entry["scenario"])
+                source = entry.get("source")
+                out[scenario.id] = scenario.with_source(None if source is None else Path(source))
+        except (KeyError, TypeError, ValueError) as err:
+            raise StoreError(f"{self.path}: the recorded scenarios do not parse ({err})") from None
+        return out
+
+    def rubrics(self) -> dict[str, Rubric]:
+        """The rubrics the run loaded (built-in ones and its ``--rubrics-dir``), by id, as
+        they were when it ran; a scenario's inline rubrics are in its definition. A store
+        written before they were recorded reads the stored rubric paths instead. Raises
+        :class:`StoreError` naming the file when neither works."""
+        from harness.judging.rubric import parse_rubric
+
+        text = self.meta.get(_RUBRICS_KEY)
+        if text is None:
+            return self._rubrics_from_paths()
+        try:
+            return {rid: parse_rubric(entry["rubric"], entry.get("source") or f"{self.path}")
+                    for rid, entry in load_json(text, self.path,
+                                                max_depth=STORED_DEPTH).items()}
+        except (KeyError, TypeError, AttributeError, HarnessError) as err:
+            raise StoreError(f"{self.path}: the recorded rubrics do not parse ({err})") from None
+
+    def _rubrics_from_paths(self) -> dict[str, Rubric]:
+        from harness.judging.rubric import load_rubrics
+
+        design = self.run_config().design
+        try:
+            return load_rubrics(design.rubric_paths)
+        except HarnessError as err:
+            raise StoreError(
+                f"{self.path}: the run's rubrics were not recorded (a store from an older "
+                f"harness), and reading them from the stored paths failed: {err}") from None
+
+    def _scenarios_from_paths(self) -> dict[str, Scenario]:
+        from harness.formats import load_scenarios
+
+        design = self.run_config().design
+        try:
+            rubrics = self._rubrics_from_paths()
+            loaded = load_scenarios(design.scenario_paths, known_rubrics=set(rubrics),
+                                    selector=design.select)
+        except HarnessError as err:
+            raise StoreError(
+                f"{self.path}: the run's scenarios were not recorded (a store from an older "
+                f"harness), and reading them from the stored paths failed: {err}") from None
+        wanted = self.scenario_ids()
+        return {s.id: s for s in loaded if wanted is None or s.id in wanted}
+
+    def copy_definitions(self, source: RunStore) -> None:
+        """Record ``source``'s recorded scenarios and rubrics here (``harness merge``); a
+        source without them leaves this store without them too. Raises :class:`StoreError`."""
+        meta = source.meta
+        for key in (_SCENARIOS_KEY, _RUBRICS_KEY):
+            if key in meta:
+                self._commit("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                             (key, meta[key]))
+
+    def record_meta_once(self, key: str, value: str) -> str:
+        """Record ``value`` under ``key`` unless a value is there already; return the value
+        that is (so two processes racing to record it agree). Raises :class:`StoreError`."""
+        self._commit("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        return self.meta[key]
+
+    # -- human labels ------------------------------------------------------------------
+
+    def add_labels(self, labels: list[Label]) -> None:
+        """Store labels, all or none, in one transaction. Safe while the run writes samples
+        and other reviewers write labels: the transaction takes the write lock at once
+        (``BEGIN IMMEDIATE``) and waits up to :data:`BUSY_TIMEOUT_S` for it. Checking that
+        each label fits its sample is the caller's (:func:`harness.runs.labels.check_label`).
+        Raises :class:`StoreError` when the write fails; nothing is then stored."""
+        from harness.runs.label_model import labelled_timestamp
+
+        rows = [(label.scenario_id, label.epoch, label.annotator, label.target,
+                 labelled_timestamp(label.labelled_at), json.dumps(label.to_json()))
+                for label in labels]
+        db = self._db
+        try:
+            db.executescript(_LABELS_SCHEMA)
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany(
+                    "INSERT INTO labels (scenario_id, epoch, annotator, target, labelled_ts, "
+                    "label) VALUES (?, ?, ?, ?, ?, ?)", rows)
+            except BaseException:
+                db.rollback()
+                raise
+            db.commit()
+        except sqlite3.Error as err:
+            raise StoreError(f"{self.path}: cannot write the labels ({err}); none was "
+                             "stored") from None
+
+    def labels(self, *, history: bool = False) -> list[Label]:
+        """The run's labels: the one that counts for each (scenario, epoch, annotator, target),
+        the last labelled (by ``labelled_at``, then the order written), ordered by scenario,
+        epoch, annotator and target; with ``history``, every version, oldest first. A store
+        without labels (or written before they existed) has none. Raises
+        :class:`StoreError` when a stored label does not parse."""
+        from harness.runs.label_model import Label
+
+        try:
+            rows = self._db.execute(
+                "SELECT label FROM labels ORDER BY labelled_ts, id").fetchall()
+        except sqlite3.OperationalError as err:
+            if "no such table" in str(err):
+                return []
+            raise StoreError(f"{self.path}: cannot read the labels ({err})") from None
+        try:
+            every = [Label.model_validate_json(text) for (text,) in rows]
+        except ValueError as err:
+            raise StoreError(f"{self.path}: a stored label does not parse ({err})") from None
+        if history:
+            return every
+        by_key = {label.key: label for label in every}  # later versions replace earlier
+        return [by_key[key] for key in sorted(by_key)]
+
+    def sample(self, scenario_id: str, epoch: int) -> SampleRecord | None:
+        """One stored sample, or ``None`` when there is none. Raises :class:`StoreError` when
+        it does not parse."""
+        row = self._db.execute("SELECT record FROM samples WHERE scenario_id = ? AND epoch = ?",
+                               (scenario_id, epoch)).fetchone()
+        if row is None:
+            return None
+        try:
+            return SampleRecord.model_validate_json(row[0], context=SCRUBBED)
+        except ValueError as err:
+            raise StoreError(f"{self.path}: a stored sample does not parse ({err})") from err
+
     def _commit(self, sql: str, parameters: tuple[Any, ...]) -> None:
         """Run one write and commit it. A failure (a full disk, a file damaged meanwhile) is
         rolled back and raised as a :class:`StoreError` naming the file; what was committed
@@ -337,7 +525,10 @@ class RunStore:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False)
+    # The busy timeout lets the run, `harness view` and `harness labels import` write the
+    # same store at once: a writer waits for the lock rather than failing.
+    db = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False,
+                         timeout=BUSY_TIMEOUT_S)
     # WAL + NORMAL: a commit per sample stays cheap and a crash loses at most the sample in
     # flight, never the file.
     db.execute("PRAGMA journal_mode=WAL")

@@ -1,0 +1,240 @@
+"""Human labels as data of a run: the Label model (contract 10), what can be labelled on a
+sample, the labels table (last one counts, history kept, safe with several writers), the
+run's recorded scenarios and rubrics, and the random queue."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from harness.formats import load_scenarios
+from harness.judging.rubric import load_rubrics
+from harness.runs.labels import check_label, label_targets, random_queue, sample_rubrics
+from harness.runs.store import RunStore, StoreError
+from tests.helpers.labelled_runs import WEATHER, label, offline_run, write_labels_repeatedly
+
+
+@pytest.fixture()
+def run_dir(tmp_path: Path) -> Path:
+    return offline_run(tmp_path / "run")
+
+
+# -- the Label model -------------------------------------------------------------------
+
+
+def test_label_sets_labelled_at_and_keeps_values_as_given() -> None:
+    made = label(target="criterion:final_response_quality/correctness", value=4)
+    assert made.labelled_at.endswith("+00:00")
+    assert made.value == 4 and isinstance(made.value, int)
+    assert made.to_json() == {"scenario_id": "weather-current-paris", "epoch": 0,
+                              "annotator": "ana", "target": made.target, "value": 4,
+                              "random": True, "labelled_at": made.labelled_at}
+
+
+@pytest.mark.parametrize(("fields", "expected"), [
+    ({"target": "passed", "value": 1}, "takes true or false"),
+    ({"target": "rubric:safety", "value": "true"}, "value"),
+    ({"target": "score", "value": True}, "takes a number"),
+    ({"target": "score", "value": 1.5}, "from 0 to 1"),
+    ({"target": "criterion:x/y", "value": "4"}, "value"),
+    ({"target": "verdict"}, "criterion:<rubric id>/<criterion id>"),
+    ({"target": "criterion:x"}, "expected"),
+    ({"annotator": "  "}, "must not be blank"),
+    ({"annotator": ""}, "at least 1 character"),
+    ({"epoch": -1}, "greater than or equal to 0"),
+    ({"epoch": "0"}, "valid integer"),
+    ({"labelled_at": "yesterday"}, "ISO 8601"),
+    ({"random": "yes"}, "valid boolean"),
+    ({"extra": 1}, "Extra inputs are not permitted"),
+])
+def test_label_refuses_what_contract_10_does_not_allow(fields: dict[str, object],
+                                                       expected: str) -> None:
+    with pytest.raises(ValidationError, match=expected):
+        label(**fields)  # type: ignore[arg-type]
+
+
+# -- what a reviewer can label ---------------------------------------------------------
+
+
+def test_targets_give_the_judges_verdict_on_the_rubrics_own_scale(run_dir: Path) -> None:
+    with RunStore.open(run_dir) as store:
+        record = store.sample("weather-current-paris", 0)
+        rubrics = store.rubrics()
+    assert record is not None
+    targets = {t.target: t for t in label_targets(record, rubrics)}
+    assert targets["passed"].judge_value is record.passed
+    assert targets["score"].judge_value == record.score
+    judged = next(j for j in record.judgments if j["rubric_id"] == "final_response_quality")
+    assert targets["rubric:final_response_quality"].judge_value is judged["passed"]
+    correctness = targets["criterion:final_response_quality/correctness"]
+    assert correctness.kind == "scale"
+    assert [p.value for p in correctness.values] == [1, 2, 3, 4, 5]
+    assert correctness.values[0].meaning.startswith("Wrong")  # the criterion's own words
+    # The judge's raw answer, as it gave it (not the normalised value the record keeps).
+    raw = [v["score"] for vote in judged["judgments"] for v in vote["verdicts"]
+           if v["criterion_id"] == "correctness"]
+    assert correctness.judge_votes == raw
+    assert correctness.judge_value == raw[0]
+    assert correctness.judge_reasoning and correctness.question.startswith("Is the final")
+    # Every criterion of every rubric the sample was judged with is there.
+    expected = {f"criterion:{j['rubric_id']}/{c['criterion_id']}" for j in record.judgments
+                for c in j["criteria"]}
+    assert expected <= set(targets)
+
+
+def test_check_label_names_an_unknown_target_and_a_value_off_the_scale(run_dir: Path) -> None:
+    with RunStore.open(run_dir) as store:
+        record = store.sample("weather-current-paris", 0)
+        assert record is not None
+        targets = label_targets(record, store.rubrics())
+    ok = label(target="criterion:final_response_quality/correctness", value=5)
+    assert check_label(ok, targets) is None
+    off = label(target="criterion:final_response_quality/correctness", value=6)
+    assert check_label(off, targets) == ("value: 6 is not on the scale of "
+                                         "criterion:final_response_quality/correctness; "
+                                         "expected one of 1, 2, 3, 4, 5")
+    half = label(target="criterion:final_response_quality/correctness", value=4.5)
+    assert check_label(half, targets) is not None
+    unknown = label(target="rubric:safety")
+    problem = check_label(unknown, targets)
+    assert problem is not None and problem.startswith("target: this sample has no 'rubric:safety'")
+
+
+def test_inline_rubrics_of_a_scenario_replace_the_runs_own() -> None:
+    rubrics = load_rubrics([])
+    scenarios = load_scenarios([WEATHER])
+    inline = rubrics["safety"].model_copy(update={"description": "inline"})
+    scenario = scenarios[0].model_copy(update={"inline_rubrics": [inline]})
+    assert sample_rubrics(rubrics, scenario)["safety"].description == "inline"
+    assert sample_rubrics(rubrics, None) == rubrics
+
+
+# -- the labels table ------------------------------------------------------------------
+
+
+def test_the_last_label_counts_and_the_history_is_kept(run_dir: Path) -> None:
+    first = label(value=True, labelled_at="2026-11-27T10:00:00Z")
+    second = label(value=False, labelled_at="2026-11-27T11:00:00Z", comment="on reflection")
+    other = label(annotator="bo", value=True, labelled_at="2026-11-27T10:30:00Z")
+    with RunStore.open(run_dir) as store:
+        assert store.labels() == []  # a store with no labels table yet
+        store.add_labels([first, other])
+        store.add_labels([second])
+        # Written last but labelled earlier: an old file imported again does not win.
+        store.add_labels([label(value=True, labelled_at="2026-11-27T09:00:00Z")])
+    with RunStore.open(run_dir) as store:
+        assert store.labels() == [second, other]
+        history = store.labels(history=True)
+    assert [h.labelled_at for h in history] == [
+        "2026-11-27T09:00:00Z", "2026-11-27T10:00:00Z", "2026-11-27T10:30:00Z",
+        "2026-11-27T11:00:00Z"]
+
+
+def test_add_labels_is_all_or_nothing(run_dir: Path) -> None:
+    kept = label(value=True)
+    with RunStore.open(run_dir) as store:
+        store.add_labels([kept])
+        # The second row of the next write fails (as a full disk would): neither is kept.
+        db = sqlite3.connect(run_dir / "run.sqlite")
+        with db:
+            db.execute("CREATE TRIGGER refuse BEFORE INSERT ON labels WHEN NEW.annotator = "
+                       "'bo' BEGIN SELECT RAISE(ABORT, 'refused'); END")
+        db.close()
+        with pytest.raises(StoreError, match="cannot write the labels .*refused.*none was stored"):
+            store.add_labels([label(annotator="cy"), label(annotator="bo")])
+        assert store.labels(history=True) == [kept]
+
+
+def test_two_reviewers_and_the_run_write_at_once_and_no_label_is_lost(run_dir: Path) -> None:
+    count = 300
+    spawn = multiprocessing.get_context("spawn")
+    start = spawn.Barrier(3)  # the two reviewers and the run begin together
+    writers = [spawn.Process(target=write_labels_repeatedly,
+                             args=(str(run_dir), name, count, start))
+               for name in ("ana", "bo")]
+    failures: list[BaseException] = []
+
+    def run_writes_samples() -> None:
+        try:
+            with RunStore.open(run_dir) as store:
+                record = store.sample("weather-current-paris", 0)
+                assert record is not None
+                start.wait()
+                for epoch in range(100, 100 + count):
+                    store.write_sample(record.model_copy(update={"epoch": epoch}))
+        except BaseException as err:
+            failures.append(err)
+
+    for writer in writers:
+        writer.start()
+    sampler = threading.Thread(target=run_writes_samples)
+    sampler.start()
+    for writer in writers:
+        writer.join(timeout=120)
+    sampler.join(timeout=120)
+    assert [w.exitcode for w in writers] == [0, 0] and not failures
+    with RunStore.open(run_dir) as store:
+        history = store.labels(history=True)
+        assert len(history) == 2 * count
+        assert {(lb.annotator, lb.comment) for lb in history} == {
+            (name, f"version {n}") for name in ("ana", "bo") for n in range(count)}
+        assert store.count() == 2 * 6 + count
+
+
+# -- what the run ran --------------------------------------------------------------------
+
+
+def test_the_run_records_its_scenarios_and_rubrics_as_they_were(run_dir: Path) -> None:
+    loaded = {s.id: s for s in load_scenarios([WEATHER])}
+    with RunStore.open(run_dir) as store:
+        recorded = store.scenario_definitions()
+        rubrics = store.rubrics()
+    assert list(recorded) == list(loaded)
+    for sid, scenario in loaded.items():
+        assert recorded[sid] == scenario
+        assert recorded[sid].source == scenario.source
+    assert rubrics == load_rubrics([])
+
+
+def test_a_store_from_before_reads_the_stored_paths(run_dir: Path, tmp_path: Path) -> None:
+    db = sqlite3.connect(run_dir / "run.sqlite")
+    with db:
+        db.execute("DELETE FROM meta WHERE key IN ('scenario_definitions', "
+                   "'rubric_definitions')")
+    db.close()
+    with RunStore.open(run_dir) as store:
+        assert list(store.scenario_definitions()) == [s.id for s in load_scenarios([WEATHER])]
+        assert set(store.rubrics()) == set(load_rubrics([]))
+    # The files are gone: one clear error.
+    moved = tmp_path / "moved"
+    db = sqlite3.connect(run_dir / "run.sqlite")
+    with db:
+        db.execute("UPDATE config SET json = replace(json, ?, ?)",
+                   (str(WEATHER), str(moved / "weather.yaml")))
+    db.close()
+    with RunStore.open(run_dir) as store, pytest.raises(
+            StoreError, match="were not recorded .* reading them from the stored paths failed"):
+        store.scenario_definitions()
+
+
+# -- the random queue --------------------------------------------------------------------
+
+
+def test_the_random_queue_is_one_seeded_order_that_new_samples_join(run_dir: Path) -> None:
+    with RunStore.open(run_dir) as store:
+        first = random_queue(store)
+        scored = {(s, e) for s, e, status, *_ in store.score_rows() if status == "scored"}
+        assert set(first) == scored and len(first) == len(scored)
+        assert first != sorted(first)  # shuffled (12 samples: sorted by chance is 1 in 12!)
+    with RunStore.open(run_dir) as store:
+        assert random_queue(store) == first
+        record = store.sample(*first[0])
+        assert record is not None
+        store.write_sample(record.model_copy(update={"epoch": 99}))
+        grown = random_queue(store)
+    assert [key for key in grown if key[1] != 99] == first
