@@ -43,6 +43,8 @@ be passed here: the estimate is unbiased only for a random sample of the samples
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -50,6 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.stats import lazy_scipy as sps
 from harness.stats.estimate import check_confidence
+from harness.wording import plural
 
 MIN_LABELS = 10
 """Fewest random labels for a corrected figure (see the module docstring)."""
@@ -97,7 +100,8 @@ class CorrectedEstimate(BaseModel):
     interval width (``n * var(labels only) / var(corrected)``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True,
+                              serialize_by_alias=True)
 
     target: CorrectedTarget
     value: float | None
@@ -352,3 +356,86 @@ def _notes(y: np.ndarray, f: np.ndarray, judge_variance: float, binary: bool, cl
         notes.append(f"the interval reached past [{bounds[0]:g}, {bounds[1]:g}] and is cut "
                      "at it")
     return notes
+
+
+@dataclass(frozen=True)
+class SampleLabel:
+    """One reviewer's value for one target of one sample (``index`` into the suite's
+    samples), as :func:`corrected_figures` takes it: ``target`` ``"score"`` (in [0, 1]) or
+    ``"passed"`` (0 or 1) correct the figures; other targets are counted and left out."""
+
+    index: int
+    target: str
+    value: float
+    random: bool
+
+
+class CorrectedFigures(BaseModel):
+    """The corrected mean score and pass rate (``None`` when no random label of that target
+    exists), with what the labels were and which were left out of the correction and why."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mean: CorrectedEstimate | None
+    pass_rate: CorrectedEstimate | None
+    n_labels: int
+    n_chosen_left_out: int
+    n_other_targets: int
+    notes: list[str] = Field(default_factory=list)
+
+
+def _human_values(labels: Sequence[SampleLabel], target: str) -> tuple[np.ndarray, np.ndarray]:
+    """The labelled samples of ``target`` and each one's mean over its reviewers."""
+    total: dict[int, list[float]] = {}
+    for label in labels:
+        if label.target == target and label.random:
+            total.setdefault(label.index, []).append(label.value)
+    index = np.array(sorted(total), dtype=np.int64)
+    return index, np.array([np.mean(total[i]) for i in index.tolist()])
+
+
+def corrected_figures(
+    judge_scores: np.ndarray, judge_passed: np.ndarray, offsets: np.ndarray,
+    labels: Sequence[SampleLabel], *, confidence: float = 0.95, seed: int = 0,
+    score_range: tuple[float, float] = (0.0, 1.0), half_width: float | None = None,
+) -> CorrectedFigures:
+    """:func:`corrected_figure` for the mean score and the pass rate from one set of labels.
+
+    Only labels with ``random`` true enter (a sample labelled by several reviewers counts
+    once, with their mean); the others are counted. ``score`` labels, in [0, 1], are mapped
+    onto ``score_range``; ``half_width`` (in [0, 1] units, scaled like the scores for the
+    mean) asks for the labels needed. Raises ``ValueError`` as :func:`corrected_figure`.
+    """
+    low, high = score_range
+    width = high - low
+    chosen = sum(1 for lb in labels if not lb.random and lb.target in ("score", "passed"))
+    other = sum(1 for lb in labels if lb.target not in ("score", "passed"))
+    notes = []
+    if chosen:
+        notes.append(f"{plural(chosen, 'label')} chosen by hand (random: false) left out of "
+                     "the correction: only a random sample of the samples keeps it unbiased")
+    if other:
+        notes.append(f"{plural(other, 'label')} of rubrics or criteria left out: the "
+                     "corrected figures are the mean score and the pass rate (such labels "
+                     "measure the judge's agreement)")
+    figures: dict[str, CorrectedEstimate | None] = {}
+    for name, target, judge, bounds, scale in (
+            ("mean", "score", judge_scores, score_range, width),
+            ("pass_rate", "passed", judge_passed, (0.0, 1.0), 1.0)):
+        index, human = _human_values(labels, target)
+        if index.size == 0:
+            figures[name] = None
+            continue
+        if name == "mean":
+            human = low + human * width
+        figures[name] = corrected_figure(
+            np.asarray(judge, dtype=float), offsets, index, human,
+            target="mean" if name == "mean" else "pass_rate", confidence=confidence,
+            seed=seed, bounds=bounds,
+            half_width=None if half_width is None else half_width * scale)
+    if figures["mean"] is not None or figures["pass_rate"] is not None:
+        notes.append("pass@k and pass^k are not corrected: they need every epoch of a "
+                     "scenario labelled, which random labels of single samples do not give")
+    return CorrectedFigures(mean=figures["mean"], pass_rate=figures["pass_rate"],
+                            n_labels=len(labels), n_chosen_left_out=chosen,
+                            n_other_targets=other, notes=notes)
