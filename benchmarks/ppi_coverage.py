@@ -25,9 +25,10 @@ Intervals (95%):
 - ``labels only``: the labelled samples alone, clustered (lambda = 0).
 
 Usage: python benchmarks/ppi_coverage.py [--runs 1000] [--seed 0] [--quick]
-(``--quick``: 200 runs a design, under a minute). Exit status 1 if the harness's interval
-covers less than 93.5% or more than 96.5% in a design shipped as default (every design with
-at least 20 labels; the others are printed for the record).
+(``--quick``: 200 runs a design; 1,000 take about two minutes on a busy 2-core machine).
+Every design with at least 20 labels (what the harness ships for) is held to the goal,
+93.5-96.5%: those outside it are listed, and the exit status is 1 if one is outside it by more
+than two Monte Carlo standard errors (so a design at the edge does not fail by chance).
 """
 
 from __future__ import annotations
@@ -182,17 +183,21 @@ def main() -> int:
     print(f"Corrected figures: {runs} runs a design, {CONFIDENCE:.0%} intervals; goal "
           f"{GOAL[0]:.1%}-{GOAL[1]:.1%} for the harness's interval from {DEFAULT_FROM_LABELS} "
           "labels")
-    outside = []
+    outside, failed = [], False
+    margin = 2 * math.sqrt(0.95 * 0.05 / runs)
     for design in DESIGNS:
         for figure, coverage in run_design(design, runs, rng).items():
             if design.n_labels >= DEFAULT_FROM_LABELS and not GOAL[0] <= coverage <= GOAL[1]:
                 outside.append(f"{design}, {figure}: {coverage:.1%}")
+                failed |= not GOAL[0] - margin <= coverage <= GOAL[1] + margin
     print(f"\nwall time {time.perf_counter() - started:.1f} s")
     if outside:
-        print("OUTSIDE THE GOAL (with " + f"{runs} runs, a design is outside by chance about 1 "
-              "time in 10 at 1,000 runs):\n  " + "\n  ".join(outside))
+        print(f"outside the goal {GOAL[0]:.1%}-{GOAL[1]:.1%}:\n  " + "\n  ".join(outside))
+    if failed:
+        print(f"FAIL: outside the goal by more than {margin:.1%} (two Monte Carlo standard "
+              "errors)")
         return 1
-    print("PASS: the corrected interval covers within the goal in every default design")
+    print(f"PASS: every default design within {margin:.1%} of the goal")
     return 0
 
 
