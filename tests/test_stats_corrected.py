@@ -213,3 +213,22 @@ def test_coverage_with_scenario_effects_and_twenty_labels() -> None:
         got = corrected_figure(judge, np.arange(0, 201, 4), labelled, human_all[labelled])
         hits += got.ci_low <= 0.5 <= got.ci_high  # type: ignore[operator]
     assert 0.91 <= hits / runs <= 0.99
+
+
+def test_labels_only_matches_statsmodels_cluster_robust_mean() -> None:
+    """lambda = 0 with several labels in a scenario: the cluster-robust standard error of the
+    labels' mean (statsmodels, intercept-only OLS clustered by scenario), up to the two
+    factors the harness applies: C/(C-1) over every scenario of the suite (statsmodels counts
+    the labelled ones, m/(m-1)) and n/(n-1) for the mean the labels are centred on."""
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(12)
+    judge, offsets, labelled, y = _suite(rng, [6] * 30, 45)
+    got = corrected_figure(judge, offsets, labelled, y, lam=0.0)
+    groups = labelled // 6
+    fit = sm.OLS(y, np.ones(45)).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    c, m, n = 30, len(set(groups.tolist())), 45
+    assert m < c  # some scenarios have no label: the two factors differ
+    expected = fit.bse[0] ** 2 * (c / (c - 1)) / (m / (m - 1)) * n / (n - 1)
+    assert got.value == pytest.approx(fit.params[0])
+    assert got.stderr == pytest.approx(math.sqrt(expected))

@@ -114,7 +114,7 @@ def test_terminal_shows_judge_and_corrected_side_by_side(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(("row", "where", "message"), [
     ({"scenario_id": "nope"}, ":2: scenario_id", "'nope' is not a scenario of"),
-    ({"epoch": 7}, ":2: epoch", "has no epoch 7"),
+    ({"epoch": 7}, ":2: epoch", "has no scored sample at epoch 7"),
     ({"value": 1.5}, ":2: value", "score takes a number from 0 to 1"),
     ({"random": "yes"}, ":2: random", "expected true"),
     ({"target": "sore"}, ":2: target", "expected"),

@@ -81,12 +81,13 @@ def _sample_labels(path: Path, table: SampleTable) -> list[SampleLabel]:
     for number, label in parsed:
         key = (label.scenario_id, label.epoch)
         if key not in index:
-            field, what = (("epoch", f"scenario {label.scenario_id!r} has no epoch "
-                            f"{label.epoch} in {table.source}") if label.scenario_id in known
+            field, what = (("epoch", f"scenario {label.scenario_id!r} has no scored sample "
+                            f"at epoch {label.epoch} in {table.source}")
+                           if label.scenario_id in known
                            else ("scenario_id", f"{label.scenario_id!r} is not a scenario of "
                                  f"{table.source}"))
-            raise InputError(path, field, what + "; a label must be of a sample in the file",
-                             location=number)
+            raise InputError(path, field, what + "; a label must be of a scored sample in "
+                             "the file", location=number)
         # A later label of the same sample, reviewer and target replaces the earlier one.
         latest[label.key] = SampleLabel(index=index[key], target=label.target,
                                         value=float(label.value), random=label.random)
