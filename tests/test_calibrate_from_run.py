@@ -90,8 +90,8 @@ def test_the_terminal_report_says_what_it_rests_on_and_html_pages_per_target(
     page = tmp_path / "cal.html"
     result = run_cli("calibrate", "--from-run", run_dir, "--resamples", "50", "--html", page)
     assert result.returncode == 0, result.stderr
-    first = result.stdout.splitlines()[0]
-    assert first.startswith(f"{run_dir}: 29 labels by 2 reviewers")
+    text = " ".join(result.stdout.split())  # wrapped at 80 columns
+    assert text.startswith(f"{run_dir}: 29 labels by 2 reviewers (ana, bo) on 12 samples")
     assert COMPLETENESS in result.stdout and "Judge calibration" in result.stdout
     pages = sorted(p.name for p in tmp_path.glob("cal-*.html"))
     assert pages == ["cal-criterion-final_response_quality-completeness.html", "cal-passed.html"]

@@ -291,13 +291,17 @@ def calibrate(
         "--judge-base-url": judge_base_url, "--rubrics-dir": rubrics_dir,
         "--verbose": verbose or None,
     }
-    given_inputs = [dataset is not None, judgments is not None, from_run is not None]
-    if sum(given_inputs) != 1:
-        raise InputError("command line", "DATASET / --judgments / --from-run",
-                         "give a labelled DATASET to run judges on, --judgments FILE to "
-                         "analyse judgments that already exist, or --from-run RUN_DIR to "
-                         "compare a run's judges with its reviewers' labels" +
-                         (" (only one of them)" if any(given_inputs) else ""))
+    if from_run is not None and (dataset is not None or judgments is not None):
+        raise InputError("command line", "--from-run", "compares a run's judges with its "
+                         "reviewers' labels; give it without DATASET or --judgments (only one "
+                         "of them)")
+    if from_run is None and (dataset is None) == (judgments is None):
+        raise InputError("command line", "DATASET / --judgments",
+                         "give a labelled DATASET to run judges on, or --judgments FILE to "
+                         "analyse judgments that already exist" +
+                         (" (not both)" if dataset is not None else
+                          ", or --from-run RUN_DIR to compare a run's judges with its "
+                          "reviewers' labels"))
     if target and from_run is None:
         raise InputError("command line", "--target", "chooses labelled targets of "
                          "--from-run RUN_DIR")

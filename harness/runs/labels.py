@@ -184,7 +184,7 @@ def random_queue(store: RunStore) -> list[tuple[str, int]]:
     of the seed and its key, so samples stored later (a run still going) join the order
     without moving the others. Raises :class:`~harness.runs.store.StoreError` when the seed
     cannot be recorded."""
-    seed = store.meta.get(QUEUE_SEED_KEY) or store.record_meta_once(
+    seed = store.meta_value(QUEUE_SEED_KEY) or store.record_meta_once(
         QUEUE_SEED_KEY, secrets.token_hex(8))
     scored = [(sid, epoch) for sid, epoch, status, *_ in store.score_rows() if status == "scored"]
 

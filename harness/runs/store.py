@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -193,6 +193,12 @@ class RunStore:
     def meta(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
 
+    def meta_value(self, key: str) -> str | None:
+        """One entry of :attr:`meta` (``None`` when absent), without reading the others (the
+        recorded scenario and rubric definitions can be large)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
     def record_scenarios(self, scenario_ids: list[str]) -> None:
         """Record the ids of the scenarios the run was given (the grid's rows, in the
         suite's order), so that ``harness merge`` knows the whole grid without the scenario
@@ -204,7 +210,7 @@ class RunStore:
     def scenario_ids(self) -> list[str] | None:
         """The scenario ids recorded by :meth:`record_scenarios` (``None`` in a store
         written before they were)."""
-        text = self.meta.get("scenario_ids")
+        text = self.meta_value("scenario_ids")
         if text is None:
             return None
         ids: list[str] = load_json(text, self.path, max_depth=STORED_DEPTH)
@@ -263,7 +269,7 @@ class RunStore:
         Raises :class:`StoreError` naming the file when neither works."""
         from harness.scenarios.schema import Scenario
 
-        text = self.meta.get(_SCENARIOS_KEY)
+        text = self.meta_value(_SCENARIOS_KEY)
         if text is None:
             return self._scenarios_from_paths()
         out = {}
@@ -283,7 +289,7 @@ class RunStore:
         :class:`StoreError` naming the file when neither works."""
         from harness.judging.rubric import parse_rubric
 
-        text = self.meta.get(_RUBRICS_KEY)
+        text = self.meta_value(_RUBRICS_KEY)
         if text is None:
             return self._rubrics_from_paths()
         try:
@@ -322,21 +328,23 @@ class RunStore:
     def copy_definitions(self, source: RunStore) -> None:
         """Record ``source``'s recorded scenarios and rubrics here (``harness merge``); a
         source without them leaves this store without them too. Raises :class:`StoreError`."""
-        meta = source.meta
         for key in (_SCENARIOS_KEY, _RUBRICS_KEY):
-            if key in meta:
+            value = source.meta_value(key)
+            if value is not None:
                 self._commit("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                             (key, meta[key]))
+                             (key, value))
 
     def record_meta_once(self, key: str, value: str) -> str:
         """Record ``value`` under ``key`` unless a value is there already; return the value
         that is (so two processes racing to record it agree). Raises :class:`StoreError`."""
         self._commit("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (key, value))
-        return self.meta[key]
+        recorded = self.meta_value(key)
+        assert recorded is not None
+        return recorded
 
     # -- human labels ------------------------------------------------------------------
 
-    def add_labels(self, labels: list[Label]) -> None:
+    def add_labels(self, labels: Sequence[Label]) -> None:
         """Store labels, all or none, in one transaction. Safe while the run writes samples
         and other reviewers write labels: the transaction takes the write lock at once
         (``BEGIN IMMEDIATE``) and waits up to :data:`BUSY_TIMEOUT_S` for it. Checking that
