@@ -63,6 +63,7 @@ def test_fixed_lambda_follows_the_formula_with_unequal_epochs() -> None:
     assert got.df == pytest.approx(df)
     assert (got.ci_low, got.ci_high) == pytest.approx((low, high))
     assert got.lam == 0.7 and got.n_labelled == 30 and got.n_scenarios == 40
+    assert "lambda fixed at 0.7;" in got.method and "cross-fitted" not in got.method
     # the judge's own figure is the mean of its scenario means
     means = [judge[a:b].mean() for a, b in itertools.pairwise(offsets)]
     assert got.judge_value == pytest.approx(np.mean(means))

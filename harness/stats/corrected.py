@@ -300,7 +300,8 @@ def corrected_figure(
                           if parts.variance > 0 and classical.variance > 0 else None),
         labels_needed=(None if half_width is None else _labels_needed(
             parts, classical, n, big_n, half_width, confidence)),
-        method=METHOD + ("" if lam is None else f"; lambda fixed at {lam:g}"),
+        method=METHOD if lam is None else METHOD.replace(
+            f"power-tuned and cross-fitted ({CROSS_FIT_FOLDS} folds)", f"fixed at {lam:g}"),
         notes=notes)
 
 
