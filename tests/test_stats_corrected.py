@@ -25,23 +25,29 @@ def _suite(rng: np.random.Generator, epochs: list[int], n_labels: int, bias: flo
     return judge, offsets, labelled, human_all[labelled]
 
 
-def _by_hand(judge, offsets, labelled, y, lam, confidence, binary=False):  # type: ignore[no-untyped-def]
+def _by_hand(judge, offsets, labelled, y, lam, confidence, binary=False, folds=None):  # type: ignore[no-untyped-def]
     """The estimator and its interval computed scenario by scenario from the docstring's
-    formula, with Python loops instead of bincount."""
+    formula, with Python loops instead of bincount. ``lam`` is one lambda or one per label,
+    ``folds`` each label's cross-fitting fold (default: one fold)."""
     c, big_n, n = len(offsets) - 1, len(judge), len(labelled)
+    lams = [lam] * n if np.isscalar(lam) else list(lam)
+    folds = [0] * n if folds is None else list(folds)
     scen = [int(np.searchsorted(offsets, i, side="right")) - 1 for i in labelled]
     g = [judge[offsets[s]:offsets[s + 1]].mean() for s in range(c)]
-    u = [big_n / (c * (offsets[s + 1] - offsets[s])) * (yi - lam * judge[i])
-         for s, i, yi in zip(scen, labelled, y, strict=True)]
-    u_bar = sum(u) / n
-    value = lam * sum(g) / c + u_bar
+    u = [big_n / (c * (offsets[s + 1] - offsets[s])) * (yi - li * judge[i])
+         for s, i, yi, li in zip(scen, labelled, y, lams, strict=True)]
+    lam = sum(lams) / n
+    value = lam * sum(g) / c + sum(u) / n
+    k = len(set(folds))
+    fold_mean = {f: np.mean([ui for ui, fi in zip(u, folds, strict=True) if fi == f])
+                 for f in set(folds)}
     a = [0.0] * c
-    for s, ui in zip(scen, u, strict=True):
-        a[s] += c / n * (ui - u_bar)
+    for s, ui, fi in zip(scen, u, folds, strict=True):
+        a[s] += c / n * (ui - fold_mean[fi])
     t_c = [lam * gs + as_ for gs, as_ in zip(g, a, strict=True)]
     total = np.var(t_c, ddof=1) / c
     judge_part = lam**2 * np.var(g, ddof=1) / c
-    extra = np.var(a, ddof=1) / c / (n - 1)
+    extra = np.var(a, ddof=1) / c * k / (n - k)
     if binary:
         extra += 2 * 0.5 * (sum(big_n / (c * (offsets[s + 1] - offsets[s])) for s in scen)
                             / n) ** 2 / ((n + 1) * n)
@@ -104,6 +110,11 @@ def test_cross_fitted_lambda_is_tuned_on_the_other_half() -> None:
     j = judge.reshape(60, 3).mean(1).mean()
     assert got.value == pytest.approx(np.mean(lams * j + y - lams * f))
     assert corrected_figure(judge, offsets, labelled, y, seed=11) == got  # seeded
+    # each half's labels are centred on their own mean, the spread scaled by n/(n-2)
+    value, se, df, low, high = _by_hand(judge, offsets, labelled, y, lams, 0.95, folds=fold)
+    assert got.ci_high == pytest.approx(high)
+    assert got.value == pytest.approx(value) and got.stderr == pytest.approx(se)
+    assert got.df == pytest.approx(df) and got.ci_low == pytest.approx(low)
 
 
 def test_labels_only_is_the_clustered_mean_of_the_labels() -> None:
