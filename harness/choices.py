@@ -18,6 +18,10 @@ ExecutorName = Literal["local", "ray"]
 GateBasis = Literal["mean", "lower-bound"]
 """Whether the CI gate compares the figure itself or the lower end of its interval."""
 
+RunGateBasis = Literal["mean", "lower-bound", "corrected-lower-bound"]
+""":data:`GateBasis`, or (``harness run``, ``harness merge``) the lower end of the interval
+of the figure corrected by the run's random human labels."""
+
 PersonaPresetName = Literal["NOVICE", "EXPERT", "EVALUATOR"]
 """A pre-built simulated-user persona (``user.persona_preset``; see
 :mod:`harness.scenarios.personas`)."""

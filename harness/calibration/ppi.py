@@ -30,18 +30,16 @@ from scipy import stats
 
 from harness.calibration.bootstrap import UndefinedStatistic
 from harness.calibration.report import PPIResult
+from harness.stats.corrected import power_tuned_lambda as tuned_lambda
 
 
 def power_tuned_lambda(y: np.ndarray, f_labelled: np.ndarray, f_unlabelled: np.ndarray) -> float:
     """PPI++'s variance-minimising λ for a mean, clipped to [0, 1]; 0 when the judge
-    predictions are constant."""
-    n, big_n = len(y), len(f_unlabelled)
+    predictions are constant (the formula is :func:`harness.stats.corrected.power_tuned_lambda`,
+    here with Var(f) over all n + N judge predictions and n/N the labelled share)."""
     all_f = np.concatenate([f_labelled, f_unlabelled])
-    var_f = float(np.var(all_f, ddof=1))
-    if var_f == 0:
-        return 0.0  # a constant judge carries no information about Y
-    cov = float(np.mean((y - y.mean()) * (f_labelled - f_labelled.mean())))
-    return min(1.0, max(0.0, cov / ((1 + n / big_n) * var_f)))
+    return tuned_lambda(y, f_labelled, float(np.var(all_f, ddof=1)),
+                        len(y) / len(f_unlabelled))
 
 
 def ppi_mean(

@@ -9,7 +9,14 @@ import typer
 
 from harness.cli.app import app
 from harness.cli.help_format import examples
-from harness.cli.run_cmd import GateOn, MinPassRate, MinScore, finish_run
+from harness.cli.run_cmd import (
+    GateLabels,
+    GateOn,
+    MinPassRate,
+    MinScore,
+    check_gate_labels,
+    finish_run,
+)
 
 
 @app.command(epilog=examples(
@@ -23,6 +30,7 @@ def merge(
     min_pass_rate: MinPassRate = None,
     min_score: MinScore = None,
     gate_on: GateOn = "mean",
+    labels: GateLabels = None,
     as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False,
 ) -> None:
     """Merge the shards of a run into one run directory.
@@ -34,6 +42,7 @@ def merge(
     stop; the other exit codes are harness run's."""
     from harness.runs.merge import merge_runs
 
+    check_gate_labels(gate_on, labels)
     summary = merge_runs(run_dirs, out)
     finish_run(out, summary, as_json=as_json, min_pass_rate=min_pass_rate,
-               min_score=min_score, gate_on=gate_on)
+               min_score=min_score, gate_on=gate_on, labels=labels)

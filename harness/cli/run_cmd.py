@@ -22,7 +22,13 @@ from rich.progress import (
 from rich.table import Column
 from rich.text import Text
 
-from harness.choices import AggregationMethod, CacheMode, ExecutorName, GateBasis, PairedTest
+from harness.choices import (
+    AggregationMethod,
+    CacheMode,
+    ExecutorName,
+    PairedTest,
+    RunGateBasis,
+)
 from harness.cli.app import (
     EXIT_BUDGET_STOP,
     EXIT_GATE_FAILED,
@@ -52,7 +58,7 @@ from harness.cli.help_format import (
     examples,
 )
 from harness.cli.interrupts import exit_code, run_async, signal_name
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputError
 from harness.files import new_output_directory
 from harness.logs import LOG_FILENAME
 from harness.safe_text import terminal_console, terminal_text
@@ -66,6 +72,7 @@ if TYPE_CHECKING:
     from harness.runs.engine import Runner
     from harness.runs.sample import SampleRecord
     from harness.runs.summary_model import RunSummary
+    from harness.stats.corrected import CorrectedFigures
 
 ERR = terminal_console(stderr=True, soft_wrap=True)  # one line per message
 
@@ -135,22 +142,54 @@ MinPassRate = Annotated[float | None, typer.Option(
     metavar="RATE", rich_help_panel=GATE_PANEL, help="exit 1 below this pass rate")]
 MinScore = Annotated[float | None, typer.Option(
     metavar="SCORE", rich_help_panel=GATE_PANEL, help="exit 1 below this mean score")]
-GateOn = Annotated[GateBasis, typer.Option(
+GateOn = Annotated[RunGateBasis, typer.Option(
     rich_help_panel=GATE_PANEL,
-    help="gate on the figure itself, or on the lower end of its interval")]
+    help="gate on the figure itself, on the lower end of its interval, or on the lower end "
+    "of the figure corrected by the run's random human labels")]
+GateLabels = Annotated[Path | None, typer.Option(
+    "--labels", metavar="FILE", rich_help_panel=GATE_PANEL,
+    help="with --gate-on corrected-lower-bound: human labels of the run's samples (contract "
+    "10 JSONL) instead of those stored in the run")]
+
+
+def check_gate_labels(gate_on: RunGateBasis, labels: Path | None) -> None:
+    """Refuse ``--labels`` when the gate does not use it (it would be silently ignored)."""
+    if labels is not None and gate_on != "corrected-lower-bound":
+        raise InputError("command line", "--labels", "applies only with --gate-on "
+                         "corrected-lower-bound (the labels correct the gated figures)")
+
+
+def _corrected(run_dir: Path, summary: RunSummary, labels: Path | None
+               ) -> CorrectedFigures | None:
+    """The run's figures corrected by its labels (``labels``' file, else the stored ones)."""
+    from harness.runs.corrected_figures import run_corrected_figures
+    from harness.runs.label_files import read_label_file
+    from harness.runs.store import RunStore
+
+    design = summary.config.design
+    with RunStore.open(run_dir) as store:
+        given = None if labels is None else read_label_file(labels, store)
+        return run_corrected_figures(store, error_policy=design.error_policy,
+                                     confidence=design.confidence, seed=design.seed,
+                                     labels=given)
 
 
 def finish_run(run_dir: Path, summary: RunSummary, *, as_json: bool,
                min_pass_rate: float | None, min_score: float | None,
-               gate_on: GateBasis) -> None:
+               gate_on: RunGateBasis, labels: Path | None = None) -> None:
     """After a run (or a merge) wrote ``summary``: apply the gate (rewriting summary.json
     with it), write the HTML report, print the summary, one line per problem, and exit with
-    the most telling code (:func:`_problems`)."""
+    the most telling code (:func:`_problems`). ``labels`` (a contract-10 file) replaces the
+    run's stored labels for the gate on the corrected lower bound."""
     from harness.report.terminal import render_run
     from harness.runs.gate import evaluate_gate
 
+    corrected = None
+    if gate_on == "corrected-lower-bound" and (min_pass_rate is not None
+                                               or min_score is not None):
+        corrected = _corrected(run_dir, summary, labels)
     gate = evaluate_gate(summary.score, min_pass_rate=min_pass_rate,
-                         min_score=min_score, gate_on=gate_on)
+                         min_score=min_score, gate_on=gate_on, corrected=corrected)
     if gate is not None:
         summary = summary.model_copy(update={"gate": gate})
         from harness.runs.summary import write_summary
@@ -239,7 +278,7 @@ def _problems(summary: RunSummary, run_dir: Path) -> list[tuple[int, str]]:
 RESUME_OPTIONS = frozenset({
     "resume", "concurrency", "workers", "executor", "ray_address", "max_cost", "max_calls",
     "episode_timeout", "retry_errors",
-    "as_json", "min_pass_rate", "min_score", "gate_on", "verbose",
+    "as_json", "min_pass_rate", "min_score", "gate_on", "labels", "verbose",
 })
 
 
@@ -273,7 +312,7 @@ def _check_option_combinations(ctx: typer.Context, *, resume: Path | None,
                 f"{', '.join(fixed)} cannot be given with it. Only --concurrency, --workers, "
                 "--executor, --ray-address, --max-cost, --max-calls, --episode-timeout, "
                 "--retry-errors and the output and gate options (--json, --min-pass-rate, "
-                "--min-score, --gate-on) may change; "
+                "--min-score, --gate-on, --labels) may change; "
                 "start a new run (--out DIR) to change the others"
             )
         return
@@ -415,6 +454,7 @@ def run(
     min_pass_rate: MinPassRate = None,
     min_score: MinScore = None,
     gate_on: GateOn = "mean",
+    labels: GateLabels = None,
     as_json: Annotated[bool, typer.Option(
         "--json", rich_help_panel=OUTPUT_PANEL,
         help="print summary.json instead of the tables")] = False,
@@ -429,6 +469,7 @@ def run(
     what finished (exit 130, 143)."""
     _check_option_combinations(ctx, resume=resume, paths=paths,
                                adaptive=target_ci_width is not None, cache_mode=cache_mode)
+    check_gate_labels(gate_on, labels)
     if resume is None and not paths:
         raise HarnessError("give at least one scenario file or folder (or --resume DIR)")
     from harness.runs.shards import parse_shard
@@ -481,7 +522,8 @@ def run(
                              on_sample=progress.sample, tune_collector=True)
         result = _run_to_end(coro, progress, run_dir)
         finish_run(result.run_dir, result.summary, as_json=as_json,
-                   min_pass_rate=min_pass_rate, min_score=min_score, gate_on=gate_on)
+                   min_pass_rate=min_pass_rate, min_score=min_score, gate_on=gate_on,
+                   labels=labels)
 
 
 def _run_to_end(coro: Coroutine[Any, Any, RunResult], progress: RunProgress,

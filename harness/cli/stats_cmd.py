@@ -24,6 +24,8 @@ from harness.report.terminal import (
 from harness.safe_text import terminal_console
 
 if TYPE_CHECKING:
+    from harness.stats.corrected import CorrectedFigures, SampleLabel
+    from harness.stats.jsonl import SampleTable
     from harness.stats.sampling import ScenarioStats
     from harness.stats.summary import StatsReport
 
@@ -34,6 +36,10 @@ def _print_tables(out: StatsReport, scenarios: list[ScenarioStats], console: Con
                   all_k: bool) -> None:
     render_notice(out.notice, console)
     render_suite(out, console, all_k=all_k)
+    if out.corrected is not None:
+        from harness.report.corrected import render_corrected
+
+        render_corrected(out.mean_estimate, out.pass_rate, out.corrected, console)
     render_scenarios(out, scenarios, console)
     render_variance(out, console)
     render_notes(out.notes, console)
@@ -54,11 +60,58 @@ def _score_range(text: str) -> tuple[float, float]:
     return bounds
 
 
+def _sample_labels(path: Path, table: SampleTable) -> list[SampleLabel]:
+    """The labels of ``path`` (contract 10) as samples of ``table``: one error naming the
+    file, the line and the field at the first label of a sample the file does not have."""
+    from harness.files import read_text
+    from harness.runs.label_files import parse_label_lines
+    from harness.stats.corrected import SampleLabel
+
+    parsed = parse_label_lines(path, read_text(path, "a JSONL file of labels (contract 10)"))
+    if not parsed:
+        raise InputError(path, None, "holds no labels; expected one JSON object a line with "
+                         "scenario_id, epoch, annotator, target, value and random")
+    columns = table.columns
+    index = {(sid, int(epoch)): int(a) + i
+             for sid, a, b in zip(columns.ids, columns.offsets[:-1], columns.offsets[1:],
+                                  strict=True)
+             for i, epoch in enumerate(table.epoch_values[a:b].tolist())}
+    known = set(columns.ids)
+    latest: dict[tuple[str, int, str, str], SampleLabel] = {}
+    for number, label in parsed:
+        key = (label.scenario_id, label.epoch)
+        if key not in index:
+            field, what = (("epoch", f"scenario {label.scenario_id!r} has no scored sample "
+                            f"at epoch {label.epoch} in {table.source}")
+                           if label.scenario_id in known
+                           else ("scenario_id", f"{label.scenario_id!r} is not a scenario of "
+                                 f"{table.source}"))
+            raise InputError(path, field, what + "; a label must be of a scored sample in "
+                             "the file", location=number)
+        # A later label of the same sample, reviewer and target replaces the earlier one.
+        latest[label.key] = SampleLabel(index=index[key], target=label.target,
+                                        value=float(label.value), random=label.random)
+    return list(latest.values())
+
+
+def _corrected(path: Path, table: SampleTable, *, confidence: float, seed: int,
+               bounds: tuple[float, float], half_width: float) -> CorrectedFigures:
+    from harness.stats.corrected import corrected_figures
+
+    columns = table.columns
+    return corrected_figures(
+        columns.scores, columns.passed.astype(float), columns.offsets,
+        _sample_labels(path, table), confidence=confidence, seed=seed, score_range=bounds,
+        half_width=half_width)
+
+
 @app.command("stats", epilog=examples(
     ("the statistics of a file of scores on a 1 to 5 scale",
      "harness stats scores.jsonl --score-range 1:5"),
     ("the epochs and scenarios needed to detect a 0.05 difference",
-     "harness stats scores.jsonl --target-mdd 0.05")))
+     "harness stats scores.jsonl --target-mdd 0.05"),
+    ("the figures corrected by human labels of a random sample of the samples",
+     "harness stats scores.jsonl --labels labels.jsonl")))
 def stats(
     file: Annotated[Path, typer.Argument(
         help="JSONL of sample scores: one object per line with scenario_id, epoch, score "
@@ -87,6 +140,15 @@ def stats(
         "--all-k", rich_help_panel=OUTPUT_PANEL,
         help="pass@k and pass^k for every k in the tables, not only 1, 2, 4, 8, ... and the "
         "largest (the JSON has every k)")] = False,
+    labels: Annotated[Path | None, typer.Option(
+        "--labels", metavar="FILE",
+        help="human labels of the samples (JSONL, one label a line: scenario_id, epoch, "
+        "annotator, target, value, random): the mean score and pass rate corrected by the "
+        "random ones (PPI++), beside the judge's")] = None,
+    half_width: Annotated[float, typer.Option(
+        "--half-width", metavar="W",
+        help="with --labels: the half-width, as a share of the score range, that the "
+        "number of labels needed is planned for")] = 0.05,
 ) -> None:
     """Suite statistics from a JSONL of sample scores.
 
@@ -111,8 +173,14 @@ def stats(
         raise InputError("command line", "--bootstrap-resamples",
                          f"expected 0 or more, got {bootstrap_resamples}")
     check_target_mdd(target_mdd)
+    if not 0.0 < half_width < 1.0:
+        raise InputError("command line", "--half-width",
+                         f"expected a share of the score range between 0 and 1, got "
+                         f"{half_width}")
     bounds = _score_range(score_range)
     table = read_sample_scores(file, errors_as_failures=errors_as_failures, score_range=bounds)
+    corrected = None if labels is None else _corrected(
+        labels, table, confidence=confidence, seed=seed, bounds=bounds, half_width=half_width)
     suite = suite_stats_from_columns(
         table.columns, judge_scores=table.judge_scores, confidence=confidence, seed=seed,
         bootstrap_resamples=bootstrap_resamples, score_range=bounds,
@@ -129,6 +197,7 @@ def stats(
         # name their models), and the notice that says so.
         offline=table.n_offline > 0, offline_samples=table.n_offline, roles=table.roles,
         notice=roles_notice(table.roles) or offline_notice(table.n_offline, table.n_samples),
+        corrected=corrected,
     )
     if as_json:
         sys.stdout.flush()

@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.choices import GateBasis
+from harness.choices import RunGateBasis
 from harness.wording import plural
 
 if TYPE_CHECKING:
+    from harness.stats.corrected import CorrectedEstimate, CorrectedFigures
     from harness.stats.sampling import ScenarioStats
     from harness.stats.summary import SuiteFigures
 
@@ -35,7 +36,7 @@ class GateCheck(BaseModel):
 
     figure: str
     threshold: float
-    basis: GateBasis
+    basis: RunGateBasis
     value: float | None
     passed: bool
     detail: str
@@ -82,13 +83,16 @@ def evaluate_gate(
     *,
     min_pass_rate: float | None = None,
     min_score: float | None = None,
-    gate_on: GateBasis = "mean",
+    gate_on: RunGateBasis = "mean",
+    corrected: CorrectedFigures | None = None,
 ) -> GateResult | None:
     """Judge a run's suite figures (its summary's ``score``; ``None`` when nothing was
     scored) against the thresholds; ``None`` when no threshold is set. With no scored
     sample, or no interval at all when ``lower-bound`` is asked, the gate fails and says
     why: an unmeasured suite never passes. One scenario is gated on its own interval (see
-    the module's text)."""
+    the module's text). ``corrected-lower-bound`` gates on the lower end of the figures
+    ``corrected`` by the run's random human labels; without enough of them it fails and
+    says how many more labels it needs."""
     wanted = [("pass rate", min_pass_rate), ("mean score", min_score)]
     if all(t is None for _, t in wanted):
         return None
@@ -100,6 +104,11 @@ def evaluate_gate(
             checks.append(GateCheck(figure=figure, threshold=threshold, basis=gate_on,
                                     value=None, passed=False,
                                     detail="no scored samples, so nothing clears the bar"))
+            continue
+        if gate_on == "corrected-lower-bound":
+            by_labels = None if corrected is None else (
+                corrected.pass_rate if figure == "pass rate" else corrected.mean)
+            checks.append(_corrected_check(figure, threshold, by_labels))
             continue
         est = score.pass_rate if figure == "pass rate" else score.mean_estimate
         low, high, which = est.ci_low, est.ci_high, ""
@@ -128,6 +137,31 @@ def evaluate_gate(
             f"{value:.3f} {'>=' if ok else '<'} {threshold:.3f}{interval}{hint}",
         ))
     return GateResult(passed=all(c.passed for c in checks), checks=checks)
+
+
+def _corrected_check(figure: str, threshold: float, est: CorrectedEstimate | None
+                     ) -> GateCheck:
+    """The gate on the lower end of the human-corrected figure; without one, a failure that
+    says how many more random labels it needs."""
+    target = "passed" if figure == "pass rate" else "score"
+    if est is None or est.value is None or est.ci_low is None or est.ci_high is None:
+        from harness.stats.corrected import MIN_LABELS
+
+        why = (f"no random labels of {target!r}: needs at least {MIN_LABELS}" if est is None
+               else str(est.withheld))
+        return GateCheck(
+            figure=figure, threshold=threshold, basis="corrected-lower-bound", value=None,
+            passed=False,
+            detail=f"{figure}: no corrected figure ({why}); label samples from harness view's "
+            "random queue, or give --labels FILE")
+    ok = est.ci_low >= threshold
+    return GateCheck(
+        figure=figure, threshold=threshold, basis="corrected-lower-bound", value=est.ci_low,
+        passed=ok,
+        detail=f"{figure} corrected lower bound {est.ci_low:.3f} {'>=' if ok else '<'} "
+        f"{threshold:.3f} (corrected with {plural(est.n_labelled, 'human label')}: "
+        f"{est.value:.3f}, interval {est.ci_low:.3f}–{est.ci_high:.3f}; the judge's "
+        f"{est.judge_value:.3f})")
 
 
 def _no_interval(score: SuiteFigures, only: ScenarioStats | None) -> str:

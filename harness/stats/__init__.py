@@ -12,6 +12,8 @@
 - :mod:`~harness.stats.power`: minimum detectable difference, epochs/scenarios needed for a
   target difference (:func:`~harness.stats.power.design_for_target`).
 - :mod:`~harness.stats.adaptive`: Neyman allocation planner for adaptive sampling.
+- :mod:`~harness.stats.corrected`: figures corrected by random human labels (PPI++ clustered
+  by scenario), the labels they are worth and the labels a width needs.
 - :mod:`~harness.stats.jsonl` and :mod:`~harness.stats.summary`: contract 2's input and output.
 """
 

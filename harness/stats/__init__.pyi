@@ -19,6 +19,7 @@ from .compare import (
     compare_runs,
     mcnemar_test,
 )
+from .corrected import CorrectedEstimate, LabelsNeeded, corrected_figure
 from .estimate import (
     Estimate,
     InsufficientDataError,

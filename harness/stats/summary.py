@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from harness.models.provenance import RoleModels
 from harness.stats.columns import UNIT_RANGE
+from harness.stats.corrected import CorrectedFigures
 from harness.stats.estimate import Estimate
 from harness.stats.power import (
     PowerAnalysis,
@@ -146,7 +147,8 @@ class SuiteSummary(SuiteFigures):
 class StatsReport(SuiteFigures):
     """``harness stats --json``'s output before its ``scenarios`` (which are streamed after
     it, see :func:`write_summary_json`): the suite figures, the file they came from, and
-    which samples and roles were offline (``mock:`` models), with the notice that says so.
+    which samples and roles were offline (``mock:`` models), with the notice that says so,
+    and, with ``--labels``, the figures corrected by the human labels (contract 10).
     Contract 2 fixes a minimum set of keys, not the whole set."""
 
     source: str
@@ -154,6 +156,7 @@ class StatsReport(SuiteFigures):
     offline_samples: int
     roles: dict[str, RoleModels]
     notice: str | None
+    corrected: CorrectedFigures | None = None
 
 
 def _figures(suite: SuiteStats, power: PowerAnalysis | None,
