@@ -1,0 +1,169 @@
+"""The runs index, a run's page (live while it runs) and the comparison of two runs.
+
+``GET /`` and ``GET /api/runs`` list every run under the served folder (contract 11);
+``GET /runs/<id>`` draws a run as its ``report.html`` does, from its store, with a progress
+panel that polls ``GET /api/runs/<id>/progress`` while the run is going; ``GET /compare?a=
+<id>&b=<id>`` is the page of ``harness compare A B --html``.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from harness.errors import HarnessError
+from harness.files import connect_read_only
+from harness.report.html.compare_page import compare_page_context
+from harness.report.html.run_page import run_page_context
+from harness.runs.comparison import compare_run_dirs
+from harness.runs.store import STORE_FILENAME, RunStore
+from harness.runs.summary import read_summary, summary_so_far
+from harness.view.catalog import ROOT_ID, RunEntry, read_entry, run_url
+from harness.view.pages import error_page, html_response
+from harness.view.state import catalog, in_thread
+
+routes = web.RouteTableDef()
+
+POLL_EVERY_MS = 2000
+NEW_SAMPLES_SHOWN = 100  # per poll; the page keeps the newest first
+TONES = {"finished": "good", "running": "", "stopped by budget": "warn", "stopped": "warn",
+         "interrupted": "bad", "unknown": "warn"}
+
+
+def _date(at: float) -> str:
+    return datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M") if at else "—"
+
+
+def _index_rows(entries: list[RunEntry]) -> list[dict[str, Any]]:
+    return [{**e.__dict__, "url": run_url(e.id), "date": _date(e.created_at),
+             "tone": TONES.get(e.status.status, "")} for e in entries]
+
+
+@routes.get("/")
+async def index(request: web.Request) -> web.Response:
+    entries = await in_thread(catalog(request).entries)
+    return html_response("index.html.j2", title="Runs", runs=_index_rows(entries),
+                         root=str(catalog(request).root),
+                         unreadable=sum(e.error is not None for e in entries))
+
+
+@routes.get("/api/runs")
+async def api_runs(request: web.Request) -> web.Response:
+    entries = await in_thread(catalog(request).entries)
+    return web.json_response({"root": str(catalog(request).root),
+                              "runs": [e.as_json() for e in entries]})
+
+
+def _run_dir(request: web.Request) -> Path:
+    """The folder of the run the URL names; 404 when no run under the root has that id."""
+    run_id = request.match_info.get("run_id", "") or ROOT_ID
+    found = catalog(request).run_dir(run_id)
+    if found is None:
+        raise web.HTTPNotFound(text="no run with this id under the served folder",
+                               content_type="text/plain")
+    return found
+
+
+def _run_page(root: Path, run_dir: Path) -> dict[str, Any]:
+    entry = read_entry(root, run_dir)
+    if entry.error is not None:
+        raise HarnessError(entry.error)
+    with RunStore.open(run_dir, read_only=True) as store:
+        fresh = (run_dir / "summary.json").is_file() and not entry.status.running
+        summary = read_summary(run_dir) if fresh else summary_so_far(store)
+        context = run_page_context(run_dir, summary, store)
+    since = _latest_sample_at(run_dir)
+    context["live"] = {
+        "running": entry.status.running, "status": entry.status.status,
+        "detail": entry.status.detail, "samples": entry.samples,
+        "planned": entry.planned, "since": since, "every_ms": POLL_EVERY_MS,
+        "progress_url": f"/api/runs/{entry.id}/progress" if entry.id != ROOT_ID
+        else "/api/run/progress",
+    }
+    return context
+
+
+def _latest_sample_at(run_dir: Path) -> float:
+    """When the newest stored sample finished (0 with none): the page polls for those after."""
+    db = connect_read_only(run_dir / STORE_FILENAME)
+    try:
+        row = db.execute("SELECT MAX(finished_at) FROM samples").fetchone()
+    finally:
+        db.close()
+    return float(row[0] or 0.0)
+
+
+@routes.get("/runs/")
+@routes.get("/runs/{run_id:.+}")
+async def run_page(request: web.Request) -> web.Response:
+    run_dir = _run_dir(request)
+    root = catalog(request).root
+    try:
+        context = await in_thread(lambda: _run_page(root, run_dir))
+    except HarnessError as err:
+        return error_page(500, "This run cannot be shown.", str(err))
+    title = context.pop("title")
+    return html_response("run_live.html.j2", title=title,
+                         connects=context["live"]["running"], **context)
+
+
+def progress(run_dir: Path, root: Path, since: float) -> dict[str, Any]:
+    """A run's status, samples done and planned, and the samples stored after ``since``
+    (seconds since the epoch), oldest first."""
+    entry = read_entry(root, run_dir)
+    db = connect_read_only(run_dir / STORE_FILENAME)
+    try:
+        rows = db.execute(
+            "SELECT scenario_id, epoch, status, score, passed, finished_at FROM samples "
+            "WHERE finished_at > ? ORDER BY finished_at LIMIT ?",
+            (since, NEW_SAMPLES_SHOWN)).fetchall()
+    finally:
+        db.close()
+    return {"id": entry.id, "status": entry.status.status, "detail": entry.status.detail,
+            "error": entry.error, "samples": entry.samples,
+            "samples_planned": entry.planned, "checked_at": time.time(),
+            "new_samples": [{"scenario_id": sid, "epoch": epoch, "score": score,
+                             "outcome": status if status != "scored"
+                             else "passed" if passed else "failed",
+                             "finished_at": at}
+                            for sid, epoch, status, score, passed, at in rows]}
+
+
+@routes.get("/api/run/progress")
+@routes.get("/api/runs/{run_id:.+}/progress")
+async def api_progress(request: web.Request) -> web.Response:
+    run_dir = _run_dir(request)
+    try:
+        since = float(request.query.get("since", "0"))
+    except ValueError:
+        raise web.HTTPBadRequest(text="since: expected seconds since the epoch") from None
+    root = catalog(request).root
+    return web.json_response(await in_thread(lambda: progress(run_dir, root, since)))
+
+
+@routes.get("/compare")
+async def compare(request: web.Request) -> web.Response:
+    ids = [request.query.get(k, "") for k in ("a", "b")]
+    if not all(ids):
+        return error_page(400, "Pick two runs.", "Choose a baseline (A) and a candidate (B) "
+                          "in the runs table, then Compare.")
+    dirs = [catalog(request).run_dir(i) for i in ids]
+    if dirs[0] is None or dirs[1] is None:
+        raise web.HTTPNotFound(text="no run with this id under the served folder",
+                               content_type="text/plain")
+    baseline, candidate = dirs[0], dirs[1]
+
+    def draw() -> dict[str, Any]:
+        comparison = compare_run_dirs(baseline, candidate)
+        return compare_page_context(comparison, baseline, candidate)
+
+    try:
+        context = await in_thread(draw)
+    except HarnessError as err:
+        return error_page(422, "These two runs cannot be compared.", str(err))
+    title = context.pop("title")
+    return html_response("compare_live.html.j2", title=title, **context)
