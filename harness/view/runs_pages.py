@@ -46,9 +46,11 @@ def _index_rows(entries: list[RunEntry]) -> list[dict[str, Any]]:
 @routes.get("/")
 async def index(request: web.Request) -> web.Response:
     entries = await in_thread(catalog(request).entries)
+    levels = {e.confidence for e in entries if e.confidence is not None}
     return html_response("index.html.j2", title="Runs", runs=_index_rows(entries),
                          root=str(catalog(request).root),
-                         unreadable=sum(e.error is not None for e in entries))
+                         unreadable=sum(e.error is not None for e in entries),
+                         level=f"{100 * levels.pop():g}%" if len(levels) == 1 else "")
 
 
 @routes.get("/api/runs")
