@@ -39,6 +39,8 @@ def runs_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "half").mkdir()
     (root / "half" / "run.sqlite").write_bytes(b"")
     (root / "escape").symlink_to(baseline, target_is_directory=True)
+    shutil.copytree(baseline, root / "bad-summary")
+    (root / "bad-summary" / "summary.json").write_text('{"schema": "something else"}')
     return root
 
 
@@ -166,7 +168,7 @@ def test_api_runs_lists_every_run_newest_first_and_the_unreadable_with_why(
     assert reply.headers["Content-Type"].startswith("application/json")
     data = json.loads(reply.body)
     runs = {r["id"]: r for r in data["runs"]}
-    assert set(runs) == {"baseline", "nested/candidate", "damaged", "half"}
+    assert set(runs) == {"baseline", "nested/candidate", "damaged", "half", "bad-summary"}
     for run in data["runs"]:
         assert Path(run["path"]).resolve().is_relative_to(runs_folder.resolve())
     assert [r["created_at"] for r in data["runs"]] == sorted(
@@ -181,9 +183,12 @@ def test_api_runs_lists_every_run_newest_first_and_the_unreadable_with_why(
     assert good["scenarios"] == 7 and good["samples"] == 14 and good["samples_planned"] == 14
     assert good["models"]["agent"] == ["mock:pageagent"]
     assert good["offline"] is True
-    for broken in ("damaged", "half"):
+    for broken in ("damaged", "half", "bad-summary"):
         error = runs[broken]["error"]
         assert error.startswith("unreadable: ") and "\n" not in error, error
+    # the summary's own error: the file and the field
+    assert "summary.json" in runs["bad-summary"]["error"]
+    assert "schema" in runs["bad-summary"]["error"]
 
 
 def test_the_index_page_lists_the_runs_and_escapes_their_names(
