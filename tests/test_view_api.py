@@ -65,7 +65,7 @@ def test_the_printed_url_sets_the_token_as_a_strict_httponly_cookie_and_drops_it
     assert reply.status == 303
     assert reply.headers["Location"] == "/"
     cookie = _cookie_header(reply.headers)
-    assert cookie.startswith(f"{TOKEN_COOKIE}={server.token};")
+    assert cookie.startswith(f"{TOKEN_COOKIE}_{server.port}={server.token};")
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
     # other query parameters stay
     reply = server.request("GET", f"/compare?a=x&token={server.token}&b=y")
@@ -88,6 +88,25 @@ def test_a_request_that_changes_something_needs_the_token(server: Served, method
     assert server.request(method, "/api/runs", cookie=True).status == 405
     assert server.request(method, "/api/runs",
                           headers={"X-Harness-Token": server.token}).status == 405
+
+
+def test_only_this_servers_cookie_counts(server: Served) -> None:
+    """Cookies are shared by every port of 127.0.0.1: another server's token cookie (named
+    with its own port) is not this one's."""
+    other = f"{TOKEN_COOKIE}_{server.port + 1}={server.token}"
+    assert server.request("POST", "/api/runs", headers={"Cookie": other}).status == 403
+    ours = f"{TOKEN_COOKIE}_{server.port}={server.token}"
+    assert server.request("POST", "/api/runs",
+                          headers={"Cookie": f"{other}; {ours}"}).status == 405
+
+
+def test_a_missing_run_is_a_page_for_people_and_json_for_the_api(server: Served) -> None:
+    page = server.request("GET", "/runs/no-such-run")
+    assert page.status == 404 and "No such run." in page.text
+    assert page.headers["Content-Type"].startswith("text/html")
+    api = server.request("GET", "/api/runs/no-such-run/progress")
+    assert api.status == 404 and json.loads(api.body) == {
+        "error": "no run with this id under the served folder"}
 
 
 def test_reads_on_loopback_need_no_token(server: Served) -> None:

@@ -60,7 +60,7 @@ def test_the_index_lists_every_run_and_the_search_narrows_them(
     opened = open_served(server.url)
     page = opened.page
     assert "token" not in page.url  # the token left the address bar ...
-    cookie = {c["name"]: c for c in page.context.cookies()}[TOKEN_COOKIE]
+    cookie = {c["name"]: c for c in page.context.cookies()}[f"{TOKEN_COOKIE}_{server.port}"]
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"  # ... for a cookie
     assert page.evaluate("document.cookie") == ""  # that no script can read
     every = _visible(opened, "#run-table tbody tr")

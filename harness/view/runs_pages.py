@@ -60,14 +60,19 @@ async def api_runs(request: web.Request) -> web.Response:
                               "runs": [e.as_json() for e in entries]})
 
 
-def _run_dir(request: web.Request) -> Path:
-    """The folder of the run the URL names; 404 when no run under the root has that id."""
-    run_id = request.match_info.get("run_id", "") or ROOT_ID
-    found = catalog(request).run_dir(run_id)
-    if found is None:
-        raise web.HTTPNotFound(text="no run with this id under the served folder",
-                               content_type="text/plain")
-    return found
+def _run_dir(request: web.Request) -> Path | None:
+    """The folder of the run the URL names; ``None`` when no run under the root has that
+    id."""
+    return catalog(request).run_dir(request.match_info.get("run_id", "") or ROOT_ID)
+
+
+def not_found(request: web.Request) -> web.Response:
+    """404 for a run id that names no run under the served folder: JSON for the API, a page
+    for a person."""
+    why = "no run with this id under the served folder"
+    if request.path.startswith("/api/"):
+        return web.json_response({"error": why}, status=404)
+    return error_page(404, "No such run.", why + ".")
 
 
 def _run_page(root: Path, run_dir: Path) -> dict[str, Any]:
@@ -103,11 +108,13 @@ def _latest_sample_at(run_dir: Path) -> float:
 @routes.get("/runs/{run_id:.+}")
 async def run_page(request: web.Request) -> web.Response:
     run_dir = _run_dir(request)
+    if run_dir is None:
+        return not_found(request)
     root = catalog(request).root
     try:
         context = await in_thread(lambda: _run_page(root, run_dir))
     except HarnessError as err:
-        return error_page(500, "This run cannot be shown.", str(err))
+        return error_page(422, "This run cannot be shown.", str(err))
     title = context.pop("title")
     return html_response("run_live.html.j2", title=title,
                          connects=context["live"]["running"], **context)
@@ -139,6 +146,8 @@ def progress(run_dir: Path, root: Path, since: float) -> dict[str, Any]:
 @routes.get("/api/runs/{run_id:.+}/progress")
 async def api_progress(request: web.Request) -> web.Response:
     run_dir = _run_dir(request)
+    if run_dir is None:
+        return not_found(request)
     try:
         since = float(request.query.get("since", "0"))
     except ValueError:
@@ -155,8 +164,7 @@ async def compare(request: web.Request) -> web.Response:
                           "in the runs table, then Compare.")
     dirs = [catalog(request).run_dir(i) for i in ids]
     if dirs[0] is None or dirs[1] is None:
-        raise web.HTTPNotFound(text="no run with this id under the served folder",
-                               content_type="text/plain")
+        return not_found(request)
     baseline, candidate = dirs[0], dirs[1]
 
     def draw() -> dict[str, Any]:

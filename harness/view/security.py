@@ -13,7 +13,8 @@ name is rebound to 127.0.0.1), so every request passes :func:`guard_middleware`:
   than loopback, every request needs it, reads included;
 - ``?token=...`` (the URL printed at start-up) is answered with a redirect to the same page
   without it, setting the cookie (HttpOnly: no script reads it; SameSite=Strict: no other
-  site's request carries it), so the token leaves the address bar and the history.
+  site's request carries it; named with the port, as cookies are shared between the ports
+  of a host), so the token leaves the address bar and the history.
 
 Every response carries ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer``,
 ``Cache-Control: no-store`` and a Content-Security-Policy (the page's own, set by the page,
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-TOKEN_COOKIE = "harness_view_token"
+TOKEN_COOKIE = "harness_view_token"  # then the port: cookies do not tell ports apart
 TOKEN_HEADER = "X-Harness-Token"
 TOKEN_QUERY = "token"
 READ_METHODS = frozenset({"GET", "HEAD"})
@@ -113,14 +114,20 @@ class Guard:
         """Whether ``origin`` is this server's own (the scheme and the ``Host`` asked for)."""
         return origin.lower() == f"http://{host_header}".lower()
 
+    @property
+    def cookie_name(self) -> str:
+        """The token's cookie: one per port, as a browser sends a cookie of 127.0.0.1 to
+        every port of it (two servers would otherwise overwrite each other's token)."""
+        return f"{TOKEN_COOKIE}_{self.port}"
+
     def token_ok(self, request: web.Request) -> bool:
-        given = request.headers.get(TOKEN_HEADER) or request.cookies.get(TOKEN_COOKIE) or ""
+        given = (request.headers.get(TOKEN_HEADER) or request.cookies.get(self.cookie_name)
+                 or "")
         return hmac.compare_digest(given.encode("utf-8"), self.token.encode("utf-8"))
 
     def url(self, path: str = "/") -> str:
         """The address to open, with the token (it becomes a cookie on arrival)."""
-        name = self.host if not is_loopback(self.host) else (
-            "127.0.0.1" if self.host.strip("[]") in ("localhost", "127.0.0.1") else self.host)
+        name = self.host
         shown = f"[{name}]" if ":" in name and not name.startswith("[") else name
         return f"http://{shown}:{self.port}{path}?{TOKEN_QUERY}={self.token}"
 
@@ -180,6 +187,6 @@ def _arrive(guard: Guard, request: web.Request) -> web.StreamResponse:
     query = {k: v for k, v in request.query.items() if k != TOKEN_QUERY}
     target = request.rel_url.with_query(query) if query else request.rel_url.with_query(None)
     response = web.Response(status=303, headers={"Location": str(target)})
-    response.set_cookie(TOKEN_COOKIE, guard.token, httponly=True, samesite="Strict",
+    response.set_cookie(guard.cookie_name, guard.token, httponly=True, samesite="Strict",
                         path="/")
     return response

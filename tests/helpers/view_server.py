@@ -52,7 +52,7 @@ class Served:
             connection.putheader("Host", host if host is not None
                                  else f"{self.host}:{self.port}")
             if cookie:
-                connection.putheader("Cookie", f"{TOKEN_COOKIE}={self.token}")
+                connection.putheader("Cookie", f"{TOKEN_COOKIE}_{self.port}={self.token}")
             for name, value in (headers or {}).items():
                 connection.putheader(name, value)
             connection.putheader("Content-Length", str(len(body or b"")))
