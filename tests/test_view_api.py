@@ -39,6 +39,8 @@ def runs_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "half").mkdir()
     (root / "half" / "run.sqlite").write_bytes(b"")
     (root / "escape").symlink_to(baseline, target_is_directory=True)
+    (root / "linked-store").mkdir()
+    (root / "linked-store" / "run.sqlite").symlink_to(baseline / "run.sqlite")
     shutil.copytree(baseline, root / "bad-summary")
     (root / "bad-summary" / "summary.json").write_text('{"schema": "something else"}')
     return root
@@ -149,7 +151,7 @@ def test_the_bound_address_by_ip_or_loopback_name_passes(server: Served, host: s
     "/runs//etc/passwd", "/runs/%2Fetc%2Fpasswd", "/runs/escape", "/runs/escape/",
     "/runs/nested/../baseline", "/runs/nested/%2e%2e/baseline", "/runs/baseline/../baseline",
     "/runs/no-such-run", "/runs/nested", "/api/runs/..%2f..%2fetc/progress",
-    "/api/runs/escape/progress", "/runs/%00", "/runs/baseline%00",
+    "/api/runs/escape/progress", "/runs/linked-store", "/runs/%00", "/runs/baseline%00",
     "/compare?a=../baseline&b=nested/candidate", "/compare?a=/etc&b=baseline",
     "/compare?a=escape&b=baseline",
 ])
@@ -208,6 +210,16 @@ def test_api_runs_lists_every_run_newest_first_and_the_unreadable_with_why(
     # the summary's own error: the file and the field
     assert "summary.json" in runs["bad-summary"]["error"]
     assert "schema" in runs["bad-summary"]["error"]
+
+
+def test_a_folder_that_is_itself_a_run_is_served_as_the_run_dot(runs_folder: Path) -> None:
+    with served(runs_folder / "baseline") as server:
+        runs = json.loads(server.request("GET", "/api/runs").body)["runs"]
+        assert [(r["id"], r["url"]) for r in runs] == [(".", "/runs/")]
+        assert server.request("GET", "/runs/").status == 200
+        progress = json.loads(server.request("GET", "/api/run/progress").body)
+        assert progress["status"] == "finished" and progress["samples"] == 14
+        assert 'href="/runs/"' in server.request("GET", "/").text
 
 
 def test_the_index_page_lists_the_runs_and_escapes_their_names(

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -252,3 +253,28 @@ def test_a_folder_that_is_not_one_is_one_line(tmp_path: Path, make: str) -> None
     done = run_cli("view", str(target), "--port", "0")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert str(target) in done.stderr
+
+
+def test_off_loopback_the_start_up_says_every_request_needs_the_token(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without listening off loopback in a test: the server is replaced by one that is
+    ready at once and then stopped by Ctrl-C."""
+    from harness.view.security import Guard
+
+    async def fake_serve(root: Path, *, host: str, port: int,
+                         on_ready: Callable[[Guard], None]) -> None:
+        guard = Guard(token="tok", host=host, port=8780)
+        on_ready(guard)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("harness.view.serve", fake_serve)
+    done = run_cli("view", str(tmp_path), "--host", "0.0.0.0")
+    assert done.returncode == 130
+    # 0.0.0.0 is no address to open: the machine's name is
+    assert done.stdout.splitlines()[-1] == (f"http://{socket.gethostname().lower()}:8780"
+                                            "/?token=tok")
+    said = " ".join(done.stderr.split())
+    assert "every request needs the token, reads included" in said
+    assert "not encrypted" in said
+    loopback = run_cli("view", str(tmp_path), "--host", "127.0.0.1")
+    assert "needs the token" not in loopback.stderr

@@ -105,9 +105,14 @@ def find_run_dirs(root: Path) -> Iterator[Path]:
         here = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames
                              if not d.startswith(".") and not (here / d).is_symlink())
-        store = here / STORE_FILENAME
-        if STORE_FILENAME in filenames and not store.is_symlink() and store.is_file():
+        if STORE_FILENAME in filenames and _holds_store(here):
             yield here
+
+
+def _holds_store(folder: Path) -> bool:
+    """Whether ``folder`` holds a ``run.sqlite`` that is a regular file, not a link."""
+    store = folder / STORE_FILENAME
+    return store.is_file() and not store.is_symlink()
 
 
 def _signature(run_dir: Path) -> tuple[tuple[int, int], ...]:
@@ -237,7 +242,11 @@ class Catalog:
         """The folder of the run ``run_id`` (as :meth:`entries` names it), or ``None`` when no
         run under the root has that id: an id is looked up, never joined onto a path."""
         if run_id in ("", ROOT_ID):
-            return self.root if (self.root / STORE_FILENAME).is_file() else None
+            return self.root if _holds_store(self.root) else None
+        with self._lock:  # a run listed before: no walk of the whole folder
+            known = [path for path, (_, entry) in self._cache.items() if entry.id == run_id]
+        if known and _holds_store(known[0]):
+            return _inside(self.root, known[0])
         for run_dir in find_run_dirs(self.root):
             if run_dir.relative_to(self.root).as_posix() == run_id:
                 return _inside(self.root, run_dir)

@@ -2,6 +2,7 @@
 filters and plot macros) with this package's templates in front, the report's stylesheet and
 script, and this package's own stylesheet and script (``assets/view.css``, ``view.js``).
 
+Every served page runs the report's script and ours (:data:`VIEW_SCRIPTS`, joined into one).
 A view template may extend a report template (``run_live.html.j2`` extends ``run.html.j2``),
 so a served run reads exactly as its ``report.html``. The page's security policy is sent as a
 header (:func:`page_policy`): it allows the two scripts by their SHA-256, and requests to the
@@ -42,14 +43,21 @@ def view_environment() -> jinja2.Environment:
     return report.overlay(loader=loader)
 
 
+# This package's scripts (in ``assets/``), run on every served page in this order after the
+# report's: each acts only on the elements it finds. A page's new behaviour is a script
+# added here (its hash joins the policy by itself).
+VIEW_SCRIPTS: tuple[str, ...] = ("view.js",)
+
+
 @cache
 def _assets() -> tuple[str, str, str, str]:
-    """The stylesheet (the report's, then ours), the report's script, our script, and the
-    ``script-src`` sources that allow those two only."""
+    """The stylesheet (the report's, then ours), the report's script, ours (one script: the
+    files of :data:`VIEW_SCRIPTS` joined), and the ``script-src`` sources that allow those
+    two only."""
     css = _asset("harness.report.html", "report.css") + "\n" + _asset("harness.view",
                                                                       "view.css")
     report_js = _asset("harness.report.html", "report.js")
-    view_js = _asset("harness.view", "view.js")
+    view_js = "\n".join(_asset("harness.view", name) for name in VIEW_SCRIPTS)
     return css, report_js, view_js, f"{_digest(report_js)} {_digest(view_js)}"
 
 

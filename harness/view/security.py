@@ -127,8 +127,10 @@ class Guard:
 
     def url(self, path: str = "/") -> str:
         """The address to open, with the token (it becomes a cookie on arrival)."""
-        name = self.host
-        shown = f"[{name}]" if ":" in name and not name.startswith("[") else name
+        name = self.host.strip("[]")
+        if name in ("0.0.0.0", "::"):  # every interface: this machine's name reaches it
+            name = socket.gethostname().lower()
+        shown = f"[{name}]" if ":" in name else name
         return f"http://{shown}:{self.port}{path}?{TOKEN_QUERY}={self.token}"
 
 
