@@ -8,7 +8,13 @@ list them:
   read) and warm (nothing changed: every entry from the cache), then warm again after one
   run's summary changed (that run read again);
 - over HTTP from a real server on 127.0.0.1: ``GET /api/runs`` and the index page ``GET /``,
-  cold (the first request) and warm (the median of five).
+  the first request (sent as soon as the server is listening, while it reads every run in
+  the background) and then (the median of five), and a second server's first request 3 s
+  after it started (the time to open its address);
+- what reading costs a run that is writing: the time to store 1,000 samples (one commit
+  each, as a run stores them) alone, then while another process lists the folder and reads
+  the run's progress without a pause, and 10 times a second (a page polls every 2 s);
+  alternating, three times each.
 
 Usage: python benchmarks/view_index.py [--runs N] [--epochs K] [--keep DIR]
 Target (issue 26): a folder of 500 runs lists in under a second.
@@ -26,6 +32,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from harness.view.catalog import Catalog
 
@@ -85,6 +92,56 @@ def serve_in_thread(root: Path) -> tuple[int, threading.Thread]:
     return port[0], thread
 
 
+def _read_in_a_loop(root: Path, out: Path, stop: Any, pause: float) -> None:
+    from harness.view.runs_pages import progress
+
+    catalog = Catalog(root)
+    while not stop.is_set():
+        catalog.entries()
+        if (out / "run.sqlite").exists():
+            progress(out, root, 0.0)
+        time.sleep(pause)
+
+
+def writer_cost(root: Path, pause: float,
+                samples: int = 1000) -> tuple[list[float], list[float]]:
+    """Seconds to store ``samples`` samples into a new run under ``root``, alone and while
+    another process (as ``harness view`` is) lists the folder and reads the run's progress
+    in a loop with ``pause`` seconds between reads (a page polls every 2 s), three times
+    each, alternating."""
+    import multiprocessing
+
+    from harness.runs.store import RunStore
+
+    source = next(root.rglob("run.sqlite")).parent
+    with RunStore.open(source, read_only=True) as store:
+        record = next(store.iter_samples())
+        config = store.config
+    alone: list[float] = []
+    read: list[float] = []
+    spawn = multiprocessing.get_context("spawn")
+    for attempt in range(6):
+        out = root / "writing" / f"run-{attempt}"
+        writer = RunStore.create(out, config)
+        stop = spawn.Event()
+        reader = None
+        if attempt % 2:
+            reader = spawn.Process(target=_read_in_a_loop, args=(root, out, stop, pause))
+            reader.start()
+            time.sleep(2)  # its imports done, reading
+        start = time.perf_counter()
+        for i in range(samples):
+            writer.write_sample(record.model_copy(update={"scenario_id": f"s{i}",
+                                                          "finished_at": time.time()}))
+        (read if attempt % 2 else alone).append(time.perf_counter() - start)
+        stop.set()
+        if reader is not None:
+            reader.join()
+        writer.close()
+        shutil.rmtree(out)
+    return alone, read
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=500)
@@ -109,6 +166,14 @@ def main() -> None:
             first = get(port, path)
             again = statistics.median(get(port, path) for _ in range(5))
             print(f"GET {path}: first {first:.3f} s, then {again:.3f} s (median of 5)")
+        port, _ = serve_in_thread(root)
+        time.sleep(3)  # the time to open the printed address
+        print(f"GET /api/runs 3 s after another server started: {get(port, '/api/runs'):.3f} s")
+        for pause, how in ((0.0, "without a pause"), (0.1, "10 times a second")):
+            alone, read = writer_cost(root, pause)
+            print("storing 1,000 samples: alone " + ", ".join(f"{t:.2f}" for t in alone)
+                  + f" s; while another process reads {how} "
+                  + ", ".join(f"{t:.2f}" for t in read) + " s")
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)

@@ -13,6 +13,7 @@ from aiohttp import web
 from harness.errors import HarnessError
 from harness.view.app import make_app
 from harness.view.security import Guard, new_token
+from harness.view.state import CATALOG
 
 DEFAULT_PORT = 8780
 
@@ -24,7 +25,8 @@ async def serve(root: Path, *, host: str, port: int,
     the address to open). Raises :class:`~harness.errors.HarnessError` when the address
     cannot be listened on (the port taken, a host not of this machine)."""
     guard = Guard(token=new_token(), host=host)
-    runner = web.AppRunner(make_app(root, guard), access_log=None, handle_signals=False)
+    app = make_app(root, guard)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port)
@@ -33,8 +35,14 @@ async def serve(root: Path, *, host: str, port: int,
         except OSError as err:
             raise HarnessError(_listen_error(host, port, err)) from None
         guard.port = _bound_port(runner, port)
+        # Every run's entry read once now, while the person opens the page: the first
+        # listing of a large folder is then (mostly) served from the cache.
+        warming = asyncio.ensure_future(asyncio.to_thread(app[CATALOG].entries))
         on_ready(guard)
-        await asyncio.Event().wait()  # until cancelled
+        try:
+            await asyncio.Event().wait()  # until cancelled
+        finally:
+            warming.cancel()
     finally:
         await runner.cleanup()
 
