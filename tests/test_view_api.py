@@ -72,6 +72,12 @@ def test_the_printed_url_sets_the_token_as_a_strict_httponly_cookie_and_drops_it
     # other query parameters stay
     reply = server.request("GET", f"/compare?a=x&token={server.token}&b=y")
     assert reply.status == 303 and reply.headers["Location"] == "/compare?a=x&b=y"
+    # the redirect never leaves the server ("//host" is another site to a browser)
+    for path in ("//evil.example/x", "///evil.example", "/%2F%2Fevil.example"):
+        reply = server.request("GET", f"{path}?token={server.token}")
+        location = reply.headers["Location"]
+        assert reply.status == 303 and location.startswith("/") and not location.startswith(
+            "//"), location
 
 
 def test_a_wrong_token_in_the_url_is_refused(server: Served) -> None:
@@ -229,8 +235,11 @@ def test_the_index_page_lists_the_runs_and_escapes_their_names(
     shutil.copytree(runs_folder / "baseline", root / hostile)
     with served(root) as server:
         page = server.request("GET", "/").text
+        url = json.loads(server.request("GET", "/api/runs").body)["runs"][0]["url"]
+        run = server.request("GET", url)
     assert hostile not in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert run.status == 200 and hostile not in run.text  # its page, by its quoted id
 
 
 def test_reading_never_changes_a_runs_files(server: Served, runs_folder: Path) -> None:

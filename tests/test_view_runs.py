@@ -278,3 +278,22 @@ def test_off_loopback_the_start_up_says_every_request_needs_the_token(
     assert "not encrypted" in said
     loopback = run_cli("view", str(tmp_path), "--host", "127.0.0.1")
     assert "needs the token" not in loopback.stderr
+
+
+def test_a_summary_older_than_the_last_sample_is_not_shown(
+        tmp_path: Path, made_runs: tuple[Path, Path]) -> None:
+    """A run killed after a resume keeps the summary of the session before: its page is
+    summarised from the store instead."""
+    import re
+
+    run = tmp_path / "runs" / "resumed"
+    shutil.copytree(made_runs[0], run)
+    with RunStore.open(run) as store:
+        record = next(store.iter_samples())
+        stored = store.count()
+        store.write_sample(record.model_copy(update={"scenario_id": "added-later",
+                                                     "finished_at": time.time() + 5}))
+    with served(tmp_path / "runs") as server:
+        page = server.request("GET", "/runs/resumed").text
+    shown = re.search(r'data-figure="samples">(\d+)<', page)
+    assert shown is not None and int(shown.group(1)) == stored + 1

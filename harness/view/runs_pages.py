@@ -79,11 +79,11 @@ def _run_page(root: Path, run_dir: Path) -> dict[str, Any]:
     entry = read_entry(root, run_dir)
     if entry.error is not None:
         raise HarnessError(entry.error)
-    with RunStore.open(run_dir, read_only=True) as store:
-        fresh = (run_dir / "summary.json").is_file() and not entry.status.running
-        summary = read_summary(run_dir) if fresh else summary_so_far(store)
-        context = run_page_context(run_dir, summary, store)
     since = _latest_sample_at(run_dir)
+    with RunStore.open(run_dir, read_only=True) as store:
+        summary = (read_summary(run_dir) if _summary_is_current(run_dir, entry, since)
+                   else summary_so_far(store))
+        context = run_page_context(run_dir, summary, store)
     context["live"] = {
         "running": entry.status.running, "status": entry.status.status,
         "detail": entry.status.detail, "samples": entry.samples,
@@ -92,6 +92,17 @@ def _run_page(root: Path, run_dir: Path) -> dict[str, Any]:
         else "/api/run/progress",
     }
     return context
+
+
+def _summary_is_current(run_dir: Path, entry: RunEntry, latest_sample_at: float) -> bool:
+    """Whether ``summary.json`` summarises every stored sample: the run is not running and
+    the file was written after its last sample (a run killed after a resume keeps the
+    summary of the session before)."""
+    try:
+        written = (run_dir / "summary.json").stat().st_mtime
+    except OSError:
+        return False
+    return not entry.status.running and written >= latest_sample_at
 
 
 def _latest_sample_at(run_dir: Path) -> float:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
+from yarl import URL
 
 TOKEN_COOKIE = "harness_view_token"  # then the port: cookies do not tell ports apart
 TOKEN_HEADER = "X-Harness-Token"
@@ -187,7 +188,9 @@ def _arrive(guard: Guard, request: web.Request) -> web.StreamResponse:
     if not hmac.compare_digest(given.encode("utf-8"), guard.token.encode("utf-8")):
         return _refuse("wrong token: open the URL `harness view` printed")
     query = {k: v for k, v in request.query.items() if k != TOKEN_QUERY}
-    target = request.rel_url.with_query(query) if query else request.rel_url.with_query(None)
+    # "//host/..." would send the browser to another site: the path stays on this one
+    path = "/" + request.rel_url.raw_path.lstrip("/")
+    target = URL(path, encoded=True).with_query(query or None)
     response = web.Response(status=303, headers={"Location": str(target)})
     response.set_cookie(guard.cookie_name, guard.token, httponly=True, samesite="Strict",
                         path="/")
