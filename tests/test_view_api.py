@@ -212,7 +212,10 @@ def test_api_runs_lists_every_run_newest_first_and_the_unreadable_with_why(
     assert good["offline"] is True
     for broken in ("damaged", "half", "bad-summary"):
         error = runs[broken]["error"]
-        assert error.startswith("unreadable: ") and "\n" not in error, error
+        assert runs[broken]["status"] == "unreadable"
+        assert error and "\n" not in error, error
+    assert runs["damaged"]["error"].startswith("run.sqlite: ")
+    assert runs["half"]["error"].startswith("run.sqlite: ")
     # the summary's own error: the file and the field
     assert "summary.json" in runs["bad-summary"]["error"]
     assert "schema" in runs["bad-summary"]["error"]

@@ -22,9 +22,10 @@ import pytest
 from harness.models.mock import register_mock, unregister_mock
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
+from harness.runs.summary_model import RunStop
 from harness.view.catalog import Catalog, RunEntry, ScenarioPoint, read_entry
 from harness.view.runs_pages import progress
-from harness.view.status import run_status
+from harness.view.status import RunStatus, run_status
 from harness.view.trends import trend
 from tests.helpers.cli import run_cli
 from tests.helpers.report_runs import PageAgent, make_runs
@@ -120,6 +121,16 @@ def test_a_session_on_another_host_is_taken_as_running_and_said_so() -> None:
     assert run_status(dead, None, True).status == "interrupted"
     assert run_status({**dead, "ended_at": 1.0}, None, True).status == "finished"
     assert run_status(None, None, False).status == "unknown"
+    ended = {**dead, "ended_at": 1.0}
+    budget = RunStop(reason="budget", message="the budget of $1 was reached")
+    assert run_status(ended, budget, True) == RunStatus("stopped by budget", budget.message)
+    for how in ("interrupted", "terminated"):
+        stop = RunStop(reason=how, message=f"{how} by a signal")
+        assert run_status(ended, stop, True).status == "interrupted"
+    lost = RunStop(reason="worker_lost", message="a worker died")
+    assert run_status(ended, lost, True) == RunStatus("stopped", "a worker died")
+    # a session that ended without writing its summary (an error on the way out)
+    assert run_status(ended, None, False).status == "interrupted"
 
 
 def _record(sid: str, epoch: int, template: SampleRecord) -> SampleRecord:

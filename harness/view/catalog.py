@@ -58,7 +58,7 @@ class ScenarioPoint:
 @dataclass(frozen=True)
 class RunEntry:
     """What the index shows of one run. ``error`` is set (one line) when the run cannot be
-    read; the figures are then empty."""
+    read (its status is then ``unreadable``); the figures are then empty."""
 
     id: str
     path: Path
@@ -179,7 +179,7 @@ def read_entry(root: Path, run_dir: Path) -> RunEntry:
         try:
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             if meta.get("kind") != _KIND:
-                raise HarnessError("not a harness run store")
+                raise HarnessError(f"{STORE_FILENAME}: not a harness run store")
             store = RunStore(store_path, db)
             count = store.count()
             session = store.session()
@@ -202,11 +202,15 @@ def read_entry(root: Path, run_dir: Path) -> RunEntry:
                                 has_summary)
         finally:
             db.close()
-    except (sqlite3.Error, HarnessError, ValueError, OSError) as err:
+    except sqlite3.Error as err:  # SQLite's message does not name the file
+        why = f"{STORE_FILENAME}: {_one_line(err)}"
+    except (HarnessError, ValueError, OSError) as err:
+        why = _one_line(err)
+    else:
         return RunEntry(id=run_id, path=run_dir, name=name, created_at=created_at,
-                        error=f"unreadable: {_one_line(err)}")
-    return RunEntry(id=run_id, path=run_dir, name=name, created_at=created_at, status=status,
-                    **figures)
+                        status=status, **figures)
+    return RunEntry(id=run_id, path=run_dir, name=name, created_at=created_at,
+                    status=RunStatus("unreadable", why), error=why)
 
 
 class Catalog:

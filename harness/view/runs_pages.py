@@ -31,7 +31,7 @@ routes = web.RouteTableDef()
 POLL_EVERY_MS = 2000
 NEW_SAMPLES_SHOWN = 100  # per poll; the page keeps the newest first
 TONES = {"finished": "good", "running": "", "stopped by budget": "warn", "stopped": "warn",
-         "interrupted": "bad", "unknown": "warn"}
+         "interrupted": "bad", "unknown": "warn", "unreadable": "bad"}
 
 
 def _date(at: float) -> str:

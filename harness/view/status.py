@@ -17,7 +17,7 @@ from typing import Any, Literal
 from harness.runs.summary_model import RunStop
 
 Status = Literal["finished", "stopped by budget", "stopped", "interrupted", "running",
-                 "unknown"]
+                 "unknown", "unreadable"]
 
 
 @dataclass(frozen=True)
