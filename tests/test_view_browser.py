@@ -162,6 +162,9 @@ def test_the_trends_break_where_a_scenario_regressed(
     page.fill("#trend-search", "task-5")
     assert _visible(opened, "#trend-table tbody tr") == ["task-5"]
     opened.screenshot(tmp_path / "trends-1366.png")
+    page.fill("#trend-search", "")
+    regressed.locator("a").last.click()  # the point of the run that regressed opens it
+    page.wait_for_url(server.origin + "/runs/nested/candidate")
     opened.assert_quiet()
     narrow = open_served(server.url.replace("/?", "/trends?"), width=420)
     narrow.screenshot(tmp_path / "trends-420.png", full_page=True)
