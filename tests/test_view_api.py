@@ -270,3 +270,32 @@ async def test_off_loopback_every_request_needs_the_token_reads_included(
             refused = await client.get("/", headers={"Host": f"localhost:{guard.port}",
                                                      "X-Harness-Token": "t0ken"})
             assert refused.status == 403
+
+
+def test_a_token_that_is_no_text_is_refused_not_an_error(server: Served) -> None:
+    for value in ("\xff\xfe", "t\xe9"):
+        reply = server.request("POST", "/api/runs", headers={"X-Harness-Token": value})
+        assert reply.status == 403, value
+    assert server.request("GET", "/?token=%FF%FE").status == 403
+
+
+def test_on_port_80_a_host_without_its_port_is_this_server() -> None:
+    assert Guard(token="t", host="127.0.0.1", port=80).host_allowed("127.0.0.1")
+    assert not Guard(token="t", host="127.0.0.1", port=8080).host_allowed("127.0.0.1")
+
+
+def test_a_run_whose_name_holds_url_characters_is_polled_at_its_quoted_address(
+        tmp_path: Path, runs_folder: Path) -> None:
+    import html
+    import re
+
+    root = tmp_path / "runs"
+    shutil.copytree(runs_folder / "baseline", root / "odd?name#1 %2e")
+    with served(root) as server:
+        url = json.loads(server.request("GET", "/api/runs").body)["runs"][0]["url"]
+        page = server.request("GET", url).text
+        found = re.search(r'data-progress-url="([^"]+)"', page)
+        assert found is not None
+        progress = server.request("GET", html.unescape(found.group(1)))
+    assert progress.status == 200
+    assert json.loads(progress.body)["id"] == "odd?name#1 %2e"

@@ -8,10 +8,12 @@ panel that polls ``GET /api/runs/<id>/progress`` while the run is going; ``GET /
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -88,7 +90,7 @@ def _run_page(root: Path, run_dir: Path) -> dict[str, Any]:
         "running": entry.status.running, "status": entry.status.status,
         "detail": entry.status.detail, "samples": entry.samples,
         "planned": entry.planned, "since": since, "every_ms": POLL_EVERY_MS,
-        "progress_url": f"/api/runs/{entry.id}/progress" if entry.id != ROOT_ID
+        "progress_url": f"/api/runs/{quote(entry.id)}/progress" if entry.id != ROOT_ID
         else "/api/run/progress",
     }
     return context
@@ -126,6 +128,8 @@ async def run_page(request: web.Request) -> web.Response:
         context = await in_thread(lambda: _run_page(root, run_dir))
     except HarnessError as err:
         return error_page(422, "This run cannot be shown.", str(err))
+    except sqlite3.Error as err:  # damaged since it was listed
+        return error_page(422, "This run cannot be shown.", f"{STORE_FILENAME}: {err}")
     title = context.pop("title")
     return html_response("run_live.html.j2", title=title,
                          connects=context["live"]["running"], **context)
@@ -135,14 +139,7 @@ def progress(run_dir: Path, root: Path, since: float) -> dict[str, Any]:
     """A run's status, samples done and planned, and the samples stored after ``since``
     (seconds since the epoch), oldest first."""
     entry = read_entry(root, run_dir)
-    db = connect_read_only(run_dir / STORE_FILENAME)
-    try:
-        rows = db.execute(
-            "SELECT scenario_id, epoch, status, score, passed, finished_at FROM samples "
-            "WHERE finished_at > ? ORDER BY finished_at LIMIT ?",
-            (since, NEW_SAMPLES_SHOWN)).fetchall()
-    finally:
-        db.close()
+    rows = [] if entry.error is not None else _samples_after(run_dir, since)
     return {"id": entry.id, "status": entry.status.status, "detail": entry.status.detail,
             "error": entry.error, "samples": entry.samples,
             "samples_planned": entry.planned, "checked_at": time.time(),
@@ -151,6 +148,19 @@ def progress(run_dir: Path, root: Path, since: float) -> dict[str, Any]:
                              else "passed" if passed else "failed",
                              "finished_at": at}
                             for sid, epoch, status, score, passed, at in rows]}
+
+
+def _samples_after(run_dir: Path, since: float) -> list[tuple[Any, ...]]:
+    db = connect_read_only(run_dir / STORE_FILENAME)
+    try:
+        return db.execute(
+            "SELECT scenario_id, epoch, status, score, passed, finished_at FROM samples "
+            "WHERE finished_at > ? ORDER BY finished_at LIMIT ?",
+            (since, NEW_SAMPLES_SHOWN)).fetchall()
+    except sqlite3.Error:  # damaged since it was read a moment ago: nothing new to show
+        return []
+    finally:
+        db.close()
 
 
 @routes.get("/api/run/progress")

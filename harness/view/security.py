@@ -106,7 +106,7 @@ class Guard:
         if not header:
             return False
         name, port = _split_host(header)
-        if port != str(self.port):
+        if port != str(self.port) and not (port == "" and self.port == 80):  # 80 is implied
             return False
         wildcard = self.host.strip("[]") in ("0.0.0.0", "::")
         return name in self.names or (wildcard and _is_ip(name))
@@ -124,7 +124,8 @@ class Guard:
     def token_ok(self, request: web.Request) -> bool:
         given = (request.headers.get(TOKEN_HEADER) or request.cookies.get(self.cookie_name)
                  or "")
-        return hmac.compare_digest(given.encode("utf-8"), self.token.encode("utf-8"))
+        # a header may carry any byte: one that is no character is simply not the token
+        return hmac.compare_digest(given.encode("utf-8", "replace"), self.token.encode("utf-8"))
 
     def url(self, path: str = "/") -> str:
         """The address to open, with the token (it becomes a cookie on arrival)."""
@@ -185,7 +186,8 @@ def _arrive(guard: Guard, request: web.Request) -> web.StreamResponse:
     """The printed URL: the token becomes a cookie, and the page is asked for again
     without it."""
     given = request.query.get(TOKEN_QUERY, "")
-    if not hmac.compare_digest(given.encode("utf-8"), guard.token.encode("utf-8")):
+    if not hmac.compare_digest(given.encode("utf-8", "replace"),
+                               guard.token.encode("utf-8")):
         return _refuse("wrong token: open the URL `harness view` printed")
     query = {k: v for k, v in request.query.items() if k != TOKEN_QUERY}
     # "//host/..." would send the browser to another site: the path stays on this one
