@@ -299,3 +299,21 @@ def test_a_run_whose_name_holds_url_characters_is_polled_at_its_quoted_address(
         progress = server.request("GET", html.unescape(found.group(1)))
     assert progress.status == 200
     assert json.loads(progress.body)["id"] == "odd?name#1 %2e"
+
+
+def test_a_run_whose_stored_sample_does_not_parse_is_one_line_not_a_traceback(
+        tmp_path: Path, runs_folder: Path) -> None:
+    import sqlite3
+
+    root = tmp_path / "runs"
+    shutil.copytree(runs_folder / "baseline", root / "broken-sample")
+    with sqlite3.connect(root / "broken-sample" / "run.sqlite") as db:
+        db.execute("UPDATE samples SET record = '{\"half\": ' WHERE rowid = 1")
+    db.close()
+    with served(root) as server:
+        listed = json.loads(server.request("GET", "/api/runs").body)["runs"][0]
+        page = server.request("GET", "/runs/broken-sample")
+    assert listed["error"] is None  # the index reads no whole sample
+    assert page.status == 422
+    assert "This run cannot be shown." in page.text and "does not parse" in page.text
+    assert "Traceback" not in page.text
