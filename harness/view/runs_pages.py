@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,9 @@ def _date(at: float) -> str:
 
 
 def _index_rows(entries: list[RunEntry]) -> list[dict[str, Any]]:
-    return [{**e.__dict__, "url": run_url(e.id), "date": _date(e.created_at),
-             "tone": TONES.get(e.status.status, "")} for e in entries]
+    return [{**{f.name: getattr(e, f.name) for f in fields(e)}, "url": run_url(e.id),
+             "date": _date(e.created_at), "tone": TONES.get(e.status.status, "")}
+            for e in entries]
 
 
 @routes.get("/")
