@@ -188,3 +188,45 @@ def test_a_served_run_reads_as_its_report(server: Served, open_served: Opener,
     narrow = open_served(server.url.replace("/?", "/runs/baseline?"), width=420)
     narrow.screenshot(tmp_path / "run-420.png")
     narrow.assert_quiet()
+
+
+def test_the_index_follows_a_running_run_until_it_ends(
+        runs_folder: Path, tmp_path: Path, open_served: Opener) -> None:
+    from playwright.sync_api import expect
+
+    source = runs_folder / "baseline"
+    with RunStore.open(source, read_only=True) as store:
+        records = list(store.iter_samples())
+        config = store.config
+    root = tmp_path / "runs"
+    shutil.copytree(source, root / "done")
+    writer = RunStore.create(root / "live", config)
+    writer.record_session_start(len(records))
+    try:
+        for record in records[:2]:
+            writer.write_sample(record.model_copy(update={"finished_at": time.time()}))
+        with served(root) as server:
+            opened = open_served(server.url)
+            page = opened.page
+            row = page.locator('#run-table tr[data-run="live"]')
+            assert row.locator('[data-cell="status"]').text_content() == "running"
+            samples = row.locator('[data-cell="samples"]')
+            assert samples.text_content() == f"2 / {len(records)}"
+            for record in records[2:5]:
+                writer.write_sample(record.model_copy(update={"finished_at": time.time()}))
+            expect(samples).to_have_text(f"5 / {len(records)}", timeout=20000)
+            assert page.locator("#runs-changed").is_hidden()
+            writer.record_session_end()
+            shutil.copy(source / "summary.json", root / "live" / "summary.json")
+            expect(row.locator('[data-cell="status"]')).to_have_text("finished",
+                                                                      timeout=20000)
+            assert page.locator("#runs-changed").is_visible()
+            assert "good" in row.locator('[data-cell="status"]').get_attribute("class")
+            assert page.locator("#runs-polling").is_hidden()
+            opened.screenshot(tmp_path / "index-live-1366.png")
+            opened.assert_quiet()
+            # with no run running, the index asks the server for nothing
+            assert "connect-src 'none'" in server.request("GET", "/").headers[
+                "Content-Security-Policy"]
+    finally:
+        writer.close()

@@ -32,7 +32,9 @@ from harness.view.state import catalog, in_thread
 routes = web.RouteTableDef()
 
 POLL_EVERY_MS = 2000
+INDEX_POLL_EVERY_MS = 4000  # the index, while a run it lists is running
 NEW_SAMPLES_SHOWN = 100  # per poll; the page keeps the newest first
+# the colour of each status's tag (harness/view/assets/view.js has the same map)
 TONES = {"finished": "good", "running": "", "stopped by budget": "warn", "stopped": "warn",
          "interrupted": "bad", "unknown": "warn", "unreadable": "bad"}
 
@@ -51,8 +53,10 @@ def _index_rows(entries: list[RunEntry]) -> list[dict[str, Any]]:
 async def index(request: web.Request) -> web.Response:
     entries = await in_thread(catalog(request).entries)
     levels = {e.confidence for e in entries if e.confidence is not None}
+    polling = any(e.status.running for e in entries)
     return html_response("index.html.j2", title="Runs", runs=_index_rows(entries),
-                         root=str(catalog(request).root),
+                         root=str(catalog(request).root), connects=polling,
+                         polling=polling, every_ms=INDEX_POLL_EVERY_MS,
                          unreadable=sum(e.error is not None for e in entries),
                          level=f"{100 * levels.pop():g}%" if len(levels) == 1 else "")
 

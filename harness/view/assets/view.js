@@ -35,6 +35,54 @@
       document.getElementById("trend-count"), "scenarios");
   }
 
+  // The index, while a run it lists is running: each running run's status and samples
+  // follow its store; a run that ends or appears asks for a reload (its figures).
+  // as harness/view/runs_pages.py's TONES
+  var TONES = {"finished": "good", "stopped by budget": "warn", "stopped": "warn",
+               "interrupted": "bad", "unknown": "warn", "unreadable": "bad"};
+  var runs = document.getElementById("runs");
+  if (runs && runs.getAttribute("data-polling") === "true") {
+    var rows = {};
+    Array.prototype.forEach.call(document.querySelectorAll("#run-table tbody tr"),
+      function (row) { rows[row.getAttribute("data-run")] = row; });
+    var everyIndex = Number(runs.getAttribute("data-every-ms") || "4000");
+    var pollIndex = function () {
+      fetch("/api/runs", {credentials: "same-origin", headers: {"Accept": "application/json"}})
+        .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
+        .then(function (data) {
+          var changed = false, running = false;
+          data.runs.forEach(function (run) {
+            var row = rows[run.id];
+            if (!row) { changed = true; return; }
+            var was = row.getAttribute("data-status");
+            if (was !== run.status) {
+              changed = changed || was === "running";
+              row.setAttribute("data-status", run.status);
+              var tag = row.querySelector('[data-cell="status"]');
+              if (tag) {
+                tag.textContent = run.status;
+                tag.className = "tag " + (TONES[run.status] || "");
+              }
+            }
+            var samples = row.querySelector('[data-cell="samples"]');
+            if (samples) {
+              samples.textContent = String(run.samples) +
+                (run.samples_planned ? " / " + run.samples_planned : "");
+            }
+            running = running || run.status === "running";
+          });
+          if (changed) { document.getElementById("runs-changed").hidden = false; }
+          if (running) {
+            window.setTimeout(pollIndex, everyIndex);
+          } else {
+            document.getElementById("runs-polling").hidden = true;
+          }
+        })
+        .catch(function () { window.setTimeout(pollIndex, everyIndex * 5); });
+    };
+    window.setTimeout(pollIndex, everyIndex);
+  }
+
   var live = document.getElementById("live");
   if (!live) { return; }
   var url = live.getAttribute("data-progress-url");
