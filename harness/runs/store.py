@@ -217,10 +217,11 @@ class RunStore:
     def session(self) -> dict[str, Any] | None:
         """The last session recorded (see :meth:`record_session_start`), or ``None`` in a
         store written before sessions were recorded or by ``harness merge``."""
-        text = self.meta.get("session")
-        if text is None:
+        # this key only: the meta table may hold large entries beside it
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'session'").fetchone()
+        if row is None:
             return None
-        session: dict[str, Any] = load_json(text, self.path, max_depth=STORED_DEPTH)
+        session: dict[str, Any] = load_json(row[0], self.path, max_depth=STORED_DEPTH)
         return session
 
     def write_sample(self, record: SampleRecord) -> None:

@@ -177,7 +177,9 @@ def read_entry(root: Path, run_dir: Path) -> RunEntry:
     try:
         db = connect_read_only(store_path)
         try:
-            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            # the keys it needs only: the meta table may hold large entries beside them
+            meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN "
+                                   "('kind', 'created_at')").fetchall())
             if meta.get("kind") != _KIND:
                 raise HarnessError(f"{STORE_FILENAME}: not a harness run store")
             store = RunStore(store_path, db)
