@@ -269,7 +269,10 @@ async def test_a_stopped_actor_is_ended_and_stops_the_run_as_worker_lost(
     for a silent worker process (before: the run waited with no limit)."""
     from harness.runs import workers
 
-    monkeypatch.setattr(workers, "WORKER_SILENCE_S", 5.0)
+    # 15 s, not the 30 s default, to keep the test short; 5 s was too short on a loaded
+    # machine, where a live actor's first ping could take that long and the run stopped
+    # before any sample
+    monkeypatch.setattr(workers, "WORKER_SILENCE_S", 15.0)
     runners: list[Runner] = []
     stopped_pids: list[int] = []
 
