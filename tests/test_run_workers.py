@@ -617,7 +617,8 @@ async def _worker_pids_once_under_way(caplog: pytest.LogCaptureFixture, out: Pat
 async def test_a_stopped_worker_is_ended_and_stops_the_run_as_a_lost_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(workers, "WORKER_SILENCE_S", 5.0)
+    # heartbeats come every 3 s: 10 s of silence leaves room on a loaded machine
+    monkeypatch.setattr(workers, "WORKER_SILENCE_S", 10.0)
     monkeypatch.setenv("SLOW_AGENT_S", "0.3")
     caplog.set_level(logging.INFO, logger="harness.runs.workers")
     config = RunConfig(scenario_paths=[str(slow_suite(tmp_path, "slow_workers_stopped"))],
@@ -628,7 +629,7 @@ async def test_a_stopped_worker_is_ended_and_stops_the_run_as_a_lost_one(
     try:
         victim, survivor = await _worker_pids_once_under_way(caplog, out, run)
         os.kill(victim, signal.SIGSTOP)
-        # before: no limit at all; now the silence (5 s here) and the time to end it
+        # before: no limit at all; now the silence (10 s here) and the time to end it
         result = await asyncio.wait_for(asyncio.shield(run), timeout=120)
     finally:
         if not run.done():  # the test failed: end the run (and its workers) as Ctrl-C would
