@@ -6,7 +6,8 @@
 - ``make_hub(**overrides)``: a :class:`ModelHub` whose ``openai`` and ``anthropic`` providers
   point at the server with test keys and fast retries; closed after the test.
 - :func:`loopback_config` (harness.testing.hub) builds the same config without a fixture.
-- ``open_report`` (tests/helpers/browser.py): opens an HTML report in headless Chromium.
+- ``open_report`` (tests/helpers/browser.py): opens an HTML report in headless Chromium;
+  ``open_served``: a page of ``harness view``, served.
 
 Only fixtures live here: pytest loads this file itself, and a test importing it again would
 get a second copy. Code the tests import is in ``tests/helpers/`` (``run_cli`` in
@@ -23,7 +24,10 @@ import pytest
 from harness.models.hub import ModelHub
 from harness.testing.hub import loopback_config
 from harness.testing.server import LoopbackServer
-from tests.helpers.browser import open_report  # noqa: F401  (the fixture, for the HTML tests)
+from tests.helpers.browser import (  # noqa: F401  (the fixtures, for the HTML tests)
+    open_report,
+    open_served,
+)
 
 
 @pytest.fixture(autouse=True)

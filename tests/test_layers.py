@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("runs", ("harness.runs",)),
     ("calibration", ("harness.calibration",)),
     ("report", ("harness.report",)),
+    ("view", ("harness.view",)),
     ("commands, the pytest plugin, the front door",
      ("harness.cli", "harness.pytest_plugin", "harness.testing", "harness.__main__",
       "harness")),

@@ -14,4 +14,5 @@ from harness.cli import (
     serve_cmd,  # noqa: F401
     stats_cmd,  # noqa: F401
     validate_cmd,  # noqa: F401
+    view_cmd,  # noqa: F401
 )

@@ -15,7 +15,7 @@ import asyncio
 import importlib
 import threading
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -163,6 +163,10 @@ async def _execute(
                                             retry_errors=retry_errors, on_start=on_start,
                                             on_sample=on_sample)
     finally:
+        # However the session ended (an error, Ctrl-C included), a reader now knows that
+        # no process runs it; a failing write must not hide the error on its way out.
+        with suppress(StoreError):
+            store.record_session_end()
         store.close()
 
 
@@ -179,6 +183,9 @@ async def _run_and_summarise(
     shards = None if design.shard is None else coverage(
         design.shard.count, [design.shard.index], list(suite.scenarios), design.epochs)
     adaptive = None
+    store.record_session_start(
+        shards.held_samples if shards is not None
+        else None if design.adaptive is not None else len(suite.scenarios) * design.epochs)
     # The summary's scipy.stats (half a second to import), imported while the first samples
     # wait on their models rather than after the last one; from once the executor is up, as
     # worker processes are forked only from a process without threads.

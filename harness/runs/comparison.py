@@ -118,7 +118,7 @@ def compare_run_dirs(baseline: Path, candidate: Path, *, alpha: float = 0.05,
     roles: dict[str, dict[str, RoleModels]] = {}
     notices: dict[str, str | None] = {}
     for which, path in (("baseline", baseline), ("candidate", candidate)):
-        with RunStore.open(path) as store:
+        with RunStore.open(path, read_only=True) as store:
             policy = store.config.get("run", {}).get("error_policy", "exclude")
             scores, passed = scores_by_scenario(store, policy)
             if selector is not None and selector.active:

@@ -9,6 +9,8 @@ Opening a store made by another schema version, a file that is not a store, or a
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -119,10 +121,14 @@ class RunStore:
         return cls(path, db)
 
     @classmethod
-    def open(cls, run_dir: Path) -> RunStore:
+    def open(cls, run_dir: Path, *, read_only: bool = False) -> RunStore:
         """Open an existing store (to resume or read it), checking that it is one, that its
         schema is ours and that SQLite finds it intact (``PRAGMA quick_check``). Raises
-        :class:`StoreError` naming the file otherwise, having written nothing."""
+        :class:`StoreError` naming the file otherwise, having written nothing.
+
+        ``read_only``: for readers (reports, ``harness view``): the store is read through a
+        connection that writes nothing, not even the ``-wal``/``-shm`` files, so a reader
+        never changes a run's folder nor takes a lock a running run would wait on."""
         path = run_dir / STORE_FILENAME if run_dir.is_dir() else run_dir
         if not path.exists():
             raise StoreError(f"{run_dir}: no run store found (expected {STORE_FILENAME})")
@@ -155,6 +161,8 @@ class RunStore:
                 f"differs from this harness's version {SCHEMA_VERSION}; use the matching harness "
                 "version to read it; nothing was changed"
             )
+        if read_only:
+            return cls(path, connect_read_only(path))
         try:
             db = _connect(path)
         except sqlite3.Error as err:  # e.g. a read-only directory: WAL mode needs to write
@@ -215,6 +223,36 @@ class RunStore:
             return None
         ids: list[str] = load_json(text, self.path, max_depth=STORED_DEPTH)
         return ids
+
+    def record_session_start(self, planned: int | None) -> None:
+        """Record that a process is running the run now (its pid and host, when it started,
+        how many samples the run plans: ``None`` for an adaptive design), so a reader such
+        as ``harness view`` can tell a running run from one that stopped without a word (a
+        killed process). A resumed run records its own session. Raises :class:`StoreError`
+        when the write fails."""
+        session = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": time.time(),
+                   "planned": planned, "ended_at": None}
+        self._commit("INSERT OR REPLACE INTO meta (key, value) VALUES ('session', ?)",
+                     (json.dumps(session),))
+
+    def record_session_end(self) -> None:
+        """Record that the session of :meth:`record_session_start` ended, however it ended
+        (finished, stopped, interrupted, failed). Raises :class:`StoreError` when the write
+        fails."""
+        session = self.session()
+        if session is not None:
+            self._commit("INSERT OR REPLACE INTO meta (key, value) VALUES ('session', ?)",
+                         (json.dumps({**session, "ended_at": time.time()}),))
+
+    def session(self) -> dict[str, Any] | None:
+        """The last session recorded (see :meth:`record_session_start`), or ``None`` in a
+        store written before sessions were recorded or by ``harness merge``."""
+        # this key only: the meta table may hold large entries beside it
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'session'").fetchone()
+        if row is None:
+            return None
+        session: dict[str, Any] = load_json(row[0], self.path, max_depth=STORED_DEPTH)
+        return session
 
     def write_sample(self, record: SampleRecord) -> None:
         """Store one finished sample and commit at once. Re-writing a (scenario, epoch) replaces

@@ -339,6 +339,26 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
     )
 
 
+def summary_so_far(store: RunStore) -> RunSummary:
+    """The summary of what ``store`` holds now, under its stored configuration, as the run
+    will write it (for a run still going, or one stopped before writing ``summary.json``).
+    Nothing is written; the store may be read-only. Raises
+    :class:`~harness.runs.store.StoreError` when the store cannot be read."""
+    config = store.run_config()
+    collector = _Collector(config)
+    for record in store.iter_samples():
+        collector.add(record)
+    ids = store.scenario_ids()
+    session = store.session() or {}
+    planned = session.get("planned")
+    summary = _summary(collector, store, config, stopped=None, adaptive=None,
+                       scenarios_loaded=None if ids is None else len(ids))
+    if isinstance(planned, int):  # a shard's run plans its shard, as the session recorded
+        counts = summary.counts.model_copy(update={"samples_planned": planned})
+        summary = summary.model_copy(update={"counts": counts})
+    return summary
+
+
 def summarise_selection(run_dir: Path, selector: ScenarioFilter) -> RunSummary:
     """The summary of the stored samples of the scenarios ``selector`` keeps, computed from
     the run's store under its configuration (as in its ``summary.json``), with a note naming

@@ -126,3 +126,62 @@ def open_report() -> Iterator[Callable[..., OpenedPage]]:
         manager, browser = started
         browser.close()
         manager.__exit__(None, None, None)
+
+
+def _watch(page: Any, opened: OpenedPage) -> None:
+    """Record ``page``'s console errors and warnings, page errors and dialogs in ``opened``."""
+    page.on("console", lambda m: m.type in ("error", "warning")
+            and opened.console.append(f"{m.type}: {m.text}"))
+    page.on("pageerror", lambda e: opened.console.append(f"page error: {e}"))
+
+    def dialog(d: Any) -> None:
+        opened.dialogs.append(f"{d.type}: {d.message}")
+        d.dismiss()
+
+    page.on("dialog", dialog)
+
+
+@pytest.fixture
+def open_served() -> Iterator[Callable[..., OpenedPage]]:
+    """``open_served(url, width=1366)`` opens a page of a server on this machine (``harness
+    view``) in a browser context of its own (its own cookies: two calls are two people) and
+    returns an :class:`OpenedPage`. Requests to the URL's origin go through; any other is
+    recorded in ``requests`` and aborted. The same caveat as :func:`open_report` about
+    asyncio holds: start the server in a thread of its own."""
+    path = _require_chromium()
+    started: list[Any] = []
+
+    def _open(url: str, *, width: int = SCREEN["width"]) -> OpenedPage:
+        if not started:
+            from playwright.sync_api import sync_playwright
+
+            manager = sync_playwright()
+            playwright = manager.__enter__()
+            started.extend([manager, playwright.chromium.launch(executable_path=path,
+                                                                args=["--no-sandbox"])])
+        parts = url.split("/", 3)
+        origin = "/".join(parts[:3])
+        context = started[1].new_context(viewport={"width": width,
+                                                   "height": SCREEN["height"]})
+        opened = OpenedPage(page=None, url=url)
+
+        def route(r: Any) -> None:
+            if r.request.url == origin or r.request.url.startswith(origin + "/"):
+                r.continue_()
+            else:
+                opened.requests.append(r.request.url)
+                r.abort()
+
+        context.route("**/*", route)
+        page = context.new_page()
+        _watch(page, opened)
+        page.goto(url)
+        page.wait_for_load_state("load")
+        opened.page = page
+        return opened
+
+    yield _open
+    if started:
+        manager, browser = started
+        browser.close()
+        manager.__exit__(None, None, None)

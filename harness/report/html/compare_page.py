@@ -122,7 +122,7 @@ def _score_gap(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float:
 
 def _views(run_dir: Path) -> dict[str, dict[int, dict[str, Any]]]:
     views: dict[str, dict[int, dict[str, Any]]] = {}
-    with RunStore.open(run_dir) as store:
+    with RunStore.open(run_dir, read_only=True) as store:
         for record in store.iter_samples():
             views.setdefault(record.scenario_id, {})[record.epoch] = sample_view(record)
     return views
@@ -153,14 +153,23 @@ def compare_page(comparison: Mapping[str, Any], baseline: Path, candidate: Path)
     returns it) of the runs in ``baseline`` and ``candidate``, their samples included.
 
     Raises :class:`~harness.runs.store.StoreError` when a store cannot be read."""
+    return render_page("compare.html.j2", **compare_page_context(comparison, baseline,
+                                                                 candidate))
+
+
+def compare_page_context(comparison: Mapping[str, Any], baseline: Path,
+                         candidate: Path) -> dict[str, Any]:
+    """What ``compare.html.j2`` draws (``title`` included), for :func:`compare_page` and for
+    pages that show the comparison another way (``harness view``). Raises as
+    :func:`compare_page` does."""
     rows = difference_rows(comparison)
     data = side_by_side_data([r.scenario_id for r in rows], _views(baseline),
                              _views(candidate))
     verdict_p = comparison["t_test" if comparison["verdict_test"] == "t"
                            else "permutation_test"]["p_value"]
     names = {"baseline": baseline.resolve().name, "candidate": candidate.resolve().name}
-    return render_page(
-        "compare.html.j2", title=f"Comparison: {names['baseline']} → {names['candidate']}",
+    return dict(
+        title=f"Comparison: {names['baseline']} → {names['candidate']}",
         c=comparison, rows=rows, forest=difference_forest(comparison, rows),
         verdict_p=verdict_p, paths={"baseline": str(baseline), "candidate": str(candidate)},
         names=names, drill=data["scenarios"], level=f"{100 * (1 - comparison['alpha']):g}%",

@@ -295,15 +295,24 @@ def run_page(run_dir: Path) -> str:
     summary this harness reads, and :class:`~harness.runs.store.StoreError` when the store
     is missing, damaged or of another schema version."""
     summary = read_summary(run_dir)
+    with RunStore.open(run_dir, read_only=True) as store:
+        context = run_page_context(run_dir, summary, store)
+    return render_page("run.html.j2", **context)
+
+
+def run_page_context(run_dir: Path, summary: RunSummary, store: RunStore) -> dict[str, Any]:
+    """What ``run.html.j2`` draws of the run in ``run_dir``: ``summary``'s figures and every
+    sample of ``store`` (``title`` included), for :func:`run_page` and for pages that
+    show the run another way (``harness view``). Raises
+    :class:`~harness.runs.store.StoreError` when a stored sample cannot be read."""
     latency = None if summary.latency is not None else LatencyCollector()
     tools = None if summary.tools is not None else ToolCollector()
     rules = rubric_rules(summary.config.design.rubric_paths)
-    with RunStore.open(run_dir) as store:
-        rows, views = _samples(store, latency, tools, rules)
+    rows, views = _samples(store, latency, tools, rules)
     score = summary.score
     name = run_name(run_dir)
-    return render_page(
-        "run.html.j2", title=f"Run {name}", run_name=name, run_dir=str(run_dir),
+    return dict(
+        title=f"Run {name}", run_name=name, run_dir=str(run_dir),
         summary=summary, score=score, rows=rows,
         kinds=sorted({k for r in rows for k in r.kinds}),
         tags=sorted({t for r in rows for t in r.tags}),
