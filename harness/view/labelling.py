@@ -239,8 +239,11 @@ async def label_page(request: web.Request) -> web.Response:
 def _validation_line(err: ValidationError) -> str:
     """A label's first validation failure as ``field: what was expected``."""
     first = err.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
+    where = str(first["loc"][0]) if first["loc"] else ""
     message = str(first["msg"]).removeprefix("Value error, ")
+    if where == "value" and first["type"] != "value_error":  # a union: say it plainly
+        message = (f"expected true or false (passed, rubric:) or a number (score, "
+                   f"criterion:), got {first['input']!r}")
     return f"{where}: {message}" if where else message
 
 
