@@ -83,7 +83,7 @@
     for (var i = 0; i < t.values.length; i++) {
       if (same(t.values[i].value, v)) return (t.kind === "scale" ? String(v) + " " : "") + (t.values[i].label || String(v));
     }
-    return String(v);
+    return typeof v === "number" && !Number.isInteger(v) ? fmt(v, t.kind === "unit" ? 3 : 2) : String(v);
   }
 
   // ---- the questions ----
@@ -177,9 +177,10 @@
     }
     var a = state.agreement[t.target];
     if (a) {
-      var text = a.alpha === null ? "undefined (" + (a.undefined || "") + ")" : fmt(a.alpha) + " [" + fmt(a.ci_low) + ", " + fmt(a.ci_high) + "]";
+      var text = a.alpha === null ? "undefined" : fmt(a.alpha) + " [" + fmt(a.ci_low) + ", " + fmt(a.ci_high) + "]";
+      var why = a.alpha === null && a.undefined ? a.undefined.replace(/^krippendorff_alpha: /, "") + "; " : "";
       out.push(h("div", { "class": "agreement" }, "Reviewers' agreement on this question over the run: Krippendorff's α ",
-        h("strong", { "class": "alpha" }, text), h("span", { "class": "muted" }, " (" + a.level + ", 95% interval; " + a.n_samples + " sample" + (a.n_samples === 1 ? "" : "s") + " with two or more of " + a.reviewers.join(", ") + ")")));
+        h("strong", { "class": "alpha" }, text), h("span", { "class": "muted" }, " (" + why + a.level + (a.alpha === null ? "" : ", 95% interval") + "; " + a.n_samples + " sample" + (a.n_samples === 1 ? "" : "s") + " labelled by two or more of the reviewers " + a.reviewers.join(", ") + ")")));
     }
     return out;
   }
@@ -219,7 +220,8 @@
   function refresh() {
     var n = changes().length;
     el("save-labels").disabled = !name || n === 0 || saving;
-    if (!saving) el("save-status").textContent = n ? n + " unsaved" : "";
+    var waiting = data.targets.filter(function (t) { return !(t.target in picked) && (comments[t.target] || "").trim(); });
+    if (!saving) el("save-status").textContent = (n ? n + " unsaved" : "") + (waiting.length ? (n ? "; " : "") + "a comment waits for its question's level (" + waiting[0].title + ")" : "");
   }
   function redraw() { drawRevealed(); drawProgress(); refresh(); }
 
