@@ -140,33 +140,24 @@ def test_labelling_the_random_queue_with_the_keyboard_in_blind_mode(
 
 def test_two_reviewers_label_the_same_run_at_once_and_see_their_agreement(
         server: Served, root: Path, open_served: Opener, tmp_path: Path) -> None:
-    hostile_name = "<img src=x onerror=window.__xss=5>bo"
-    reviewers = {"ana": _open(server, open_served, "/label/pair?queue=random", name="ana"),
-                 hostile_name: _open(server, open_served, "/label/pair?queue=random",
-                                     name=hostile_name)}
-    # both give every question of four samples a level (correctness: 5, 4, 2, 1 and 5, 3,
-    # 2, 1), then save at the same moment
-    correctness = {"ana": "5421", hostile_name: "5321"}
+    reviewers = {name: _open(server, open_served, "/label/pair?queue=random", name=name)
+                 for name in ("ana", "bo")}
+    # both give the first six questions of four samples a level (correctness: 5, 4, 2, 1
+    # and 5, 3, 2, 1), then save at the same moment
+    correctness = {"ana": "5421", "bo": "5321"}
     for at in range(4):
         for who, opened in reviewers.items():
             page = opened.page
             if at:
                 page.goto(f"{server.origin}/label/pair?queue=random&at={at}")
                 page.wait_for_selector("#label-page[data-ready=true]")
-            keys = ["1", "3", "1", correctness[who][at], "3", "3"]
-            for key in keys:
+            for key in ["1", "3", "1", correctness[who][at], "3", "3"]:
                 page.keyboard.press(key)
             if at == 0 and who == "ana":
-                page.keyboard.press("c")  # on the question after the last answered
+                page.keyboard.press("c")  # on the question after the last one answered
                 page.keyboard.type("kept?")
                 page.keyboard.press("Escape")
                 assert "a comment waits" in page.text_content("#save-status")
-                page.fill(".question.current textarea", "")
-                page.keyboard.press("Escape")
-                page.keyboard.press("k")  # back to the last answered: its comment
-                page.keyboard.press("c")
-                page.keyboard.type(PAYLOAD)
-                page.keyboard.press("Escape")
         for opened in reviewers.values():  # both requests sent before either answers
             opened.page.evaluate("document.getElementById('save-labels').click()")
         for opened in reviewers.values():
@@ -174,21 +165,44 @@ def test_two_reviewers_label_the_same_run_at_once_and_see_their_agreement(
     current = _labels(root, "pair")
     assert len({(lb["annotator"], lb["scenario_id"], lb["epoch"]) for lb in current}) == 8
     assert len(current) == len(_labels(root, "pair", history=True)) == 8 * 6
-    # the second reviewer sees the first one's labels and the agreement per question
-    page = reviewers[hostile_name].page
-    page.goto(f"{server.origin}/label/pair?queue=random&at=0")
+    assert not any("comment" in lb for lb in current)  # no level, no label: not stored
+    # once both have labelled, each sees the other's labels and the agreement per question
+    page = reviewers["bo"].page
+    page.goto(f"{server.origin}/label/pair?queue=random&at=1")
     page.wait_for_selector("#label-page[data-ready=true]")
     question = page.locator(f'fieldset[data-target="{CRITERION}"]')
     agreement = question.locator(".agreement").text_content()
-    assert "Krippendorff's α" in agreement and "4 samples" in agreement
+    assert "Krippendorff's α 0." in agreement and "4 samples" in agreement, agreement
+    assert "ana: 4 good" in question.text_content() and "bo: 3 acceptable" in \
+        question.text_content()
     assert page.locator("#reviewer-count").text_content().startswith("2 reviewer(s)")
-    # ana's hostile comment and bo's hostile name arrive as text, and nothing ran
-    comments = page.locator("q.comment-text").all_text_contents()
-    assert PAYLOAD in comments
+    question.scroll_into_view_if_needed()
+    _keep(reviewers["bo"], tmp_path, "label-agreement-1366.png")
+    for opened in reviewers.values():
+        opened.assert_quiet()
+
+
+def test_a_hostile_comment_and_reviewer_name_reach_another_reviewer_as_text(
+        server: Served, open_served: Opener) -> None:
+    hostile_name = "<img src=x onerror=window.__xss=5>mallory"
+    mallory = _open(server, open_served, "/label/pair?queue=random&at=5", name=hostile_name)
+    page = mallory.page
+    page.keyboard.press("2")  # fail
+    page.keyboard.press("k")
+    page.keyboard.press("c")
+    page.keyboard.type(PAYLOAD)
+    page.keyboard.press("Escape")
+    page.keyboard.press("s")
+    page.wait_for_selector("#save-status:text('saved 1 label')")
+    other = _open(server, open_served, "/label/pair?queue=random&at=5", name="dee")
+    page = other.page
+    page.keyboard.press("1")
+    page.keyboard.press("s")
+    page.wait_for_selector("#save-status:text('saved 1 label')")
+    assert PAYLOAD in page.locator("q.comment-text").all_text_contents()
     assert hostile_name in page.locator(".reviewer-label .who").all_text_contents()
     assert page.evaluate("window.__xss") is None
-    _keep(reviewers[hostile_name], tmp_path, "label-agreement-1366.png")
-    for opened in reviewers.values():
+    for opened in (mallory, other):
         opened.assert_quiet()
 
 
