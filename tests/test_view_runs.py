@@ -308,3 +308,14 @@ def test_a_summary_older_than_the_last_sample_is_not_shown(
         page = server.request("GET", "/runs/resumed").text
     shown = re.search(r'data-figure="samples">(\d+)<', page)
     assert shown is not None and int(shown.group(1)) == stored + 1
+
+
+def test_hidden_and_package_folders_are_not_walked(tmp_path: Path,
+                                                   made_runs: tuple[Path, Path]) -> None:
+    from harness.view.catalog import find_run_dirs
+
+    for where in ("kept/run", ".hidden/run", "node_modules/pkg/run", "a/__pycache__/run",
+                  "venv/lib/site-packages/run"):
+        shutil.copytree(made_runs[0], tmp_path / where)
+    found = [d.relative_to(tmp_path).as_posix() for d in find_run_dirs(tmp_path)]
+    assert found == ["kept/run"]

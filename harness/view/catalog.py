@@ -98,13 +98,20 @@ def run_url(run_id: str) -> str:
     return "/runs/" + ("" if run_id == ROOT_ID else quote(run_id))
 
 
+# Folders that hold packages, never runs: not walked (a DIR that is a whole project stays
+# quick to list).
+SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages"})
+
+
 def find_run_dirs(root: Path) -> Iterator[Path]:
     """Every folder under ``root`` (``root`` included) holding a ``run.sqlite`` that is a
-    regular file, not following links; hidden folders are skipped."""
+    regular file, not following links; hidden folders and :data:`SKIPPED_FOLDERS` are
+    skipped."""
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         here = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames
-                             if not d.startswith(".") and not (here / d).is_symlink())
+                             if not d.startswith(".") and d not in SKIPPED_FOLDERS
+                             and not (here / d).is_symlink())
         if STORE_FILENAME in filenames and _holds_store(here):
             yield here
 
