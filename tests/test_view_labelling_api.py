@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -227,3 +230,25 @@ def test_save_as_scenario_names_a_bad_id_or_sample(server: Served, run_id: str) 
         reply = post(server, f"/api/scenario/{run_id}", body)
         assert reply.status == 400 and json.loads(reply.text)["error"].startswith(field), \
             reply.text
+
+
+def test_a_label_saved_while_the_run_holds_the_write_lock_waits_its_turn(
+        server: Served, root: Path, run_id: str) -> None:
+    """The run writing a sample (its write transaction held for a moment) and a reviewer
+    saving at that moment: the label waits for the lock, then is stored."""
+    run = sqlite3.connect(root / run_id / "run.sqlite", isolation_level=None,
+                          check_same_thread=False)
+    run.execute("BEGIN IMMEDIATE")
+    run.execute("UPDATE meta SET value = value WHERE key = 'kind'")
+    release = threading.Timer(1.0, run.execute, args=("COMMIT",))
+    started = time.monotonic()
+    release.start()
+    try:
+        reply = post(server, f"/api/label/{run_id}", labels_body(
+            {"target": "passed", "value": True}))
+    finally:
+        release.join()
+        run.close()
+    assert reply.status == 200, reply.text
+    assert time.monotonic() - started >= 0.9  # it waited for the run's transaction
+    assert [lb["target"] for lb in stored(root, run_id)] == ["passed"]
