@@ -35,6 +35,9 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("view-label-browser") / "runs"
     offline_run(folder / "weather")
     offline_run(folder / "pair")
+    # each test labels a run of its own: the tests hold in any order
+    offline_run(folder / "hostile")
+    offline_run(folder / "chosen")
     return folder
 
 
@@ -185,7 +188,7 @@ def test_two_reviewers_label_the_same_run_at_once_and_see_their_agreement(
 def test_a_hostile_comment_and_reviewer_name_reach_another_reviewer_as_text(
         server: Served, open_served: Opener) -> None:
     hostile_name = "<img src=x onerror=window.__xss=5>mallory"
-    mallory = _open(server, open_served, "/label/pair?queue=random&at=5", name=hostile_name)
+    mallory = _open(server, open_served, "/label/hostile?queue=random&at=5", name=hostile_name)
     page = mallory.page
     page.keyboard.press("2")  # fail
     page.keyboard.press("k")
@@ -194,7 +197,7 @@ def test_a_hostile_comment_and_reviewer_name_reach_another_reviewer_as_text(
     page.keyboard.press("Escape")
     page.keyboard.press("s")
     page.wait_for_selector("#save-status:text('saved 1 label')")
-    other = _open(server, open_served, "/label/pair?queue=random&at=5", name="dee")
+    other = _open(server, open_served, "/label/hostile?queue=random&at=5", name="dee")
     page = other.page
     page.keyboard.press("1")
     page.keyboard.press("s")
@@ -208,7 +211,7 @@ def test_a_hostile_comment_and_reviewer_name_reach_another_reviewer_as_text(
 
 def test_a_sample_opened_from_the_run_page_is_labelled_as_chosen_and_saved_as_scenario(
         server: Served, root: Path, open_served: Opener, tmp_path: Path) -> None:
-    opened = open_served(server.url.replace("/?", "/runs/weather?"))
+    opened = open_served(server.url.replace("/?", "/runs/chosen?"))
     page = opened.page
     page.click("#sample-table tbody tr:nth-child(2) a.open-sample")
     link = page.wait_for_selector("#drill a.label-link")
@@ -223,7 +226,7 @@ def test_a_sample_opened_from_the_run_page_is_labelled_as_chosen_and_saved_as_sc
     page.keyboard.press("2")
     page.keyboard.press("s")
     page.wait_for_selector("#save-status:text('saved 1 label')")
-    chosen = [lb for lb in _labels(root, "weather") if lb["annotator"] == "cy"]
+    chosen = [lb for lb in _labels(root, "chosen") if lb["annotator"] == "cy"]
     assert [(lb["scenario_id"], lb["target"], lb["value"], lb["random"]) for lb in chosen] == [
         (scenario, "passed", False, False)]
     page.click("#save-scenario summary")
