@@ -15,12 +15,13 @@ from pathlib import Path
 
 from aiohttp import web
 
-from harness.view import runs_pages, trends
+from harness.view import labelling, runs_pages, save_scenario, trends
 from harness.view.catalog import Catalog
 from harness.view.security import Guard, guard_middleware
 from harness.view.state import CATALOG, GUARD
 
-ROUTE_TABLES: list[web.RouteTableDef] = [runs_pages.routes, trends.routes]
+ROUTE_TABLES: list[web.RouteTableDef] = [runs_pages.routes, trends.routes, labelling.routes,
+                                          save_scenario.routes]
 
 # A request body is a label or a choice, never a file: anything larger is refused (413).
 MAX_REQUEST_BYTES = 1024 * 1024

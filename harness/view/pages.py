@@ -46,7 +46,8 @@ def view_environment() -> jinja2.Environment:
 # This package's scripts (in ``assets/``), run on every served page in this order after the
 # report's: each acts only on the elements it finds. A page's new behaviour is a script
 # added here (its hash joins the policy by itself).
-VIEW_SCRIPTS: tuple[str, ...] = ("view.js",)
+VIEW_SCRIPTS: tuple[str, ...] = ("view.js", "label.js")
+VIEW_STYLES: tuple[str, ...] = ("view.css", "label.css")  # after the report's stylesheet
 
 
 @cache
@@ -54,8 +55,8 @@ def _assets() -> tuple[str, str, str, str]:
     """The stylesheet (the report's, then ours), the report's script, ours (one script: the
     files of :data:`VIEW_SCRIPTS` joined), and the ``script-src`` sources that allow those
     two only."""
-    css = _asset("harness.report.html", "report.css") + "\n" + _asset("harness.view",
-                                                                      "view.css")
+    css = "\n".join([_asset("harness.report.html", "report.css"),
+                     *(_asset("harness.view", name) for name in VIEW_STYLES)])
     report_js = _asset("harness.report.html", "report.js")
     view_js = "\n".join(_asset("harness.view", name) for name in VIEW_SCRIPTS)
     return css, report_js, view_js, f"{_digest(report_js)} {_digest(view_js)}"

@@ -185,6 +185,8 @@
       h("h3", null, "Conversation"), conversation(s), trajectory(s), checks(s), judges(s));
   }
   window.harnessSampleView = sampleView;  // for pages that draw samples side by side
+  // for the labelling page: the conversation first, the verdicts once the reviewer has given theirs
+  window.harnessSampleParts = { conversation: conversation, trajectory: trajectory, checks: checks, judges: judges };
 
   // ---- sortable tables: a header's button sorts by its column, a second click reverses ----
   // Numbers (and intervals, by their lower end) sort as numbers, a dash or blank last.
