@@ -6,21 +6,7 @@
 "use strict";
 (function () {
   var NAME_KEY = "harness-view-reviewer";
-  function h(tag, attrs) {
-    var el = document.createElement(tag);
-    if (attrs) {
-      Object.keys(attrs).forEach(function (k) {
-        if (attrs[k] !== null && attrs[k] !== undefined && attrs[k] !== false) el.setAttribute(k, attrs[k]);
-      });
-    }
-    for (var i = 2; i < arguments.length; i++) add(el, arguments[i]);
-    return el;
-  }
-  function add(el, child) {
-    if (child === null || child === undefined || child === false) return;
-    if (Array.isArray(child)) { child.forEach(function (c) { add(el, c); }); return; }
-    el.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));
-  }
+  var h = window.harnessDom.h, add = window.harnessDom.add;  // report.js's, loaded first
   function clear(el) { while (el.firstChild) el.removeChild(el.firstChild); }
   function fmt(v, d) { return v === null || v === undefined ? "—" : Number(v).toFixed(d === undefined ? 2 : d); }
 

@@ -187,6 +187,7 @@
   window.harnessSampleView = sampleView;  // for pages that draw samples side by side
   // for the labelling page: the conversation first, the verdicts once the reviewer has given theirs
   window.harnessSampleParts = { conversation: conversation, trajectory: trajectory, checks: checks, judges: judges };
+  window.harnessDom = { h: h, add: add };  // the one way outside text enters a page: textContent
 
   // ---- sortable tables: a header's button sorts by its column, a second click reverses ----
   // Numbers (and intervals, by their lower end) sort as numbers, a dash or blank last.
