@@ -32,6 +32,7 @@ from harness.files import write_text_atomic
 from harness.report.formatting import fmt_ci, fmt_num, fmt_p, fmt_seconds
 from harness.safe_text import BIDI_CONTROLS, visible_bidi
 from harness.version import __version__
+from harness.wording import plural
 
 # Above this many bytes of JSON, embedded data is gzipped (a 1,000-episode run's transcripts
 # are ~20 MB of JSON and ~2 MB gzipped); below it, it stays readable in the page source.
@@ -80,7 +81,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(num=fmt_num, pct=fmt_pct, p=fmt_p, seconds=fmt_seconds, usd=fmt_usd)
-    env.globals.update(ci=fmt_ci, harness_version=__version__)
+    env.globals.update(ci=fmt_ci, plural=plural, harness_version=__version__)
     return env
 
 

@@ -21,6 +21,7 @@ from harness.report.html.page import embedded_data, render_page, write_page
 from harness.report.html.plots import Forest, ForestPoint, forest
 from harness.report.html.run_page import sample_view
 from harness.runs.store import RunStore
+from harness.wording import plural
 
 # What the judge said, by position: "A" is the response shown first.
 POSITION = {"A": "first", "B": "second", "tie": "tie"}
@@ -116,8 +117,8 @@ def win_rate_forest(report: Mapping[str, Any], scenarios: Sequence[Mapping[str, 
         return None
     estimates = [ForestPoint(
         label="all scenarios", value=rate["value"], low=rate["ci_low"], high=rate["ci_high"],
-        tooltip=f"B's win rate {rate['value']:.3f} over {rate['n']} decided pairs in "
-        f"{rate['n_clusters']} scenarios", tone="total")]
+        tooltip=f"B's win rate {rate['value']:.3f} over {plural(rate['n'], 'decided pair')} in "
+        f"{plural(rate['n_clusters'], 'scenario')}", tone="total")]
     for s in scenarios:
         if s["b_win_rate"] is None:
             continue

@@ -46,6 +46,7 @@ from harness.runs.summary import read_summary
 from harness.runs.summary_model import RunSummary
 from harness.runs.tool_figures import ToolCollector
 from harness.stats.summary import SuiteSummary
+from harness.wording import plural
 
 REPORT_FILENAME = "report.html"
 MAX_FOREST_ROWS = 200  # a taller plot is a scroll, not a picture
@@ -214,8 +215,8 @@ def _scenario_forest(score: SuiteSummary) -> Forest:
     estimates = [ForestPoint(
         label=s.scenario_id, value=s.mean, low=s.mean_ci_low, high=s.mean_ci_high,
         marked=s.flaky,
-        tooltip=(f"{s.scenario_id}: mean {s.mean:.3f}, pass rate {s.pass_rate:.2f} over "
-                 f"{s.n_epochs} epochs" + (" (flaky)" if s.flaky else "")),
+        tooltip=(f"{s.scenario_id}: mean {s.mean:.3f}, pass rate {s.pass_rate:.2f} over " +
+                 plural(s.n_epochs, "epoch") + (" (flaky)" if s.flaky else "")),
     ) for s in scenarios[:MAX_FOREST_ROWS]]
     return forest(estimates, score.score_range, reference=score.mean,
                   reference_label="suite mean")
@@ -230,7 +231,7 @@ def _tag_forest(summary: RunSummary) -> Forest | None:
         return None
     estimates = [ForestPoint(
         label=tag, value=mean.value, low=mean.ci_low, high=mean.ci_high,
-        tooltip=f"{tag}: mean {mean.value:.3f} over {mean.n_clusters} scenarios",
+        tooltip=f"{tag}: mean {mean.value:.3f} over {plural(mean.n_clusters, 'scenario')}",
     ) for tag, mean in scored[:MAX_FOREST_ROWS]]
     return forest(estimates, summary.score.score_range, reference=summary.score.mean,
                   reference_label="suite mean")
