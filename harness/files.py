@@ -18,7 +18,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
@@ -134,6 +134,25 @@ def new_output_directory(parent: str | Path, stem: str, expected: str) -> Path:
                              f"expected {expected}") from None
         return path
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+@contextmanager
+def default_output_directory(given: Path | None, parent: str | Path, stem: str,
+                             expected: str) -> Iterator[Path]:
+    """``given`` when a command was given one (``--out``), else a new directory as
+    :func:`new_output_directory` makes it. A new directory that is still empty when the
+    command fails (bad input found after the name was claimed, Ctrl-C before anything was
+    written) is removed, so a refused command leaves nothing behind."""
+    if given is not None:
+        yield given
+        return
+    path = new_output_directory(parent, stem, expected)
+    try:
+        yield path
+    except BaseException:
+        with suppress(OSError):  # not empty: what was written is kept
+            path.rmdir()
+        raise
 
 
 def check_output_file(path: str | Path, expected: str) -> Path:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 WEATHER = ROOT / "scenarios" / "weather.yaml"
@@ -257,3 +258,14 @@ def test_schema_check_on_a_file_that_is_not_utf8_says_out_of_date(tmp_path: Path
     code, err = cli("schema", "--out", tmp_path, "--check")
     assert code == 1 and err.strip() == (f"{tmp_path / 'rubric.schema.json'}: missing or out of "
                                          f"date; run `harness schema --out {tmp_path}`")
+
+
+def test_a_refused_command_leaves_no_output_directory_behind(tmp_path: Path) -> None:
+    """Without --out, run and calibrate claim runs/<date>-<time>; refused for bad input,
+    they remove it again (it used to stay behind, empty)."""
+    for args in (("run", tmp_path / "missing.yaml", "--offline"),
+                 ("calibrate", tmp_path / "missing.jsonl", "--offline", "--rubric",
+                  "final_response_quality")):
+        done = run_cli(*args, cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert not list((tmp_path / "runs").iterdir())

@@ -36,7 +36,7 @@ from harness.cli.help_format import (
 )
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import InputError
-from harness.files import new_output_directory, read_text
+from harness.files import default_output_directory, read_text
 from harness.json_values import STORED_DEPTH, load_json
 from harness.logs import LOG_FILENAME
 from harness.safe_text import terminal_console, terminal_text
@@ -344,17 +344,18 @@ def calibrate(
         raise InputError("command line", "--rubric", "running judges on a DATASET needs "
                          "--rubric ID (the rubric the judges use)")
     page = _html_target(html, dataset) if html else None  # bare: the study's own page
-    _run_study(
-        dataset, judges, rubric, options, json_output, page,
-        criterion=criterion, samples=1 if samples is None else samples,
-        swap=True if swap is None else swap, allow_ties=True if ties is None else ties,
-        scale_map=scale_map, temperature=temperature,
-        out=out or new_output_directory("runs", "calibrate", "a calibration directory"),
-        concurrency=8 if concurrency is None else concurrency,
-        cache=cache or Path(".harness/cache.sqlite"), cache_mode=cache_mode,
-        models_config=models_config, base_url=judge_base_url, rubric_dirs=rubrics_dir or [],
-        verbose=verbose,
-    )
+    with default_output_directory(out, "runs", "calibrate",
+                                  "a calibration directory") as study_dir:
+        _run_study(
+            dataset, judges, rubric, options, json_output, page,
+            criterion=criterion, samples=1 if samples is None else samples,
+            swap=True if swap is None else swap, allow_ties=True if ties is None else ties,
+            scale_map=scale_map, temperature=temperature, out=study_dir,
+            concurrency=8 if concurrency is None else concurrency,
+            cache=cache or Path(".harness/cache.sqlite"), cache_mode=cache_mode,
+            models_config=models_config, base_url=judge_base_url,
+            rubric_dirs=rubrics_dir or [], verbose=verbose,
+        )
 
 
 def _from_run(run_dir: Path, targets: list[str], options: AnalysisOptions, json_output: bool,

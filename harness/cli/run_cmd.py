@@ -59,7 +59,7 @@ from harness.cli.help_format import (
 )
 from harness.cli.interrupts import exit_code, run_async, signal_name
 from harness.errors import HarnessError, InputError
-from harness.files import new_output_directory
+from harness.files import default_output_directory
 from harness.logs import LOG_FILENAME
 from harness.safe_text import terminal_console, terminal_text
 from harness.wording import plural
@@ -478,8 +478,8 @@ def run(
     from harness.runs.api import resume_run, run_suite
 
     progress = RunProgress(ERR)
-    run_dir = resume or out or new_output_directory("runs", "", "a run directory")
-    with logs_to(run_dir / LOG_FILENAME, verbose=verbose):
+    with (default_output_directory(resume or out, "runs", "", "a run directory") as run_dir,
+          logs_to(run_dir / LOG_FILENAME, verbose=verbose)):
         if resume is not None:
             # Only what was given changes: an option left at its default keeps its stored value.
             given: dict[str, Any] = {
