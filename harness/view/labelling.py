@@ -38,8 +38,8 @@ from harness.runs.labels import QUEUE_SEED_KEY, Label, LabelTarget, random_queue
 from harness.runs.store import RunStore, StoreError
 from harness.scenarios.schema import Scenario
 from harness.view.catalog import ROOT_ID, run_url
-from harness.view.pages import error_page, html_response
-from harness.view.state import catalog, in_thread
+from harness.view.pages import error_page, html_response, run_not_found
+from harness.view.state import in_thread, requested_run
 
 routes = web.RouteTableDef()
 
@@ -201,25 +201,12 @@ def _all_samples(run_dir: Path) -> list[tuple[str, int]]:
         return [(sid, epoch) for sid, epoch, *_ in store.score_rows()]
 
 
-def _run_dir(request: web.Request) -> tuple[str, Path] | None:
-    run_id = request.match_info.get("run_id", "") or ROOT_ID
-    found = catalog(request).run_dir(run_id)
-    return None if found is None else (run_id, found)
-
-
-def _missing(request: web.Request) -> web.Response:
-    why = "no run with this id under the served folder"
-    if request.path.startswith("/api/"):
-        return web.json_response({"error": why}, status=404)
-    return error_page(404, "No such run.", why + ".")
-
-
 @routes.get("/label/")
 @routes.get("/label/{run_id:.+}")
 async def label_page(request: web.Request) -> web.Response:
-    found = _run_dir(request)
+    found = requested_run(request)
     if found is None:
-        return _missing(request)
+        return run_not_found(request)
     run_id, run_dir = found
 
     def draw() -> dict[str, Any]:
@@ -302,9 +289,9 @@ async def _json_body(request: web.Request) -> Any:
 @routes.post("/api/label/")
 @routes.post("/api/label/{run_id:.+}")
 async def api_store_labels(request: web.Request) -> web.Response:
-    found = _run_dir(request)
+    found = requested_run(request)
     if found is None:
-        return _missing(request)
+        return run_not_found(request)
     _, run_dir = found
     try:
         labels = _labels_from(await _json_body(request))
@@ -321,9 +308,9 @@ async def api_store_labels(request: web.Request) -> web.Response:
 @routes.get("/api/label/")
 @routes.get("/api/label/{run_id:.+}")
 async def api_label_state(request: web.Request) -> web.Response:
-    found = _run_dir(request)
+    found = requested_run(request)
     if found is None:
-        return _missing(request)
+        return run_not_found(request)
     _, run_dir = found
     try:
         scenario_id = request.query["scenario"]

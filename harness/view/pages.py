@@ -96,3 +96,12 @@ def error_page(status: int, heading: str, message: str) -> web.Response:
     """A page saying what went wrong in one line (outside text escaped as anywhere)."""
     return html_response("error.html.j2", title=heading, status=status, heading=heading,
                          message=message)
+
+
+def run_not_found(request: web.Request) -> web.Response:
+    """404 for a run id that names no run under the served folder: JSON for the API, a page
+    for a person."""
+    why = "no run with this id under the served folder"
+    if request.path.startswith("/api/"):
+        return web.json_response({"error": why}, status=404)
+    return error_page(404, "No such run.", why + ".")

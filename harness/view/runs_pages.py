@@ -26,8 +26,8 @@ from harness.runs.comparison import compare_run_dirs
 from harness.runs.store import STORE_FILENAME, RunStore
 from harness.runs.summary import read_summary, summary_so_far
 from harness.view.catalog import ROOT_ID, RunEntry, read_entry, run_url
-from harness.view.pages import error_page, html_response
-from harness.view.state import catalog, in_thread
+from harness.view.pages import error_page, html_response, run_not_found
+from harness.view.state import catalog, in_thread, requested_run
 
 routes = web.RouteTableDef()
 
@@ -66,21 +66,6 @@ async def api_runs(request: web.Request) -> web.Response:
     entries = await in_thread(catalog(request).entries)
     return web.json_response({"root": str(catalog(request).root),
                               "runs": [e.as_json() for e in entries]})
-
-
-def _run_dir(request: web.Request) -> Path | None:
-    """The folder of the run the URL names; ``None`` when no run under the root has that
-    id."""
-    return catalog(request).run_dir(request.match_info.get("run_id", "") or ROOT_ID)
-
-
-def not_found(request: web.Request) -> web.Response:
-    """404 for a run id that names no run under the served folder: JSON for the API, a page
-    for a person."""
-    why = "no run with this id under the served folder"
-    if request.path.startswith("/api/"):
-        return web.json_response({"error": why}, status=404)
-    return error_page(404, "No such run.", why + ".")
 
 
 def _run_page(root: Path, run_dir: Path) -> dict[str, Any]:
@@ -126,9 +111,10 @@ def _latest_sample_at(run_dir: Path) -> float:
 @routes.get("/runs/")
 @routes.get("/runs/{run_id:.+}")
 async def run_page(request: web.Request) -> web.Response:
-    run_dir = _run_dir(request)
-    if run_dir is None:
-        return not_found(request)
+    found = requested_run(request)
+    if found is None:
+        return run_not_found(request)
+    run_dir = found[1]
     root = catalog(request).root
     try:
         context = await in_thread(lambda: _run_page(root, run_dir))
@@ -172,9 +158,10 @@ def _samples_after(run_dir: Path, since: float) -> list[tuple[Any, ...]]:
 @routes.get("/api/run/progress")
 @routes.get("/api/runs/{run_id:.+}/progress")
 async def api_progress(request: web.Request) -> web.Response:
-    run_dir = _run_dir(request)
-    if run_dir is None:
-        return not_found(request)
+    found = requested_run(request)
+    if found is None:
+        return run_not_found(request)
+    run_dir = found[1]
     try:
         since = float(request.query.get("since", "0"))
     except ValueError:
@@ -191,7 +178,7 @@ async def compare(request: web.Request) -> web.Response:
                           "in the runs table, then Compare.")
     dirs = [catalog(request).run_dir(i) for i in ids]
     if dirs[0] is None or dirs[1] is None:
-        return not_found(request)
+        return run_not_found(request)
     baseline, candidate = dirs[0], dirs[1]
 
     def draw() -> dict[str, Any]:

@@ -23,7 +23,8 @@ from harness.errors import HarnessError
 from harness.runs.store import RunStore
 from harness.scenarios.from_transcript import scenario_from_transcript, write_scenario_yaml
 from harness.view.catalog import ROOT_ID
-from harness.view.state import catalog, in_thread
+from harness.view.pages import run_not_found
+from harness.view.state import catalog, in_thread, requested_run
 
 routes = web.RouteTableDef()
 
@@ -91,12 +92,11 @@ def save_scenario(root: Path, run_dir: Path, body: dict[str, Any]) -> dict[str, 
 @routes.post("/api/scenario/")
 @routes.post("/api/scenario/{run_id:.+}")
 async def api_save_scenario(request: web.Request) -> web.Response:
-    run_id = request.match_info.get("run_id", "") or ROOT_ID
+    found = requested_run(request)
+    if found is None:
+        return run_not_found(request)
+    _, run_dir = found
     root = catalog(request).root
-    run_dir = catalog(request).run_dir(run_id)
-    if run_dir is None:
-        return web.json_response({"error": "no run with this id under the served folder"},
-                                 status=404)
     try:
         body = await request.json()
     except (ValueError, UnicodeDecodeError):

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from aiohttp import web
 
-from harness.view.catalog import Catalog
+from harness.view.catalog import ROOT_ID, Catalog
 from harness.view.security import Guard
 
 T = TypeVar("T")
@@ -21,6 +22,14 @@ GUARD = web.AppKey("guard", Guard)
 
 def catalog(request: web.Request) -> Catalog:
     return request.app[CATALOG]
+
+
+def requested_run(request: web.Request) -> tuple[str, Path] | None:
+    """The id and folder of the run the URL names (``{run_id}``, the root run when empty);
+    ``None`` when no run under the served folder has that id."""
+    run_id = request.match_info.get("run_id", "") or ROOT_ID
+    found = catalog(request).run_dir(run_id)
+    return None if found is None else (run_id, found)
 
 
 async def in_thread(work: Callable[[], T]) -> T:
