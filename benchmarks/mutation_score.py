@@ -27,20 +27,27 @@ Pinned version (its configuration keys and its ``results`` output changed across
 Usage:
 
     python benchmarks/mutation_score.py [PACKAGE ...] [--timeout SECONDS] [--max-children N]
-        [--survivors FILE] [--keep]
+        [--survivors FILE] [--keep] [--resume SCRATCH]
 
 PACKAGE is ``stats``, ``checks``, ``calibration`` or ``runs`` (default: all four, one after
 the other). ``--timeout`` bounds each package (default 3600 s); ``--max-children`` is the
 number of mutants tested at once (default 2); ``--survivors FILE`` writes the diff of every
 surviving mutant to FILE (``mutmut show``, about 2 s a mutant); ``--keep`` leaves the
 scratch copies in place and prints where they are (``mutmut results``, ``show`` and
-``browse`` work there). Figures seen on a 2-core machine, and the surviving mutants judged
-equivalent, are in benchmarks/README.md ("mutation_score.py").
+``browse`` work there). ``--resume SCRATCH`` goes on in a kept scratch directory instead of a
+new one: the working tree is copied over it again, every mutant that survived or that no test
+reached is set back to "not checked" (the tests may have changed since), and mutmut tests
+those and the ones never reached, keeping the verdicts of killed mutants of unchanged
+functions (mutmut re-tests every mutant of a function whose code changed). A package of two
+cores' worth of hours is run to the end in several sittings this way. Figures seen on a
+2-core machine, and the surviving mutants judged equivalent, are in benchmarks/README.md
+("mutation_score.py").
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -74,6 +81,13 @@ PACKAGES: dict[str, list[str]] = {
              "tests/test_store_integrity.py",
              "tests/test_select_stored.py", "tests/test_scoring_options.py",
              "tests/test_compare_verdict.py"],
+}
+
+# Modules not mutated: their code runs in worker processes that Ray or the runner start
+# outside mutmut's tree (see above), so no selected test could ever reach a mutant of them;
+# tests/test_run_ray.py and tests/test_run_workers.py test them in the full suite.
+DO_NOT_MUTATE: dict[str, list[str]] = {
+    "runs": ["harness/runs/ray_executor.py", "harness/runs/workers.py"],
 }
 
 # What the tests read besides the package and tests/ (example scenarios, rubrics, data, and
@@ -138,9 +152,17 @@ def _toml_list(items: list[str]) -> str:
 
 
 def prepare_copy(package: str, scratch: Path) -> Path:
-    """Copy the working tree to ``scratch/<package>`` and configure mutmut there."""
+    """Copy the working tree to ``scratch/<package>`` and configure mutmut there.
+
+    A copy already there (``--resume``) is refreshed: the package and the tests are replaced
+    whole (a file deleted from the tree goes from the copy too), the rest copied over, and
+    mutmut's own ``mutants/`` folder kept.
+    """
     copy = scratch / package
-    shutil.copytree(ROOT, copy, ignore=_ignored)
+    if copy.exists():
+        for folder in ("harness", "tests"):
+            shutil.rmtree(copy / folder, ignore_errors=True)
+    shutil.copytree(ROOT, copy, ignore=_ignored, dirs_exist_ok=True)
     tests = _tests_for(package, copy)
     with (copy / "pyproject.toml").open("a", encoding="utf-8") as f:
         f.write(
@@ -148,6 +170,7 @@ def prepare_copy(package: str, scratch: Path) -> Path:
             '# written by benchmarks/mutation_score.py in a scratch copy\n'
             'source_paths = ["harness"]\n'
             f'only_mutate = ["harness/{package}/*"]\n'
+            f"do_not_mutate = {_toml_list(DO_NOT_MUTATE.get(package, []))}\n"
             f"pytest_add_cli_args_test_selection = {_toml_list(tests)}\n"
             # one process per mutant; the project's addopts ask for xdist workers
             'pytest_add_cli_args = ["-n", "0", "-p", "no:cacheprovider"]\n'
@@ -155,6 +178,29 @@ def prepare_copy(package: str, scratch: Path) -> Path:
             "use_git_change_detection = false\n"
         )
     return copy
+
+
+def reopen_undecided(copy: Path, package: str) -> int:
+    """Set survivors and unreached mutants of a kept copy back to "not checked".
+
+    mutmut keeps a verdict per mutant in ``mutants/<file>.meta`` (JSON, ``exit_code_by_key``;
+    0 is a survivor, 33 "no tests", ``None`` not checked). Returns how many were reopened.
+    Files no longer mutated (``DO_NOT_MUTATE``) lose their verdicts altogether.
+    """
+    reopened = 0
+    skipped = {Path(p).name for p in DO_NOT_MUTATE.get(package, [])}
+    for meta in sorted((copy / "mutants" / "harness" / package).glob("*.py.meta")):
+        if meta.name.removesuffix(".meta") in skipped:
+            meta.unlink()
+            continue
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        codes = data.get("exit_code_by_key", {})
+        for key, code in codes.items():
+            if code in (0, 33):
+                codes[key] = None
+                reopened += 1
+        meta.write_text(json.dumps(data, indent=4), encoding="utf-8")
+    return reopened
 
 
 def _mutmut(*args: str) -> list[str]:
@@ -166,10 +212,14 @@ def _mutmut(*args: str) -> list[str]:
 def run_package(package: str, scratch: Path, *, timeout: float, max_children: int,
                 log: Path) -> PackageScore:
     """Run mutmut over one package in its scratch copy and read back every mutant's status."""
+    resumed = (scratch / package / "mutants").is_dir()
     copy = prepare_copy(package, scratch)
+    if resumed:
+        print(f"harness/{package}: resumed; {reopen_undecided(copy, package)} survivors and "
+              "unreached mutants set back to not checked", flush=True)
     result = PackageScore(package)
     started = time.monotonic()
-    with log.open("w", encoding="utf-8") as out:
+    with log.open("a", encoding="utf-8") as out:
         # A session of its own, so a timeout ends mutmut and every test process it forked.
         proc = subprocess.Popen(_mutmut("run", "--max-children", str(max_children)),
                                 cwd=copy, stdout=out, stderr=subprocess.STDOUT,
@@ -240,6 +290,8 @@ def main() -> int:
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--survivors", type=Path, help="write surviving mutants' diffs here")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copies")
+    parser.add_argument("--resume", type=Path, metavar="SCRATCH",
+                        help="go on in a scratch directory kept by an earlier --keep")
     args = parser.parse_args()
     # A plain `kill` of this script then ends the mutmut run too (see run_package).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -258,7 +310,9 @@ def main() -> int:
               f"{MUTMUT_VERSION}", file=sys.stderr)
     if args.survivors:
         args.survivors.write_text("")
-    scratch = Path(tempfile.mkdtemp(prefix="harness-mutants-"))
+    if args.resume and not args.resume.is_dir():
+        parser.error(f"--resume: {args.resume} is not a directory")
+    scratch = args.resume or Path(tempfile.mkdtemp(prefix="harness-mutants-"))
     try:
         for package in packages:
             log = scratch / f"{package}.log"
@@ -270,7 +324,7 @@ def main() -> int:
             if args.survivors:
                 write_survivor_diffs(score, scratch / package, args.survivors)
     finally:
-        if args.keep:
+        if args.keep or args.resume:
             print(f"scratch copies kept in {scratch}")
         else:
             shutil.rmtree(scratch, ignore_errors=True)
