@@ -39,7 +39,9 @@ new one: the working tree is copied over it again, every mutant that survived or
 reached is set back to "not checked" (the tests may have changed since), and mutmut tests
 those and the ones never reached, keeping the verdicts of killed mutants of unchanged
 functions (mutmut re-tests every mutant of a function whose code changed). A package of two
-cores' worth of hours is run to the end in several sittings this way. Figures seen on a
+cores' worth of hours is run to the end in several sittings this way, as long as its list of
+test files stays the same: a test file added (or removed) changes mutmut's test selection, and
+mutmut then re-tests every mutant from the start. Figures seen on a
 2-core machine, and the surviving mutants judged equivalent, are in benchmarks/README.md
 ("mutation_score.py").
 """
@@ -162,7 +164,20 @@ def prepare_copy(package: str, scratch: Path) -> Path:
     if copy.exists():
         for folder in ("harness", "tests"):
             shutil.rmtree(copy / folder, ignore_errors=True)
-    shutil.copytree(ROOT, copy, ignore=_ignored, dirs_exist_ok=True)
+    # Copied without the files' times: mutmut re-mutates a file only when it is newer than
+    # its mutated copy, so a resumed copy must look newer (it keeps the verdicts of every
+    # function whose code did not change).
+    shutil.copytree(ROOT, copy, ignore=_ignored, dirs_exist_ok=True,
+                    copy_function=shutil.copy)
+    mutated = copy / "mutants" / "harness"
+    if mutated.is_dir():
+        # mutmut refreshes the .py files of its mutated tree, not the package's other files
+        # (type stubs that lazy imports read, templates, scripts): bring those up to date
+        for source in (copy / "harness").rglob("*"):
+            if source.is_file() and source.suffix not in (".py", ".pyc"):
+                target = mutated / source.relative_to(copy / "harness")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(source, target)
     tests = _tests_for(package, copy)
     with (copy / "pyproject.toml").open("a", encoding="utf-8") as f:
         f.write(
