@@ -209,7 +209,7 @@
     var c = state.corrected, box = el("corrected-progress"), list = el("cp-figures");
     if (!c) { box.hidden = true; return; }
     clear(list);
-    el("cp-width").textContent = c.unavailable ? "" : "(all reviewers; planned for an interval of ±" + c.half_width + " at " + Math.round(c.confidence * 100) + "%)";
+    el("cp-width").textContent = c.unavailable ? "" : "(every reviewer's random labels; planned for an interval of ±" + c.half_width + " at " + Math.round(c.confidence * 100) + "%)";
     if (c.unavailable) list.appendChild(h("li", null, c.unavailable));
     c.figures.forEach(function (f) {
       var bar = f.goal ? h("progress", { value: String(Math.min(f.labelled, f.goal)), max: String(f.goal), "aria-hidden": "true" }) : null;
