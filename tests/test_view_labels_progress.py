@@ -24,6 +24,7 @@ from harness.view.label_progress import (
     check_half_width,
     figure_progress,
     labels_progress,
+    progress_of,
 )
 from tests.helpers.browser import OpenedPage
 from tests.helpers.labelled_runs import label, offline_run
@@ -119,6 +120,12 @@ def test_a_width_already_reached_or_out_of_reach_is_said() -> None:
     out = figure_progress("pass rate", far, 0.01)
     assert out.stage == "unreachable" and out.goal is None
     assert "no number of labels reaches ±0.01" in out.text and "more scenarios" in out.text
+
+
+def test_a_run_with_nothing_scored_says_so() -> None:
+    shown = progress_of(None, 0.05, 0.95)
+    assert shown.figures == [] and shown.unavailable == (
+        "no scored sample yet: nothing to correct")
 
 
 @pytest.mark.parametrize("text", ["0", "1", "-0.1", "abc", "nan", "inf", ""])
