@@ -14,6 +14,15 @@ engine of ``harness run``; each item then reports its scenario's result, failing
 :func:`harness.testing.outcome.failure_message`. Deselected items (``-k``, ``-m``) are not
 run. Under pytest-xdist a worker cannot know which items it will be given, so there each
 item runs its own scenario (one run directory per item).
+
+``--harness-gate-on corrected-lower-bound`` gates the suite, as ``harness run --gate-on
+corrected-lower-bound`` does: one more item, :data:`SUITE_ITEM`, passes when the lower end
+of the suite's pass rate corrected by random human labels (``--harness-labels FILE``, or
+the run's stored ones) reaches ``--harness-min-pass-rate``, and with fewer than 10 random
+labels fails saying how many more it needs. A scenario's few epochs give no corrected figure,
+so its item then fails only on errored samples; the terminal summary prints the gate's line
+whether it passed or not. Under xdist the suite item runs every selected scenario in a run of
+its own.
 """
 
 from __future__ import annotations
@@ -35,6 +44,9 @@ TREE_SUFFIXES = (".scenario.yaml", ".scenario.yml")
 MAX_EPOCHS = 10_000  # RunConfig.epochs' bound, kept equal by a test (this module imports
 # only pytest until it is used)
 _RUN_KEY = pytest.StashKey["RunResult | BaseException"]()
+CORRECTED = "corrected-lower-bound"
+SUITE_ITEM = "harness::suite-gate"
+"""The node id of the item that gates the suite on the corrected lower bound."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -52,8 +64,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="mock: models for every role not named")
     group.addoption("--harness-min-pass-rate", type=float, default=1.0, metavar="P",
                     help="a scenario passes when its pass rate reaches P (default 1.0)")
-    group.addoption("--harness-gate-on", choices=("mean", "lower-bound"), default="mean",
-                    help="compare P with the pass rate or its interval's lower bound")
+    group.addoption("--harness-gate-on", choices=("mean", "lower-bound", CORRECTED),
+                    default="mean",
+                    help="compare P with each scenario's pass rate or its interval's lower "
+                    "bound; or (corrected-lower-bound) with the lower bound of the suite's "
+                    "pass rate corrected by random human labels, in one more item")
+    group.addoption("--harness-labels", metavar="FILE",
+                    help="with --harness-gate-on corrected-lower-bound: human labels of the "
+                    "run's samples (contract 10 JSONL) instead of those stored in the run")
     group.addoption("--harness-out", metavar="DIR",
                     help="the run directory (default: one under pytest's temporary folder)")
     parser.addini("harness_collect", type="bool", default=False,
@@ -81,6 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not 0.0 <= rate <= 1.0:
         raise pytest.UsageError(f"--harness-min-pass-rate must be in [0, 1], got {rate}")
     root = config.invocation_params.dir
+    _check_labels_option(config, root)
     resolved = [(p if p.is_absolute() else root / p).resolve() for p in paths]
     for path in resolved:
         if not path.exists():
@@ -88,6 +107,33 @@ def pytest_configure(config: pytest.Config) -> None:
         if str(path) not in config.args:  # a path already collected is not collected twice
             config.args.append(str(path))
     config.pluginmanager.register(ScenarioCollection(config, resolved), "harness-scenarios")
+
+
+def _check_labels_option(config: pytest.Config, root: Path) -> None:
+    """``--harness-labels``: only with the corrected gate (it would be silently ignored),
+    a file that exists and whose every line is a label (checked again against the run once
+    it has run); kept as an absolute path."""
+    given = config.getoption("harness_labels")
+    if given is None:
+        return
+    if config.getoption("harness_gate_on") != CORRECTED:
+        raise pytest.UsageError("--harness-labels applies only with --harness-gate-on "
+                                f"{CORRECTED} (the labels correct the gated figure)")
+    from harness.errors import HarnessError
+    from harness.files import read_text
+    from harness.runs.label_files import parse_label_lines
+
+    path = (root / given).resolve()
+    if not path.is_file():
+        raise pytest.UsageError(f"--harness-labels {path}: no such file")
+    try:
+        parsed = parse_label_lines(path, read_text(path, "a JSONL file of labels"))
+    except HarnessError as err:
+        raise pytest.UsageError(str(err)) from None
+    if not parsed:
+        raise pytest.UsageError(f"{path}: holds no labels; expected one JSON object a line "
+                                "(contract 10)")
+    config.option.harness_labels = str(path)
 
 
 class ScenarioCollection:
@@ -113,16 +159,36 @@ class ScenarioCollection:
             return ScenarioFile.from_parent(parent, path=file_path)
         return None
 
-    def run_for(self, item: ScenarioItem, tmp_path_factory: pytest.TempPathFactory
-                ) -> RunResult:
+    @pytest.hookimpl(tryfirst=True)  # before -k and -m deselect, so they see the item
+    def pytest_collection_modifyitems(self, session: pytest.Session,
+                                      items: list[pytest.Item]) -> None:
+        if self.config.getoption("harness_gate_on") == CORRECTED and any(
+                isinstance(i, ScenarioItem) for i in items):
+            group = SuiteNode.from_parent(session, name="harness", nodeid="harness")
+            items.append(SuiteGateItem.from_parent(group, name="suite-gate"))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        # From the reports (under xdist the item ran in a worker), passed or failed.
+        lines = [str(value) for reports in terminalreporter.stats.values()
+                 for report in reports if getattr(report, "when", None) == "call"
+                 for key, value in getattr(report, "user_properties", ())
+                 if key == GATE_PROPERTY]
+        if lines:
+            terminalreporter.section("harness suite gate")
+            for line in lines:
+                terminalreporter.write_line(line)
+
+    def run_for(self, item: ScenarioItem | SuiteGateItem,
+                tmp_path_factory: pytest.TempPathFactory) -> RunResult:
         """The run holding ``item``'s scenario: this process's one run of every selected
-        scenario item (under xdist, a run of this item alone), in a directory from
-        ``tmp_path_factory`` unless ``--harness-out``. A failure to start the run (bad input,
-        a missing model) is kept and raised for every item."""
+        scenario item (under xdist, a run of this item alone; for the suite item, of every
+        selected scenario), in a directory from ``tmp_path_factory`` unless
+        ``--harness-out``. A failure to start the run (bad input, a missing model) is kept
+        and raised for every item."""
         workers = hasattr(self.config, "workerinput")
         holder = item.stash if workers else self.config.stash
         if _RUN_KEY not in holder:
-            items = [item] if workers else [
+            items = [item] if workers and isinstance(item, ScenarioItem) else [
                 i for i in item.session.items if isinstance(i, ScenarioItem)]
             try:
                 holder[_RUN_KEY] = self._run(items, item, tmp_path_factory)
@@ -148,7 +214,7 @@ class ScenarioCollection:
             cache_path=str(self.config.rootpath / ".harness" / "cache.sqlite"),
         )
 
-    def _run(self, items: list[ScenarioItem], first: ScenarioItem,
+    def _run(self, items: list[ScenarioItem], first: pytest.Item,
              tmp_path_factory: pytest.TempPathFactory) -> RunResult:
         from harness.runs import event_loop
         from harness.runs.api import run_suite
@@ -207,9 +273,13 @@ class ScenarioItem(pytest.Function):
         plugin = self.config.pluginmanager.get_plugin("harness-scenarios")
         assert isinstance(plugin, ScenarioCollection)
         result = plugin.run_for(self, tmp_path_factory)
+        gate_on = self.config.getoption("harness_gate_on")
+        if gate_on == CORRECTED:  # the suite item gates; here only errors fail
+            assert_passes(result, scenario=self.scenario_id, min_pass_rate=0.0)
+            return
         assert_passes(result, scenario=self.scenario_id,
                       min_pass_rate=self.config.getoption("harness_min_pass_rate"),
-                      gate_on=self.config.getoption("harness_gate_on"))
+                      gate_on=gate_on)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str | Any:
@@ -221,6 +291,69 @@ class ScenarioItem(pytest.Function):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"scenario {self.scenario_id}"
+
+
+GATE_PROPERTY = "harness_suite_gate"
+"""The suite item's user property holding each gate line (also in JUnit XML)."""
+
+
+def _suite_gate_test(request: pytest.FixtureRequest,
+                     tmp_path_factory: pytest.TempPathFactory) -> None:
+    item = request.node
+    assert isinstance(item, SuiteGateItem)
+    item.check_suite(tmp_path_factory)
+
+
+class SuiteNode(pytest.Collector):
+    """The parent of the suite item (not a file: the gate covers every scenario file), so
+    that its node id reads ``harness::suite-gate``."""
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        return []  # its one item is added after collection
+
+
+class SuiteGateItem(pytest.Function):
+    """The suite's gate on the lower bound of its pass rate corrected by random human
+    labels (``--harness-gate-on corrected-lower-bound``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(callobj=_suite_gate_test, **kwargs)
+
+    def check_suite(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        """Fail unless the suite's corrected pass rate's lower bound reaches the threshold
+        (and no sample errored, and the run was not stopped early); the gate's line goes to
+        the terminal summary either way."""
+        from harness.testing.outcome import failure_message, suite_gate
+
+        if not any(isinstance(i, ScenarioItem) for i in self.session.items):
+            raise AssertionError("the suite gate has nothing to measure: no scenario item is "
+                                 "selected (-k or -m deselected them all)")
+        plugin = self.config.pluginmanager.get_plugin("harness-scenarios")
+        assert isinstance(plugin, ScenarioCollection)
+        result = plugin.run_for(self, tmp_path_factory)
+        labels = self.config.getoption("harness_labels")
+        options: dict[str, Any] = {
+            "min_pass_rate": self.config.getoption("harness_min_pass_rate"),
+            "gate_on": CORRECTED, "labels": None if labels is None else Path(labels),
+            "labels_option": "--harness-labels FILE"}
+        gate = suite_gate(result, **options)
+        self.user_properties.extend(
+            (GATE_PROPERTY, f"{'passed' if c.passed else 'FAILED'}: {c.detail}")
+            for c in gate.checks)
+        message = failure_message(result, **options)
+        if message is not None:
+            raise AssertionError(message)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str | Any:
+        from harness.errors import HarnessError
+
+        if isinstance(excinfo.value, AssertionError | HarnessError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, "the suite's corrected pass rate"
 
 
 @pytest.fixture(scope="session")

@@ -162,16 +162,9 @@ def check_gate_labels(gate_on: RunGateBasis, labels: Path | None) -> None:
 def _corrected(run_dir: Path, summary: RunSummary, labels: Path | None
                ) -> CorrectedFigures | None:
     """The run's figures corrected by its labels (``labels``' file, else the stored ones)."""
-    from harness.runs.corrected_figures import run_corrected_figures
-    from harness.runs.label_files import read_label_file
-    from harness.runs.store import RunStore
+    from harness.runs.corrected_figures import gate_corrected_figures
 
-    design = summary.config.design
-    with RunStore.open(run_dir) as store:
-        given = None if labels is None else read_label_file(labels, store)
-        return run_corrected_figures(store, error_policy=design.error_policy,
-                                     confidence=design.confidence, seed=design.seed,
-                                     labels=given)
+    return gate_corrected_figures(run_dir, summary.config.design, labels)
 
 
 def finish_run(run_dir: Path, summary: RunSummary, *, as_json: bool,

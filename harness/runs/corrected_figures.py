@@ -7,9 +7,11 @@ computes from the run's own files."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
+from harness.runs.config import RunDesign
 from harness.runs.label_model import Label
 from harness.runs.store import RunStore
 from harness.stats.corrected import CorrectedFigures, SampleLabel, corrected_figures
@@ -55,3 +57,19 @@ def run_corrected_figures(
             *out.notes, f"{plural(unscored, 'label')} of samples with no score (errored or "
             "unscored) left out"]})
     return out
+
+
+def gate_corrected_figures(run_dir: Path, design: RunDesign,
+                           labels_file: Path | None = None) -> CorrectedFigures | None:
+    """The corrected figures the gate on the corrected lower bound uses: the run's in
+    ``run_dir`` under its ``design`` (error policy, confidence, seed), from the labels of
+    ``labels_file`` (contract 10, every line checked against the run: raises
+    :class:`~harness.errors.InputError` naming the file, line and field) or else the run's
+    stored ones."""
+    from harness.runs.label_files import read_label_file
+
+    with RunStore.open(run_dir) as store:
+        given = None if labels_file is None else read_label_file(labels_file, store)
+        return run_corrected_figures(store, error_policy=design.error_policy,
+                                     confidence=design.confidence, seed=design.seed,
+                                     labels=given)

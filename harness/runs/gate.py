@@ -85,6 +85,7 @@ def evaluate_gate(
     min_score: float | None = None,
     gate_on: RunGateBasis = "mean",
     corrected: CorrectedFigures | None = None,
+    labels_option: str = "--labels FILE",
 ) -> GateResult | None:
     """Judge a run's suite figures (its summary's ``score``; ``None`` when nothing was
     scored) against the thresholds; ``None`` when no threshold is set. With no scored
@@ -92,7 +93,8 @@ def evaluate_gate(
     why: an unmeasured suite never passes. One scenario is gated on its own interval (see
     the module's text). ``corrected-lower-bound`` gates on the lower end of the figures
     ``corrected`` by the run's random human labels; without enough of them it fails and
-    says how many more labels it needs."""
+    says how many more labels it needs (and to give labels with ``labels_option``, as the
+    caller names its labels file)."""
     wanted = [("pass rate", min_pass_rate), ("mean score", min_score)]
     if all(t is None for _, t in wanted):
         return None
@@ -108,7 +110,7 @@ def evaluate_gate(
         if gate_on == "corrected-lower-bound":
             by_labels = None if corrected is None else (
                 corrected.pass_rate if figure == "pass rate" else corrected.mean)
-            checks.append(_corrected_check(figure, threshold, by_labels))
+            checks.append(_corrected_check(figure, threshold, by_labels, labels_option))
             continue
         est = score.pass_rate if figure == "pass rate" else score.mean_estimate
         low, high, which = est.ci_low, est.ci_high, ""
@@ -139,8 +141,8 @@ def evaluate_gate(
     return GateResult(passed=all(c.passed for c in checks), checks=checks)
 
 
-def _corrected_check(figure: str, threshold: float, est: CorrectedEstimate | None
-                     ) -> GateCheck:
+def _corrected_check(figure: str, threshold: float, est: CorrectedEstimate | None,
+                     labels_option: str = "--labels FILE") -> GateCheck:
     """The gate on the lower end of the human-corrected figure; without one, a failure that
     says how many more random labels it needs."""
     target = "passed" if figure == "pass rate" else "score"
@@ -153,7 +155,7 @@ def _corrected_check(figure: str, threshold: float, est: CorrectedEstimate | Non
             figure=figure, threshold=threshold, basis="corrected-lower-bound", value=None,
             passed=False,
             detail=f"{figure}: no corrected figure ({why}); label samples from harness view's "
-            "random queue, or give --labels FILE")
+            f"random queue, or give {labels_option}")
     ok = est.ci_low >= threshold
     return GateCheck(
         figure=figure, threshold=threshold, basis="corrected-lower-bound", value=est.ci_low,

@@ -6,6 +6,11 @@ rate's Wilson interval (``"lower-bound"``) reaches ``min_pass_rate`` and none of
 errored; the suite passes when the gate (:func:`harness.runs.gate.evaluate_gate`) passes on
 the suite's pass rate, no sample errored and the run was not stopped early. Errored samples
 fail the assertion but are listed apart, never counted as low scores.
+
+``gate_on="corrected-lower-bound"`` gates the suite only (as ``harness run --gate-on
+corrected-lower-bound`` does): the lower end of its pass rate corrected by random human
+labels (the run's stored ones, or a contract-10 file), which needs at least 10 of them; a
+scenario's few epochs give no corrected figure of their own.
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.checks.result import CheckResult
-from harness.choices import GateBasis
-from harness.runs.gate import evaluate_gate
+from harness.choices import RunGateBasis
+from harness.runs.gate import GateResult, evaluate_gate
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.safe_text import visible_controls
@@ -140,15 +145,46 @@ def _where(run_dir: Path) -> str:
     return f"run directory: {run_dir}" + (f"\nHTML report: {report}" if report.is_file() else "")
 
 
+def suite_gate(result: RunResult, *, min_pass_rate: float = 1.0,
+               gate_on: RunGateBasis = "mean", labels: Path | None = None,
+               labels_option: str = "labels=FILE") -> GateResult:
+    """The gate of ``min_pass_rate`` on the suite's pass rate, on ``gate_on``'s basis; for
+    ``"corrected-lower-bound"`` the pass rate corrected by ``labels`` (a contract-10 file;
+    default: the run's stored labels), and a failure that says how many more random labels
+    it needs (naming ``labels_option`` as the way to give them) when there are too few.
+    Raises :class:`~harness.errors.InputError` for a labels file that does not fit the run,
+    :class:`ValueError` for ``labels`` with another basis (they would be ignored)."""
+    if labels is not None and gate_on != "corrected-lower-bound":
+        raise ValueError("labels apply only with gate_on='corrected-lower-bound' (the labels "
+                         "correct the gated figure)")
+    corrected = None
+    if gate_on == "corrected-lower-bound":
+        from harness.runs.corrected_figures import gate_corrected_figures
+
+        corrected = gate_corrected_figures(result.run_dir, result.summary.config.design,
+                                           labels)
+    gate = evaluate_gate(result.summary.score, min_pass_rate=min_pass_rate, gate_on=gate_on,
+                         corrected=corrected, labels_option=labels_option)
+    assert gate is not None  # a threshold is always set
+    return gate
+
+
 def failure_message(result: RunResult, *, scenario: str | None = None,
-                    min_pass_rate: float = 1.0, gate_on: GateBasis = "mean") -> str | None:
+                    min_pass_rate: float = 1.0, gate_on: RunGateBasis = "mean",
+                    labels: Path | None = None,
+                    labels_option: str = "labels=FILE") -> str | None:
     """Why ``result`` (the whole suite, or only ``scenario``) does not pass, or ``None`` when
     it does. The message lists, per failing scenario, its pass rate and mean score with
     their intervals and n, each failing gating check and rubric criterion with its score,
     interval, n and the judge's reason, the errored samples apart, and ends with the run
     directory and its HTML report when there is one. Outside text (ids, reasons, errors) is
-    shown with control characters escaped. Raises :class:`KeyError` for a ``scenario`` the
-    run does not hold."""
+    shown with control characters escaped. ``gate_on="corrected-lower-bound"`` (with
+    ``labels``, see :func:`suite_gate`) is for the suite only. Raises :class:`KeyError` for
+    a ``scenario`` the run does not hold, :class:`ValueError` for a corrected gate on one
+    scenario."""
+    if scenario is not None and gate_on == "corrected-lower-bound":
+        raise ValueError("gate_on='corrected-lower-bound' gates the suite, not one scenario: "
+                         "a scenario's few samples give no corrected figure")
     summary = result.summary
     confidence = summary.config.design.confidence
     with RunStore.open(result.run_dir) as store:
@@ -169,8 +205,9 @@ def failure_message(result: RunResult, *, scenario: str | None = None,
             problems.append(f"{len(evidence[scenario].errors)} errored sample(s)")
         shown_ids = [scenario]
     else:
-        gate = evaluate_gate(summary.score, min_pass_rate=min_pass_rate, gate_on=gate_on)
-        problems += [c.detail for c in gate.checks if not c.passed] if gate else []
+        gate = suite_gate(result, min_pass_rate=min_pass_rate, gate_on=gate_on, labels=labels,
+                          labels_option=labels_option)
+        problems += [c.detail for c in gate.checks if not c.passed]
         if summary.counts.errored:
             problems.append(f"{summary.counts.errored} errored sample(s)")
         if summary.stopped is not None:
@@ -190,14 +227,17 @@ def failure_message(result: RunResult, *, scenario: str | None = None,
     return "\n".join(lines)
 
 
-def assert_passes(result: RunResult, *, min_pass_rate: float = 1.0, gate_on: GateBasis = "mean",
-                  scenario: str | None = None) -> None:
+def assert_passes(result: RunResult, *, min_pass_rate: float = 1.0,
+                  gate_on: RunGateBasis = "mean", scenario: str | None = None,
+                  labels: Path | None = None) -> None:
     """Raise :class:`AssertionError` with :func:`failure_message` unless ``result`` passes
     (the suite, or only ``scenario``). ``min_pass_rate`` is in [0, 1] (default 1.0: every
-    scored sample passes); ``gate_on`` is ``"mean"`` or ``"lower-bound"``."""
+    scored sample passes); ``gate_on`` is ``"mean"``, ``"lower-bound"`` or, for the suite,
+    ``"corrected-lower-bound"`` (corrected by ``labels``, a contract-10 file, or the run's
+    stored labels)."""
     if not 0.0 <= min_pass_rate <= 1.0:
         raise ValueError(f"min_pass_rate must be in [0, 1], got {min_pass_rate}")
     message = failure_message(result, scenario=scenario, min_pass_rate=min_pass_rate,
-                              gate_on=gate_on)
+                              gate_on=gate_on, labels=labels)
     if message is not None:
         raise AssertionError(message)

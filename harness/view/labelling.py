@@ -38,6 +38,12 @@ from harness.runs.labels import QUEUE_SEED_KEY, Label, LabelTarget, random_queue
 from harness.runs.store import RunStore, StoreError
 from harness.scenarios.schema import Scenario
 from harness.view.catalog import ROOT_ID, run_url
+from harness.view.label_progress import (
+    DEFAULT_HALF_WIDTH,
+    check_half_width,
+    labels_progress,
+    progress_json,
+)
 from harness.view.pages import error_page, html_response, run_not_found
 from harness.view.state import in_thread, requested_run
 
@@ -90,10 +96,13 @@ def _agreement_json(labels: Sequence[Label]) -> dict[str, Any]:
 
 
 def label_state(store: RunStore, scenario_id: str, epoch: int,
-                queue: Sequence[tuple[str, int]]) -> dict[str, Any]:
+                queue: Sequence[tuple[str, int]],
+                half_width: float = DEFAULT_HALF_WIDTH) -> dict[str, Any]:
     """What the page shows of the labels: the sample's labels that count (every reviewer),
-    their history (oldest first), the agreement per target over the run, and the random
-    queue's progress per reviewer (samples of the queue they labelled through it)."""
+    their history (oldest first), the agreement per target over the run, the random
+    queue's progress per reviewer (samples of the queue they labelled through it), and the
+    run's progress towards corrected figures of ``half_width``
+    (:func:`~harness.view.label_progress.labels_progress`)."""
     every = store.labels()
     history = [lb.to_json() for lb in store.labels(history=True)
                if (lb.scenario_id, lb.epoch) == (scenario_id, epoch)]
@@ -108,6 +117,8 @@ def label_state(store: RunStore, scenario_id: str, epoch: int,
         "history": history,
         "agreement": _agreement_json(every),
         "progress": {"total": len(queue), "done": {k: len(v) for k, v in done.items()}},
+        "corrected": progress_json(labels_progress(store, half_width=half_width,
+                                                   labels=every)),
     }
 
 
@@ -150,9 +161,11 @@ def _pick(request: web.Request, queue: list[tuple[str, int]]) -> dict[str, Any]:
 
 
 def label_page_context(run_id: str, run_dir: Path, pick: dict[str, Any],
-                       queue: list[tuple[str, int]]) -> dict[str, Any]:
+                       queue: list[tuple[str, int]],
+                       half_width: float = DEFAULT_HALF_WIDTH) -> dict[str, Any]:
     """Everything the labelling page draws (raises :class:`LabelRequestError` for a sample
-    the run does not have)."""
+    the run does not have). A ``half_width`` other than the default is kept in the links to
+    the previous and next samples and in the address labels are saved to."""
     scenario_id, epoch = pick["key"]
     with RunStore.open(run_dir, read_only=True) as store:
         record = store.sample(scenario_id, epoch)
@@ -162,7 +175,8 @@ def label_page_context(run_id: str, run_dir: Path, pick: dict[str, Any],
         checker = RunLabelChecker(store)
         targets = checker.targets(scenario_id, epoch)
         scenario = _scenario(store, scenario_id)
-        state = label_state(store, scenario_id, epoch, queue)
+        state = label_state(store, scenario_id, epoch, queue, half_width)
+    keep = {} if half_width == DEFAULT_HALF_WIDTH else {"half_width": f"{half_width:g}"}
     order = queue if pick["kind"] == "random" else _all_samples(run_dir)
     at = pick.get("at", order.index((scenario_id, epoch)) if (scenario_id, epoch) in order
                   else 0)
@@ -170,17 +184,18 @@ def label_page_context(run_id: str, run_dir: Path, pick: dict[str, Any],
     for name, step in (("prev", -1), ("next", 1)):
         if 0 <= at + step < len(order):
             other = order[at + step]
-            near[name] = (label_url(run_id, queue="random", at=at + step)
+            near[name] = (label_url(run_id, queue="random", at=at + step, **keep)
                           if pick["kind"] == "random"
-                          else label_url(run_id, scenario=other[0], epoch=other[1]))
+                          else label_url(run_id, scenario=other[0], epoch=other[1], **keep))
     data = {"run_id": run_id, "scenario_id": scenario_id, "epoch": epoch,
             "random": pick["kind"] == "random", "queue": {"kind": pick["kind"], "at": at,
                                                           "total": len(order), **near},
-            "api": api_url(run_id, "label"), "save_api": api_url(run_id, "scenario"),
+            "api": api_url(run_id, "label") + ("?" + urlencode(keep) if keep else ""),
+            "save_api": api_url(run_id, "scenario"),
             "sample": sample_view(record), "targets": [_target_json(t) for t in targets],
             "state": state}
     return {"run_id": run_id, "run_name": run_name(run_dir), "run_url": run_url(run_id),
-            "random_url": label_url(run_id, queue="random"),
+            "random_url": label_url(run_id, queue="random", **keep),
             "scenario_id": scenario_id, "epoch": epoch, "queue": data["queue"],
             "scenario": _scenario_context(scenario), "default_id": f"{scenario_id}-epoch-{epoch}",
             "label_data": embedded_data("label-data", data)}
@@ -208,10 +223,15 @@ async def label_page(request: web.Request) -> web.Response:
     if found is None:
         return run_not_found(request)
     run_id, run_dir = found
+    try:
+        half_width = check_half_width(request.query.get("half_width"))
+    except ValueError as err:
+        return error_page(400, "This address asks for a width the page cannot plan for.",
+                          str(err))
 
     def draw() -> dict[str, Any]:
         queue = queue_order(run_dir)
-        return label_page_context(run_id, run_dir, _pick(request, queue), queue)
+        return label_page_context(run_id, run_dir, _pick(request, queue), queue, half_width)
 
     try:
         context = await in_thread(draw)
@@ -260,8 +280,8 @@ def _labels_from(body: Any) -> list[Label]:
     return out
 
 
-def store_labels(run_dir: Path, labels: list[Label],
-                 queue: Sequence[tuple[str, int]]) -> dict[str, Any]:
+def store_labels(run_dir: Path, labels: list[Label], queue: Sequence[tuple[str, int]],
+                 half_width: float = DEFAULT_HALF_WIDTH) -> dict[str, Any]:
     """Check ``labels`` against the run, store them in one transaction and return the
     sample's label state. Raises :class:`LabelRequestError` naming the field of the first
     label that does not fit (nothing is stored)."""
@@ -276,7 +296,16 @@ def store_labels(run_dir: Path, labels: list[Label],
                                     "expected false for a sample the reviewer chose")
         store.add_labels(labels)
         first = labels[0]
-        return label_state(store, first.scenario_id, first.epoch, queue)
+        return label_state(store, first.scenario_id, first.epoch, queue, half_width)
+
+
+def _half_width(request: web.Request) -> float:
+    """The ``half_width`` the address asks progress to be planned for (the default
+    without one)."""
+    try:
+        return check_half_width(request.query.get("half_width"))
+    except ValueError as err:
+        raise LabelRequestError(str(err)) from None
 
 
 async def _json_body(request: web.Request) -> Any:
@@ -294,10 +323,12 @@ async def api_store_labels(request: web.Request) -> web.Response:
         return run_not_found(request)
     _, run_dir = found
     try:
+        half_width = _half_width(request)
         labels = _labels_from(await _json_body(request))
         if len({(lb.scenario_id, lb.epoch) for lb in labels}) != 1:
             raise LabelRequestError("labels: one request labels one sample")
-        state = await in_thread(lambda: store_labels(run_dir, labels, queue_order(run_dir)))
+        state = await in_thread(lambda: store_labels(run_dir, labels, queue_order(run_dir),
+                                                     half_width))
     except LabelRequestError as err:
         return web.json_response({"error": str(err)}, status=400)
     except (HarnessError, sqlite3.Error) as err:
@@ -318,11 +349,15 @@ async def api_label_state(request: web.Request) -> web.Response:
     except (KeyError, ValueError):
         return web.json_response({"error": "scenario and epoch: expected ?scenario=ID&epoch=N"},
                                  status=400)
+    try:
+        half_width = _half_width(request)
+    except LabelRequestError as err:
+        return web.json_response({"error": str(err)}, status=400)
 
     def read() -> dict[str, Any]:
         queue = queue_order(run_dir)
         with RunStore.open(run_dir, read_only=True) as store:
-            return label_state(store, scenario_id, epoch, queue)
+            return label_state(store, scenario_id, epoch, queue, half_width)
 
     try:
         return web.json_response(await in_thread(read))

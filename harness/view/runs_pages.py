@@ -26,6 +26,12 @@ from harness.runs.comparison import compare_run_dirs
 from harness.runs.store import STORE_FILENAME, RunStore
 from harness.runs.summary import read_summary, summary_so_far
 from harness.view.catalog import ROOT_ID, RunEntry, read_entry, run_url
+from harness.view.label_progress import (
+    DEFAULT_HALF_WIDTH,
+    check_half_width,
+    labels_progress,
+    progress_json,
+)
 from harness.view.pages import error_page, html_response, run_not_found
 from harness.view.state import catalog, in_thread, requested_run
 
@@ -68,7 +74,8 @@ async def api_runs(request: web.Request) -> web.Response:
                               "runs": [e.as_json() for e in entries]})
 
 
-def _run_page(root: Path, run_dir: Path) -> dict[str, Any]:
+def _run_page(root: Path, run_dir: Path, half_width: float = DEFAULT_HALF_WIDTH
+              ) -> dict[str, Any]:
     entry = read_entry(root, run_dir)
     if entry.error is not None:
         raise HarnessError(entry.error)
@@ -77,6 +84,7 @@ def _run_page(root: Path, run_dir: Path) -> dict[str, Any]:
         summary = (read_summary(run_dir) if _summary_is_current(run_dir, entry, since)
                    else summary_so_far(store))
         context = run_page_context(run_dir, summary, store)
+        progress = labels_progress(store, half_width=half_width)
     context["live"] = {
         "running": entry.status.running, "status": entry.status.status,
         "detail": entry.status.detail, "samples": entry.samples,
@@ -84,6 +92,7 @@ def _run_page(root: Path, run_dir: Path) -> dict[str, Any]:
         "progress_url": f"/api/runs/{quote(entry.id)}/progress" if entry.id != ROOT_ID
         else "/api/run/progress",
     }
+    context["labels_progress"] = progress_json(progress)
     return context
 
 
@@ -117,7 +126,12 @@ async def run_page(request: web.Request) -> web.Response:
     run_dir = found[1]
     root = catalog(request).root
     try:
-        context = await in_thread(lambda: _run_page(root, run_dir))
+        half_width = check_half_width(request.query.get("half_width"))
+    except ValueError as err:
+        return error_page(400, "This address asks for a width the page cannot plan for.",
+                          str(err))
+    try:
+        context = await in_thread(lambda: _run_page(root, run_dir, half_width))
     except HarnessError as err:
         return error_page(422, "This run cannot be shown.", str(err))
     except sqlite3.Error as err:  # damaged since it was listed

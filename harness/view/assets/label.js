@@ -203,13 +203,29 @@
     p.textContent = "random queue: you labelled " + done + " of " + state.progress.total;
     p.hidden = false;
   }
+  // The run's random labels against what a corrected figure needs (the server words it:
+  // harness/view/label_progress.py); redrawn from every state a save returns.
+  function drawCorrected() {
+    var c = state.corrected, box = el("corrected-progress"), list = el("cp-figures");
+    if (!c) { box.hidden = true; return; }
+    clear(list);
+    el("cp-width").textContent = c.unavailable ? "" : "(every reviewer's random labels; planned for an interval of ±" + c.half_width + " at " + Math.round(c.confidence * 100) + "%)";
+    if (c.unavailable) list.appendChild(h("li", null, c.unavailable));
+    c.figures.forEach(function (f) {
+      var bar = f.goal ? h("progress", { value: String(Math.min(f.labelled, f.goal)), max: String(f.goal), "aria-hidden": "true" }) : null;
+      list.appendChild(h("li", { "class": "cp-" + f.stage, "data-figure": f.figure, "data-labelled": String(f.labelled) },
+        h("strong", null, f.figure + ": "), bar, bar ? " " : null, f.text));
+    });
+    if (c.note) list.appendChild(h("li", { "class": "cp-note muted" }, c.note));
+    box.hidden = false;
+  }
   function refresh() {
     var n = changes().length;
     el("save-labels").disabled = !name || n === 0 || saving;
     var waiting = data.targets.filter(function (t) { return !(t.target in picked) && (comments[t.target] || "").trim(); });
     if (!saving) el("save-status").textContent = (n ? n + " unsaved" : "") + (waiting.length ? (n ? "; " : "") + "a comment waits for its question's level (" + waiting[0].title + ")" : "");
   }
-  function redraw() { drawRevealed(); drawProgress(); refresh(); }
+  function redraw() { drawRevealed(); drawProgress(); drawCorrected(); refresh(); }
 
   // ---- saving ----
   function showError(text) { var e = el("label-error"); e.textContent = text; e.hidden = !text; }
