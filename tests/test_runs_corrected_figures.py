@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 
 from harness.runs.corrected_figures import run_corrected_figures
+from harness.runs.gate import evaluate_gate
 from harness.runs.label_model import Label
 from harness.stats.corrected import CorrectedFigures, SampleLabel, corrected_figures
+from tests.helpers.figures import gate_figures
 from tests.helpers.labelled_runs import label
 
 Row = tuple[str, int, str, float | None, bool | None]
@@ -152,3 +154,49 @@ def test_given_labels_replace_the_stored_ones_and_no_scored_sample_gives_none() 
     unscored = [(sid, e, "errored", None, None) for sid, e, *_ in rows]
     assert run_corrected_figures(_Store(unscored, stored), error_policy="exclude",
                                  confidence=0.95, seed=0) is None
+
+
+def _figures(**update: Any) -> CorrectedFigures:
+    """The corrected figures of the hand-made rows, their pass rate and mean changed."""
+    rows = _rows()
+    base = run_corrected_figures(_Store(rows, _labels(rows)), error_policy="exclude",
+                                 confidence=0.95, seed=0)
+    assert base is not None and base.mean is not None and base.pass_rate is not None
+    return base.model_copy(update={
+        name: getattr(base, name).model_copy(update=values) for name, values in update.items()})
+
+
+def test_the_gate_on_the_corrected_mean_reads_the_score_labels() -> None:
+    figures = _figures(mean={"value": 0.61, "ci_low": 0.52, "ci_high": 0.7,
+                             "judge_value": 0.55, "n_labelled": 17})
+    score = gate_figures(mean=0.9, ci_low=0.8, ci_high=1.0, pass_rate=0.9)
+    at = evaluate_gate(score, min_score=0.52, gate_on="corrected-lower-bound",
+                       corrected=figures)
+    above = evaluate_gate(score, min_score=0.53, gate_on="corrected-lower-bound",
+                          corrected=figures)
+    assert at is not None and above is not None
+    # a lower bound exactly on the threshold clears it
+    assert at.passed and at.checks[0].value == 0.52
+    assert at.checks[0].detail == (
+        "mean score corrected lower bound 0.520 >= 0.520 (corrected with 17 human labels: "
+        "0.610, interval 0.520–0.700; the judge's 0.550)")
+    assert not above.passed
+    assert above.checks[0].detail.startswith("mean score corrected lower bound 0.520 < 0.530")
+    # no score labels: the mean's check names its own target, not the pass flags
+    missing = evaluate_gate(score, min_score=0.5, gate_on="corrected-lower-bound",
+                            corrected=figures.model_copy(update={"mean": None}))
+    assert missing is not None and not missing.passed and missing.checks[0].value is None
+    assert missing.checks[0].detail == (
+        "mean score: no corrected figure (no random labels of 'score': needs at least 10); "
+        "label samples from harness view's random queue, or give --labels FILE")
+
+
+@pytest.mark.parametrize("field", ["value", "ci_low", "ci_high"])
+def test_a_corrected_figure_without_its_interval_fails_the_gate(field: str) -> None:
+    figures = _figures(pass_rate={field: None, "withheld": "too few labels"})
+    score = gate_figures(mean=0.9, ci_low=0.8, ci_high=1.0, pass_rate=0.9)
+    result = evaluate_gate(score, min_pass_rate=0.0, gate_on="corrected-lower-bound",
+                           corrected=figures)
+    assert result is not None and not result.passed
+    assert result.checks[0].detail.startswith(
+        "pass rate: no corrected figure (too few labels)")

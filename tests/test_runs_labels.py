@@ -238,3 +238,27 @@ def test_the_random_queue_is_one_seeded_order_that_new_samples_join(run_dir: Pat
         store.write_sample(record.model_copy(update={"epoch": 99}))
         grown = random_queue(store)
     assert [key for key in grown if key[1] != 99] == first
+
+
+def test_the_random_queue_orders_by_a_hash_of_its_recorded_seed_and_each_key(
+        run_dir: Path) -> None:
+    """The order is the SHA-256 of "seed NUL scenario NUL epoch" (docs/labels.md), the seed
+    16 hex digits drawn once: two runs draw different seeds, a recorded seed is kept."""
+    import hashlib
+    import shutil
+
+    from harness.runs.labels import QUEUE_SEED_KEY
+
+    other = Path(shutil.copytree(run_dir, run_dir.parent / "other"))
+    with RunStore.open(run_dir) as store, RunStore.open(other) as copy:
+        assert store.meta_value(QUEUE_SEED_KEY) is None
+        order = random_queue(store)
+        seed = store.meta_value(QUEUE_SEED_KEY)
+        assert seed is not None and len(seed) == 16 and int(seed, 16) >= 0
+        assert order == sorted(order, key=lambda key: hashlib.sha256(
+            f"{seed}\0{key[0]}\0{key[1]}".encode()).hexdigest())
+        assert random_queue(copy) != order and copy.meta_value(QUEUE_SEED_KEY) != seed
+        copy.record_meta_once(QUEUE_SEED_KEY, "x")  # already recorded: kept
+        assert copy.meta_value(QUEUE_SEED_KEY) not in (None, "x")
+    with RunStore.open(run_dir) as store:
+        assert random_queue(store) == order and store.meta_value(QUEUE_SEED_KEY) == seed
