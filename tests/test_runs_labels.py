@@ -4,6 +4,7 @@ run's recorded scenarios and rubrics, and the random queue."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import sqlite3
 import threading
@@ -262,3 +263,77 @@ def test_the_random_queue_orders_by_a_hash_of_its_recorded_seed_and_each_key(
         assert copy.meta_value(QUEUE_SEED_KEY) not in (None, "x")
     with RunStore.open(run_dir) as store:
         assert random_queue(store) == order and store.meta_value(QUEUE_SEED_KEY) == seed
+
+
+# -- small pieces the messages and pages use -----------------------------------------------
+
+
+def test_some_names_six_then_counts_the_rest() -> None:
+    from harness.runs.labels import some
+
+    six = [f"s{i}" for i in range(6)]
+    assert some(six) == "s0, s1, s2, s3, s4, s5"
+    assert some([*six, "s6"]) == "s0, s1, s2, s3, s4, s5, … (7 in all)"
+    assert some(["a", "b", "c"], shown=2) == "a, b, … (3 in all)"
+    assert some([]) == ""
+
+
+def test_the_pass_fail_target_asks_its_question_with_pass_and_fail(run_dir: Path) -> None:
+    with RunStore.open(run_dir) as store:
+        record = store.sample("weather-current-paris", 0)
+        rubrics = store.rubrics()
+    assert record is not None
+    passed = next(t for t in label_targets(record, rubrics) if t.target == "passed")
+    assert (passed.kind, passed.title, passed.question) == (
+        "bool", "the sample passed", "Did the agent do what the user needed?")
+    assert [(p.value, p.label) for p in passed.values] == [(True, "pass"), (False, "fail")]
+
+
+def test_a_label_file_keeps_text_as_written(run_dir: Path) -> None:
+    from harness.runs.label_files import label_file_text
+
+    text = label_file_text([label(comment="café: ☂ « wrong unit »")])
+    assert "café: ☂ « wrong unit »" in text and text.endswith("}\n")
+
+
+def test_a_run_with_no_sample_names_no_scenario(run_dir: Path) -> None:
+    from harness.runs.label_files import RunLabelChecker
+
+    db = sqlite3.connect(run_dir / "run.sqlite")
+    with db:
+        db.execute("DELETE FROM samples")
+    db.close()
+    with RunStore.open(run_dir) as store:
+        found = RunLabelChecker(store).problem(label())
+    assert found == ("scenario_id", "'weather-current-paris' is not a scenario of this run "
+                     "(it has none)")
+
+
+def test_a_store_from_before_reads_only_the_scenarios_it_selected(tmp_path: Path) -> None:
+    import asyncio
+
+    from harness.runs.api import run_suite
+    from harness.runs.config import RunConfig
+    from harness.scenarios.selectors import ScenarioFilter
+
+    run = tmp_path / "selected"
+    config = RunConfig(scenario_paths=[str(WEATHER)], offline=True, epochs=1, cache_mode="off",
+                       bootstrap_resamples=0, select=ScenarioFilter(keywords=["paris"]))
+    asyncio.run(run_suite(config, run))
+
+    def definitions(*, recorded_ids: list[str] | None) -> list[str]:
+        db = sqlite3.connect(run / "run.sqlite")
+        with db:
+            db.execute("DELETE FROM meta WHERE key IN ('scenario_definitions', 'scenario_ids')")
+            if recorded_ids is not None:
+                db.execute("INSERT INTO meta (key, value) VALUES ('scenario_ids', ?)",
+                           (json.dumps(recorded_ids),))
+        db.close()
+        with RunStore.open(run) as store:
+            return list(store.scenario_definitions())
+
+    # no record of either: the run's own selection applies to the files
+    assert definitions(recorded_ids=None) == ["weather-current-paris",
+                                              "weather-two-turns-paris"]
+    # the scenarios the run recorded it ran, when it did
+    assert definitions(recorded_ids=["weather-two-turns-paris"]) == ["weather-two-turns-paris"]
