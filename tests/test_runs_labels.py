@@ -75,6 +75,7 @@ def test_targets_give_the_judges_verdict_on_the_rubrics_own_scale(run_dir: Path)
     correctness = targets["criterion:final_response_quality/correctness"]
     assert correctness.kind == "scale"
     assert [p.value for p in correctness.values] == [1, 2, 3, 4, 5]
+    assert all(type(p.value) is int for p in correctness.values)  # as the rubric writes them
     assert correctness.values[0].meaning.startswith("Wrong")  # the criterion's own words
     # The judge's raw answer, as it gave it (not the normalised value the record keeps).
     raw = [v["score"] for vote in judged["judgments"] for v in vote["verdicts"]

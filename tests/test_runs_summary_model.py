@@ -167,3 +167,16 @@ def test_an_unknown_key_is_refused_naming_it_and_who_wrote_the_file(
     assert message.startswith(f"{path}: malformed run summary (written by harness 9.9.9)")
     assert "counts.surprise: extra inputs are not permitted" in message
     assert "events.0: input tag 'rebalanced' found using 'kind' does not match" in message
+
+
+def test_a_problem_of_the_whole_summary_is_named_as_the_top_level(
+        full_run: tuple[Path, RunSummary], tmp_path: Path) -> None:
+    run_dir, _ = full_run
+    data = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    data["offline"], data["notice"] = True, None
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(InputError) as raised:
+        read_summary(path)
+    assert ("(top level): value error, an offline summary must carry its notice; nothing "
+            "was changed") in str(raised.value)
