@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,10 @@ from harness.errors import InputError
 from harness.runs.api import run_suite
 from harness.runs.config import RunConfig
 from harness.runs.store import RunStore
-from harness.runs.summary import summarise_selection
+from harness.runs.summary import read_summary, summarise_selection, summary_so_far
 from harness.scenarios.loading import load_scenarios
 from harness.scenarios.selectors import ScenarioFilter
+from tests.helpers.labelled_runs import offline_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -113,3 +115,50 @@ def test_models_and_calls_per_role_are_the_stored_ones_with_or_without_json_func
                 assert store.offline_count() == sum(r["offline"] for r in records) > 0
             finally:
                 store._db = real
+
+
+# -- summary_so_far: what harness view shows of a run still going ---------------------------
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return offline_run(tmp_path_factory.mktemp("so-far") / "run", epochs=3)
+
+
+def _same_figures(now: dict, written: dict) -> None:
+    for key in ("counts", "score", "metrics", "errors", "failure_analysis", "tags", "tools",
+                "roles", "offline", "notice", "error_policy"):
+        assert now[key] == written[key], key
+
+
+def test_a_finished_run_so_far_is_its_summary(finished_run: Path) -> None:
+    written = read_summary(finished_run)
+    with RunStore.open(finished_run, read_only=True) as store:
+        now = summary_so_far(store)
+    assert now.stopped is None and now.adaptive is None
+    assert now.counts.scenarios == written.counts.scenarios == 6
+    assert now.counts.samples_planned == written.counts.samples_planned == 18
+    _same_figures(now.model_dump(mode="json"), written.model_dump(mode="json"))
+
+
+def test_a_run_missing_samples_counts_what_it_holds(finished_run: Path, tmp_path: Path) -> None:
+    run = Path(shutil.copytree(finished_run, tmp_path / "run"))
+    db = sqlite3.connect(run / "run.sqlite")
+    with db:
+        db.execute("DELETE FROM samples WHERE epoch = 2")
+    db.close()
+    with RunStore.open(run, read_only=True) as store:
+        now = summary_so_far(store)
+    assert now.counts.samples_planned == 18  # the suite's plan: 6 scenarios x 3 epochs
+    assert now.counts.scored + now.counts.errored == 12
+    assert now.score is not None and now.score.n_samples == 12
+
+
+def test_a_shard_session_plans_its_own_samples(finished_run: Path, tmp_path: Path) -> None:
+    run = Path(shutil.copytree(finished_run, tmp_path / "run"))
+    with RunStore.open(run) as store:
+        store.record_session_start(planned=4)
+        now = summary_so_far(store)
+        assert now.counts.samples_planned == 4
+        store.record_session_start(planned=None)  # adaptive: no plan recorded
+        assert summary_so_far(store).counts.samples_planned == 18
