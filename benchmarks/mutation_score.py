@@ -149,6 +149,25 @@ def _tests_for(package: str, root: Path) -> list[str]:
     return found
 
 
+SELECTION_PLUGIN = "mutation_test_selection.py"
+
+
+def _selection_plugin(package: str) -> str:
+    """A pytest plugin that collects only ``package``'s test files (``PACKAGES``)."""
+    return (
+        '"""Written by benchmarks/mutation_score.py: only the test files of harness/'
+        f'{package} are collected."""\n\n'
+        "import fnmatch\n\n"
+        f"PATTERNS = {PACKAGES[package]!r}\n\n\n"
+        "def pytest_ignore_collect(collection_path, config):\n"
+        "    name = collection_path.name\n"
+        '    if collection_path.suffix == ".py" and name.startswith("test_"):\n'
+        '        kept = any(fnmatch.fnmatch("tests/" + name, p) for p in PATTERNS)\n'
+        "        return None if kept else True\n"
+        "    return None\n"
+    )
+
+
 def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(f'"{item}"' for item in items) + "]"
 
@@ -178,7 +197,8 @@ def prepare_copy(package: str, scratch: Path) -> Path:
                 target = mutated / source.relative_to(copy / "harness")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(source, target)
-    tests = _tests_for(package, copy)
+    _tests_for(package, copy)  # at least one test file, or a clear error
+    (copy / SELECTION_PLUGIN).write_text(_selection_plugin(package), encoding="utf-8")
     with (copy / "pyproject.toml").open("a", encoding="utf-8") as f:
         f.write(
             "\n[tool.mutmut]\n"
@@ -186,10 +206,14 @@ def prepare_copy(package: str, scratch: Path) -> Path:
             'source_paths = ["harness"]\n'
             f'only_mutate = ["harness/{package}/*"]\n'
             f"do_not_mutate = {_toml_list(DO_NOT_MUTATE.get(package, []))}\n"
-            f"pytest_add_cli_args_test_selection = {_toml_list(tests)}\n"
+            # Every test file is offered and the plugin keeps the package's own, so that a
+            # test file added later changes no option: mutmut resets every verdict when its
+            # test options change, and keeps them (testing the new file's tests) otherwise.
+            'pytest_add_cli_args_test_selection = ["tests"]\n'
             # one process per mutant; the project's addopts ask for xdist workers
-            'pytest_add_cli_args = ["-n", "0", "-p", "no:cacheprovider"]\n'
-            f"also_copy = {_toml_list(ALSO_COPY)}\n"
+            'pytest_add_cli_args = ["-n", "0", "-p", "no:cacheprovider", "-p", '
+            f'"{SELECTION_PLUGIN.removesuffix(".py")}"]\n'
+            f"also_copy = {_toml_list([*ALSO_COPY, SELECTION_PLUGIN])}\n"
             "use_git_change_detection = false\n"
         )
     return copy
