@@ -82,3 +82,19 @@ def test_the_last_label_of_a_reviewer_counts_and_one_reviewer_gives_no_alpha() -
     assert alone.alpha.undefined is not None and "two reviewers" in alone.alpha.undefined
     both = reviewer_agreement([*labels, label(annotator="bo", value=True)])["passed"]
     assert both.n_samples == 1 and both.n_labels == 2
+    assert both.reviewers == ["ana", "bo"]
+
+
+def test_the_estimate_says_its_level_and_its_defaults_are_2000_resamples_seed_0() -> None:
+    labels = _labels(CORRECTNESS, RATINGS)
+    found = reviewer_agreement(labels)[CORRECTNESS]
+    assert found.alpha.detail == "ordinal level, samples labelled by two or more reviewers"
+    explicit = reviewer_agreement(labels, n_resamples=2000, confidence=0.95, seed=0)
+    assert found == explicit[CORRECTNESS]
+    for other in ({"n_resamples": 2001}, {"seed": 1}):
+        moved = reviewer_agreement(labels, **other)[CORRECTNESS].alpha  # type: ignore[arg-type]
+        assert (moved.ci_low, moved.ci_high) != (found.alpha.ci_low, found.alpha.ci_high)
+    alone = reviewer_agreement([label(value=True)])["passed"].alpha
+    assert (alone.n, alone.detail) == (0, "nominal level, samples labelled by two or more "
+                                       "reviewers")
+    assert alone.undefined == "krippendorff_alpha: no sample has labels of two reviewers yet"
