@@ -77,7 +77,7 @@ PACKAGES: dict[str, list[str]] = {
     "stats": ["tests/test_stats_*.py", "tests/test_runs_adaptive.py"],
     "checks": ["tests/test_checks_*.py", "tests/test_score_transcripts_cli.py",
                "tests/test_runs_failure_evidence.py"],
-    "calibration": ["tests/test_calibration_*.py"],
+    "calibration": ["tests/test_calibration_*.py", "tests/test_calibrate_from_run.py"],
     "runs": ["tests/test_runs_*.py", "tests/test_pairwise_runs.py",
              "tests/test_run_settings.py", "tests/test_event_loop.py",
              "tests/test_store_integrity.py",

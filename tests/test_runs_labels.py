@@ -338,3 +338,56 @@ def test_a_store_from_before_reads_only_the_scenarios_it_selected(tmp_path: Path
                                               "weather-two-turns-paris"]
     # the scenarios the run recorded it ran, when it did
     assert definitions(recorded_ids=["weather-two-turns-paris"]) == ["weather-two-turns-paris"]
+
+
+def test_every_target_of_a_sample_as_the_page_shows_it(run_dir: Path) -> None:
+    """Each target's title, question, ids, levels and the judge's values, pinned whole; a
+    judgment that is not a rubric's is skipped, an unscored one has no judge values, a rubric
+    the run does not know gives its pass/fail alone, and empty reasoning is not shown."""
+    import copy
+
+    with RunStore.open(run_dir) as store:
+        record = store.sample("weather-current-paris", 0)
+        rubrics = store.rubrics()
+    assert record is not None
+    [judged] = [j for j in record.judgments if j["rubric_id"] == "final_response_quality"]
+    votes = copy.deepcopy(judged)
+    votes["judgments"][0]["verdicts"][0]["reasoning"] = ""
+    votes["criteria"][0].update(value=0.625, votes=[0.5, 0.75])
+    errored = {**copy.deepcopy(judged), "status": "errored", "passed": True}
+    unknown = {**copy.deepcopy(judged), "rubric_id": "gone"}
+    varied = record.model_copy(update={"judgments": [{"rubric_id": 7}, votes]})
+    targets = {t.target: t for t in label_targets(varied, rubrics)}
+    assert list(targets)[:3] == ["passed", "score", "rubric:final_response_quality"]
+    score = targets["score"]
+    assert (score.kind, score.title, score.question, score.values, score.judge_value) == (
+        "unit", "the sample's score", "How good was the agent, from 0 (worst) to 1 (best)?",
+        [], record.score)
+    rubric = rubrics["final_response_quality"]
+    whole = targets["rubric:final_response_quality"]
+    assert (whole.title, whole.question, whole.rubric_id, whole.criterion_id) == (
+        "rubric final_response_quality", rubric.description, "final_response_quality", None)
+    assert [p.label for p in whole.values] == ["pass", "fail"]
+    assert whole.judge_value is True
+    correctness = targets["criterion:final_response_quality/correctness"]
+    assert (correctness.title, correctness.rubric_id, correctness.criterion_id) == (
+        "correctness (final_response_quality)", "final_response_quality", "correctness")
+    criterion = rubric.criterion("correctness")
+    assert [(p.value, p.label, p.meaning) for p in correctness.values] == [
+        (v, name, meaning) for v, name, meaning in rubric.level_meanings(criterion)]
+    # on its 1-5 scale: 0.625 is 3.5, votes 3 and 4 (whole numbers stay whole)
+    assert correctness.judge_value == 3.5 and correctness.judge_votes == [3, 4]
+    assert correctness.judge_reasoning == []  # its one reasoning was empty
+    assert targets["criterion:final_response_quality/clarity"].judge_reasoning
+    # an unscored judgment: no judge value anywhere, though its fields hold some
+    quiet = {t.target: t for t in label_targets(
+        record.model_copy(update={"judgments": [errored]}), rubrics)}
+    assert quiet["rubric:final_response_quality"].judge_value is None
+    assert all(t.judge_value is None and t.judge_votes == [] for name, t in quiet.items()
+               if name.startswith("criterion:"))
+    # a rubric the run does not know: its pass/fail only, with no question
+    [gone] = [t for t in label_targets(record.model_copy(update={"judgments": [unknown]}),
+                                       rubrics) if t.target.startswith("rubric:")]
+    assert (gone.target, gone.question, gone.rubric_id) == ("rubric:gone", "", "gone")
+    assert not any(t.target.startswith("criterion:gone/") for t in label_targets(
+        record.model_copy(update={"judgments": [unknown]}), rubrics))
