@@ -266,8 +266,15 @@ def judge_differences(a: JudgeDefinition | None, b: JudgeDefinition | None,
 
 def _rubric_differences(a: JudgeDefinition, b: JudgeDefinition, ids: list[str], *,
                         prompts_differ: bool) -> list[str]:
-    # (what differs, rubric id) -> (value in a, value in b) -> scenarios
-    found: dict[tuple[str, str], dict[tuple[str, str], list[str]]] = {}
+    # (what differs, value in a, value in b) -> rubric ids, scenarios
+    found: dict[tuple[str, str, str], tuple[list[str], set[str]]] = {}
+
+    def note(what: str, vx: str, vy: str, rid: str, sid: str) -> None:
+        rids, sids = found.setdefault((what, vx, vy), ([], set()))
+        if rid not in rids:
+            rids.append(rid)
+        sids.add(sid)
+
     for sid in ids:
         ra, rb = a.scenario_rubrics(sid), b.scenario_rubrics(sid)
         if ra is None or rb is None:
@@ -275,29 +282,22 @@ def _rubric_differences(a: JudgeDefinition, b: JudgeDefinition, ids: list[str], 
         for rid in list(dict.fromkeys([*ra, *rb])):
             x, y = ra.get(rid), rb.get(rid)
             if x is None or y is None:
-                what, values = "rubrics", (("judged" if x else "not judged"),
-                                           ("judged" if y else "not judged"))
-                found.setdefault((what, rid), {}).setdefault(values, []).append(sid)
+                note("rubrics", "judged" if x else "not judged", "judged" if y else "not judged",
+                     rid, sid)
                 continue
-            for what, vx, vy in (("rubric text", x.sha256[:12], y.sha256[:12]),
-                                 ("prompt templates", x.prompt_hash, y.prompt_hash),
-                                 ("samples", str(x.samples), str(y.samples)),
-                                 ("aggregation", x.aggregation, y.aggregation)):
-                if vx != vy and not (what == "prompt templates" and prompts_differ):
-                    found.setdefault((what, rid), {}).setdefault((vx, vy), []).append(sid)
+            if x.sha256 != y.sha256:
+                note("rubric text", "", "", rid, sid)
+            if x.prompt_hash != y.prompt_hash and not prompts_differ:
+                note("prompt templates (same version)", "", "", rid, sid)
+            if x.samples != y.samples:
+                note("samples", str(x.samples), str(y.samples), rid, sid)
+            if x.aggregation != y.aggregation:
+                note("aggregation", x.aggregation, y.aggregation, rid, sid)
     out = []
-    for (what, rid), by_values in found.items():
-        for (vx, vy), sids in by_values.items():
-            where = f"in {len(sids)} of {len(ids)} scenarios"
-            if what == "rubric text":
-                out.append(f"rubric text of {rid} (hash {vx} vs {vy}, {where})")
-            elif what == "prompt templates":
-                out.append(f"prompt templates of {rid} (same version, hash {vx} vs {vy}, "
-                           f"{where})")
-            elif what == "rubrics":
-                out.append(f"rubrics: {rid} {vx} vs {vy} ({where})")
-            else:
-                out.append(f"{what} of {rid}: {vx} vs {vy} ({where})")
+    for (what, vx, vy), (rids, sids) in found.items():
+        values = f": {vx} vs {vy}" if vx or vy else ""
+        out.append(f"{what}{values} of {', '.join(rids)} (in {len(sids)} of {len(ids)} "
+                   "scenarios)")
     return out
 
 
