@@ -67,24 +67,26 @@ def render_corrected_comparison(result: dict[str, Any], console: Console) -> Non
     level = f"{1 - result['alpha']:.0%}"
     base, cand = corrected["baseline"], corrected["candidate"]
 
-    def labels(run: dict[str, Any] | None) -> str:
-        return "" if run is None else f" ({plural(run['n_labels'], 'label')})"
-
     table = make_table(f"On the reviewers' scale: corrected by human labels ({level} "
-                       "intervals)", "figure", f"baseline{labels(base)}",
-                       f"candidate{labels(cand)}", "cand. − base.")
+                       "intervals)", "figure", "baseline", "candidate", "cand. − base.")
     for key, name in (("mean", "mean score"), ("pass_rate", "pass rate")):
         table.add_row(name, _cell(None if base is None else base[key]),
                       _cell(None if cand is None else cand[key]),
                       _difference_cell(corrected["difference"][key]))
-    table.caption = ("corrected: what the reviewers would have given every sample (PPI++ "
+    labelled = "; ".join(f"{which} {plural(run['n_labelled_samples'], 'sample')}"
+                         for which, run in (("baseline", base), ("candidate", cand)) if run)
+    table.caption = (f"random samples labelled: {labelled}; "
+                     "corrected: what the reviewers would have given every sample (PPI++ "
                      "on random labels, clustered by scenario), whatever each run's judge; "
                      "difference: the two independent estimates' intervals combined (MOVER), "
                      "conservative as the runs share their scenarios")
     console.print(table)
     notes = [corrected["note"]] if corrected.get("note") else []
+    both = set(base["notes"]) & set(cand["notes"]) if base and cand else set()
+    notes += [f"both runs: {n}" for n in (base["notes"] if base else []) if n in both]
     for which, run in (("baseline", base), ("candidate", cand)):
-        notes += [f"{which}: {n}" for n in ([] if run is None else run["notes"])]
+        notes += [f"{which}: {n}" for n in ([] if run is None else run["notes"])
+                  if n not in both]
         for key in ("mean", "pass_rate"):
             est = None if run is None else run[key]
             if est is not None and est.get("withheld"):

@@ -506,6 +506,6 @@ def _verdict(result: dict[str, Any], console: Console) -> None:
     if verdict.get("judge_changed"):
         colour = "bold yellow"
     console.print(f"[{colour}]{headline}[/]" if colour else headline)
-    for line in (verdict["scenarios"], verdict["reconcile"]):
+    for line in (verdict["scenarios"], verdict["reconcile"], verdict.get("corrected")):
         if line:
             console.print(terminal_text(line))

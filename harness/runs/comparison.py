@@ -10,7 +10,12 @@ from typing import Any
 
 from harness.choices import PairedTest
 from harness.models.provenance import RoleModels, roles_notice
-from harness.runs.judge_drift import corrected_comparison, judge_comparison, read_judges
+from harness.runs.judge_drift import (
+    corrected_comparison,
+    corrected_verdict,
+    judge_comparison,
+    read_judges,
+)
 from harness.runs.store import RunStore
 from harness.runs.summary import scores_by_scenario
 from harness.scenarios.selectors import ScenarioFilter, select_stored
@@ -50,8 +55,9 @@ def comparison_verdict(data: dict[str, Any]) -> dict[str, Any]:
     test's verdict), ``scenarios`` (how many scenarios moved beyond their own interval) and
     ``reconcile`` (why the two can differ, when they do; else ``None``); with the runs'
     ``judges`` in ``data`` (:func:`harness.runs.judge_drift.judge_comparison`), also
-    ``judge_changed`` and ``judge`` (its warning), and when the judges differ the headline
-    says so before its figures.
+    ``judge_changed``, ``judge`` (its warning) and ``corrected`` (the difference on the
+    reviewers' scale when both runs have human labels, else ``None``), and when the judges
+    differ the headline says so before its figures.
 
     Both are right and answer different questions. The suite test asks whether the mean
     over scenarios changed: it pools every scenario's difference, so small changes in the
@@ -103,7 +109,8 @@ def comparison_verdict(data: dict[str, Any]) -> dict[str, Any]:
                "reconcile": reconcile}
     judges = data.get("judges")
     if judges is not None:  # a comparison of run directories, whose judges are known
-        verdict.update(judge_changed=judges["same"] is False, judge=judges["warning"])
+        verdict.update(judge_changed=judges["same"] is False, judge=judges["warning"],
+                       corrected=corrected_verdict(data.get("corrected")))
     return verdict
 
 

@@ -191,7 +191,10 @@ def corrected_comparison(baseline: Path, candidate: Path, scenario_ids: list[str
     for which, path in (("baseline", baseline), ("candidate", candidate)):
         figures, n_labels = runs[which]
         out[which] = None if figures is None else {
-            "n_labels": n_labels, "mean": _estimate(figures.mean),
+            "n_labels": n_labels, "n_labelled_samples": max(
+                (e.n_labelled for e in (figures.mean, figures.pass_rate) if e is not None),
+                default=0),
+            "mean": _estimate(figures.mean),
             "pass_rate": _estimate(figures.pass_rate), "notes": figures.notes,
             "agreement": _agreement(path)}
     a, b = runs["baseline"][0], runs["candidate"][0]
@@ -210,3 +213,19 @@ def corrected_comparison(baseline: Path, candidate: Path, scenario_ids: list[str
         out["note"] = ("no difference on the reviewers' scale: a run's corrected figures are "
                        "withheld or it has no random labels (see each run's notes)")
     return out
+
+
+def corrected_verdict(corrected: dict[str, Any] | None) -> str | None:
+    """The verdict's line on the reviewers' scale: the corrected mean score's difference and
+    whether its interval excludes 0; ``None`` without one."""
+    d = None if not corrected else corrected["difference"]["mean"]
+    if d is None:
+        return None
+    level = f"{d['confidence']:.0%}"
+    where = ("lower" if d["ci_high"] < 0 else "higher" if d["ci_low"] > 0 else None)
+    interval = f"{d['value']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
+    if where is None:
+        return (f"On the reviewers' scale (corrected by human labels), no clear difference: "
+                f"candidate - baseline {interval}, {level} interval including 0.")
+    return (f"On the reviewers' scale (corrected by human labels), the candidate's mean score "
+            f"is {where}: candidate - baseline {interval}, {level} interval.")
