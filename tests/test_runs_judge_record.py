@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -148,3 +149,38 @@ def test_a_shard_without_a_record_merges_as_not_recorded(runs: Path, tmp_path: P
     judge, notes = _merge(runs, tmp_path, None, drop=True)
     assert judge is not None and [p.definition is None for p in judge.mixed] == [False, True]
     assert any("one judge not recorded" in n for n in notes)
+
+
+def test_a_real_resume_after_a_rubric_edit_warns_and_records_both(tmp_path: Path) -> None:
+    from tests.helpers.cli import run_cli
+
+    scenarios = tmp_path / "scenarios"
+    shutil.copytree(ROOT / "scenarios", scenarios)
+    weather = scenarios / "weather.yaml"
+    text = weather.read_text(encoding="utf-8")
+    old = "rubrics: [final_response_quality, task_completion]"
+    assert old in text
+    weather.write_text(text.replace(old, "rubrics: [final_response_quality, brevity]"),
+                       encoding="utf-8")
+    rubrics = tmp_path / "rubrics"
+    rubrics.mkdir()
+    brevity = rubrics / "brevity.yaml"
+    brevity.write_text("id: brevity\ntarget: final_response\nthreshold: 0.5\ncriteria:\n"
+                       "  - {id: short, question: 'Is it short?', scale: binary}\n",
+                       encoding="utf-8")
+    out = tmp_path / "run"
+    first = run_cli("run", weather, "--offline", "--epochs", "2", "--cache-mode", "off",
+                    "--rubrics", rubrics, "--max-calls", "40", "--out", out)
+    assert first.returncode == 3, first.stderr  # stopped on its budget, samples kept
+    brevity.write_text(brevity.read_text(encoding="utf-8").replace("short?", "brief?"),
+                       encoding="utf-8")
+    resumed = run_cli("run", "--resume", out, "--max-calls", "100000")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "the judge changed since this run's earlier samples" in " ".join(
+        resumed.stderr.split())
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    parts = summary["judge"]["mixed"]
+    assert [p["part"].split(" at ")[0] for p in parts] == [
+        "samples before the resume", "samples from the resume"]
+    note = next(n for n in summary["notes"] if n.startswith("mixed judges"))
+    assert "rubric text of brevity (in 1 of 6 scenarios)" in note
