@@ -120,7 +120,8 @@ def test_one_run_without_a_record_is_not_recorded_not_guessed(runs: Path,
     assert data["verdict"]["judge_changed"] is False
     done = run_cli("compare", old, runs / "drift", "--fail-on-regression")
     assert done.returncode == 0, done.stderr
-    assert "judge: judge not recorded for the baseline" in " ".join(done.stdout.split())
+    assert "Judge not recorded for the baseline (a run written before judges were " \
+        "recorded)" in " ".join(done.stdout.split())
 
 
 def test_rubrics_that_differ_only_on_scenarios_not_compared_are_no_drift(

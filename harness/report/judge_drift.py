@@ -22,7 +22,8 @@ def render_judges(result: dict[str, Any], console: Console) -> None:
     if not judges or not judges.get("warning"):
         return
     if judges["same"] is None:
-        console.print(f"[yellow]judge: {terminal_text(judges['warning'])}[/]")
+        warning = terminal_text(judges["warning"])
+        console.print(f"[yellow]{warning[:1].upper()}{warning[1:]}.[/]")
         return
     lines = [f"- {terminal_text(d)}" for d in judges["differences"]]
     changed, n = len(judges["changed_scenarios"]), result["n_scenarios"]
