@@ -235,3 +235,15 @@ def test_corrected_figures_cover_the_compared_scenarios_only(runs: Path,
     mean = data["corrected"]["baseline"]["mean"]
     assert (mean["n_scenarios"], mean["n_samples"]) == (len(weather), 2 * len(weather))
     assert data["corrected"]["baseline"]["n_labelled_samples"] == 2 * len(weather)
+
+
+def test_a_compared_scenario_missing_from_a_record_is_not_vouched_for(runs: Path) -> None:
+    a, b = _record(runs / "base"), _record(runs / "same")
+    assert a.definition is not None and b.definition is not None
+    ids = list(a.definition.scenarios)
+    scenarios = {sid: idx for sid, idx in b.definition.scenarios.items() if sid != ids[0]}
+    b2 = JudgeRecord(definition=b.definition.model_copy(update={"scenarios": scenarios}))
+    out = judge_comparison(a, b2, ids)
+    assert out["same"] is False and out["changed_scenarios"] == [ids[0]]
+    assert out["differences"] == [
+        f"1 compared scenario missing from a run's judge record (first: {ids[0]})"]

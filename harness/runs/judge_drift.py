@@ -72,6 +72,8 @@ def _scenario_changed(a: JudgeDefinition, b: JudgeDefinition, sid: str) -> bool:
     """Whether the judge of scenario ``sid`` differs between the runs (a scenario neither
     run judges never does)."""
     ra, rb = a.scenario_rubrics(sid), b.scenario_rubrics(sid)
+    if ra is None or rb is None:  # scored, but not in a record: nothing vouches for it
+        return True
     if not ra and not rb:
         return False
     if (a.models, a.temperature, a.prompt_version) != (b.models, b.temperature,
@@ -119,11 +121,16 @@ def judge_comparison(baseline: JudgeRecord | None, candidate: JudgeRecord | None
                    checks_only=[s for s in scenario_ids if s not in judged_anywhere])
     else:
         differences = judge_differences(a, b, scenario_ids)
+        unrecorded = [s for s in scenario_ids
+                      if a.scenario_rubrics(s) is None or b.scenario_rubrics(s) is None]
+        if unrecorded:
+            differences.append(f"{plural(len(unrecorded), 'compared scenario')} missing from "
+                               f"a run's judge record (first: {unrecorded[0]})")
         changed = [s for s in scenario_ids if _scenario_changed(a, b, s)]
         out.update(same=not changed, differences=differences if changed else [],
                    changed_scenarios=changed,
-                   checks_only=[s for s in scenario_ids
-                                if not _judged(a, s) and not _judged(b, s)])
+                   checks_only=[s for s in scenario_ids if s not in changed
+                                and not _judged(a, s) and not _judged(b, s)])
     if out["same"] is False:
         out["warning"] = (
             f"the judges differ ({'; '.join(out['differences'])}) for "
