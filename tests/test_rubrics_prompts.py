@@ -180,3 +180,34 @@ def test_scale_levels_and_na_are_spelled_out() -> None:
     assert '`claims_supported` (scale 0/1/2/3; "N/A" allowed)' in text
     assert "3 = all supported: Every factual claim is supported" in text
     assert "`no_contradictions` (scale 0/1)" in text
+
+
+# The judging templates' text for each PROMPT_VERSION. A run records the version as part of
+# its judge (harness compare warns when two runs' differ), so editing a template without
+# bumping it would let two different judges pass for one.
+PINNED_TEMPLATES = {"2": "bc6be67145585482"}
+
+
+def _templates_hash() -> str:
+    import hashlib
+
+    texts = [prompts.SYSTEM_TEMPLATE, prompts._MACROS, prompts.PAIRWISE_SYSTEM_TEMPLATE,
+             prompts.PAIRWISE_TEMPLATE,
+             *(f"{target}\n{text}" for target, text in sorted(prompts.TARGET_TEMPLATES.items()))]
+    return hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()[:16]
+
+
+def test_a_template_edit_bumps_the_prompt_version() -> None:
+    version, now = prompts.PROMPT_VERSION, _templates_hash()
+    assert version in PINNED_TEMPLATES, (
+        f"PROMPT_VERSION {version} is new: pin its templates' hash here: {version!r}: {now!r}")
+    assert PINNED_TEMPLATES[version] == now, (
+        f"the judging templates changed (hash {now}) but PROMPT_VERSION is still {version}: "
+        "bump PROMPT_VERSION in harness/judging/prompts.py and pin the new hash here "
+        "(runs record the version to tell judges apart)")
+
+
+def test_the_pin_catches_an_edit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(prompts, "SYSTEM_TEMPLATE", prompts.SYSTEM_TEMPLATE + " ")
+    with pytest.raises(AssertionError, match="bump PROMPT_VERSION"):
+        test_a_template_edit_bumps_the_prompt_version()

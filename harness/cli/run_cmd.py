@@ -665,7 +665,12 @@ def compare(
         help="seed of the permutation test's resamples")] = 0,
     fail_on_regression: Annotated[bool, typer.Option(
         rich_help_panel=GATE_PANEL,
-        help="exit 1 when the candidate is significantly worse")] = False,
+        help="exit 1 when the candidate is significantly worse, or when the runs' judges "
+        "differ (the difference is then not the agent's alone)")] = False,
+    allow_judge_change: Annotated[bool, typer.Option(
+        rich_help_panel=GATE_PANEL,
+        help="with --fail-on-regression: gate on the figures even when the judges differ "
+        "(exit 1 only on a significant regression)")] = False,
     as_json: Annotated[bool, typer.Option(
         "--json", rich_help_panel=OUTPUT_PANEL,
         help="print the comparison as JSON instead of the tables")] = False,
@@ -698,5 +703,24 @@ def compare(
 
         write_compare_report(data, baseline, candidate, html_path)
         ERR.print(f"[dim]wrote {terminal_text(html_path)}[/]")
-    if fail_on_regression and data["significant_regression"]:
+    if fail_on_regression:
+        compare_gate(data, allow_judge_change=allow_judge_change)
+
+
+def compare_gate(data: dict[str, Any], *, allow_judge_change: bool) -> None:
+    """``--fail-on-regression``: exit 1 on a significant regression; and, unless
+    ``allow_judge_change``, when the judges differ, since the comparison cannot then tell
+    the agent's change from the judge's. The line printed names the changed judge."""
+    judges = data.get("judges") or {}
+    drift = judges.get("same") is False
+    what = "; ".join(judges.get("differences") or [])
+    if drift and not allow_judge_change:
+        ERR.print(f"[bold red]gate FAIL[/] the judges differ ({terminal_text(what)}): the "
+                  "comparison cannot tell the agent's change from the judge's; judge both runs "
+                  "with one judge, or pass --allow-judge-change to gate on these figures")
+        raise typer.Exit(EXIT_GATE_FAILED)
+    if data["significant_regression"]:
+        if drift:
+            ERR.print(f"[bold red]gate FAIL[/] significant regression, with a changed judge "
+                      f"({terminal_text(what)}; --allow-judge-change)")
         raise typer.Exit(EXIT_GATE_FAILED)

@@ -407,7 +407,10 @@ def render_comparison(result: dict[str, Any], console: Console, *, max_rows: int
     mid-word), each scenario's difference with its interval and what changed, and the
     verdict with, when the suite test and the scenarios' own intervals seem to disagree, why
     both hold (``result["verdict"]``, see :func:`harness.runs.comparison.comparison_verdict`)."""
+    from harness.report.judge_drift import render_corrected_comparison, render_judges
+
     render_notice(result.get("notice"), console)
+    render_judges(result, console)
     d = result["difference"]
     level = f"{1 - result['alpha']:.0%}"
     n = result["n_scenarios"]
@@ -439,6 +442,7 @@ def render_comparison(result: dict[str, Any], console: Console, *, max_rows: int
     for i, text in enumerate(hows, 1):
         console.print(f"[dim]\\[{i}] {terminal_text(text)}[/]")
     _per_scenario_differences(result, console, level=level, max_rows=max_rows)
+    render_corrected_comparison(result, console)
     for note in result.get("notes", []):
         console.print(f"[dim]note: {terminal_text(note)}[/]")
     _verdict(result, console)
@@ -470,8 +474,12 @@ def _per_scenario_differences(result: dict[str, Any], console: Console, *, level
         change = _change(s)
         per.add_row(ident(s["scenario_id"]), fmt_num(s["baseline_mean"]),
                     fmt_num(s["candidate_mean"]), fmt_num(s["difference"]),
-                    fmt_ci(s.get("ci_low"), s.get("ci_high")), _CHANGES[change])
+                    fmt_ci(s.get("ci_low"), s.get("ci_high")),
+                    _CHANGES[change] + ("*" if s.get("judge_changed") else ""))
     captions = []
+    if any(s.get("judge_changed") for s in rows):
+        captions.append("*: the judge changed for this scenario: its difference is not the "
+                        "agent's alone")
     if len(rows) > max_rows:
         captions.append(f"{len(rows) - max_rows} more in the JSON output")
     same = [s for s in rows if s["difference"] == 0.0 and s.get("ci_low") is not None]
@@ -495,7 +503,9 @@ def _verdict(result: dict[str, Any], console: Console) -> None:
                    else "no significant difference", "scenarios": "", "reconcile": None}
     colour = {"regression": "bold red", "improvement": "bold green"}.get(verdict["outcome"])
     headline = terminal_text(verdict["headline"])
+    if verdict.get("judge_changed"):
+        colour = "bold yellow"
     console.print(f"[{colour}]{headline}[/]" if colour else headline)
-    for line in (verdict["scenarios"], verdict["reconcile"]):
+    for line in (verdict["scenarios"], verdict["reconcile"], verdict.get("corrected")):
         if line:
             console.print(terminal_text(line))

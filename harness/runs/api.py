@@ -33,6 +33,7 @@ from harness.runs.engine import (
     collector_tuned_for_run,
     epochs_plan,
 )
+from harness.runs.judge_record import judge_definition, record_judge
 from harness.runs.sample import SampleRecord
 from harness.runs.settings import models_config_for, resolve_settings
 from harness.runs.shards import check_fits_grid, coverage, in_shard
@@ -179,6 +180,7 @@ async def _run_and_summarise(
     done = store.finished_keys(include_errored=not retry_errors)
     store.record_scenarios(list(suite.scenarios))
     store.record_definitions(list(suite.scenarios.values()), suite.rubrics)
+    record_judge(store, judge_definition(config.design, suite.scenarios, suite.rubrics))
     design = config.design
     shards = None if design.shard is None else coverage(
         design.shard.count, [design.shard.index], list(suite.scenarios), design.epochs)

@@ -10,6 +10,12 @@ from typing import Any
 
 from harness.choices import PairedTest
 from harness.models.provenance import RoleModels, roles_notice
+from harness.runs.judge_drift import (
+    corrected_comparison,
+    corrected_verdict,
+    judge_comparison,
+    read_judges,
+)
 from harness.runs.store import RunStore
 from harness.runs.summary import scores_by_scenario
 from harness.scenarios.selectors import ScenarioFilter, select_stored
@@ -47,7 +53,11 @@ def comparison_verdict(data: dict[str, Any]) -> dict[str, Any]:
     """What the comparison concludes, in words the terminal and the HTML page both print:
     ``outcome`` (``regression``, ``improvement`` or ``none``), ``headline`` (the suite-level
     test's verdict), ``scenarios`` (how many scenarios moved beyond their own interval) and
-    ``reconcile`` (why the two can differ, when they do; else ``None``).
+    ``reconcile`` (why the two can differ, when they do; else ``None``); with the runs'
+    ``judges`` in ``data`` (:func:`harness.runs.judge_drift.judge_comparison`), also
+    ``judge_changed``, ``judge`` (its warning) and ``corrected`` (the difference on the
+    reviewers' scale when both runs have human labels, else ``None``), and when the judges
+    differ the headline says so before its figures.
 
     Both are right and answer different questions. The suite test asks whether the mean
     over scenarios changed: it pools every scenario's difference, so small changes in the
@@ -81,6 +91,7 @@ def comparison_verdict(data: dict[str, Any]) -> dict[str, Any]:
     if not with_interval:
         scenarios = ("Per scenario, no interval (a run with a single epoch), so no scenario "
                      "is called a regression or an improvement on its own.")
+    headline, scenarios = _with_judge(data, outcome, headline, scenarios)
     reconcile = None
     moved = {"regression": down, "improvement": up}.get(outcome)
     if moved == 0 and with_interval:
@@ -94,8 +105,39 @@ def comparison_verdict(data: dict[str, Any]) -> dict[str, Any]:
             f"{plural(with_interval, 'scenario')} about {alpha * with_interval:.1f} "
             "would lie beyond 0 by chance alone (the per-scenario intervals are not adjusted "
             "for multiplicity): read those scenarios' transcripts before trusting them.")
-    return {"outcome": outcome, "headline": headline, "scenarios": scenarios,
-            "reconcile": reconcile}
+    verdict: dict[str, Any] = {"outcome": outcome, "headline": headline, "scenarios": scenarios,
+               "reconcile": reconcile}
+    judges = data.get("judges")
+    if judges is not None:  # a comparison of run directories, whose judges are known
+        verdict.update(judge_changed=judges["same"] is False, judge=judges["warning"],
+                       corrected=corrected_verdict(data.get("corrected")))
+    return verdict
+
+
+def _with_judge(data: dict[str, Any], outcome: str, headline: str,
+                scenarios: str) -> tuple[str, str]:
+    """The headline and the per-scenario line when the runs' judges differ: the change is
+    the agent's and the judge's together, and the headline says so before its figures."""
+    judges = data.get("judges") or {}
+    if judges.get("same") is not False:
+        return headline, scenarios
+    changed, n = len(judges["changed_scenarios"]), data["n_scenarios"]
+    lead = {"regression": "significant regression of the judge-based mean, with a changed "
+                          "judge (not the agent's alone)",
+            "improvement": "significant improvement of the judge-based mean, with a changed "
+                           "judge (not the agent's alone)",
+            "none": ""}[outcome]
+    if outcome == "none":
+        headline += (", but the judge changed, and a change of the judge could hide one of "
+                     "the agent")
+    else:
+        headline = lead + ": " + headline.split(": ", 1)[-1]
+    checks = len(judges["checks_only"])
+    scenarios += (f" The judge changed for {changed} of the {n} compared scenarios"
+                  + (f"; {plural(checks, 'scenario')} scored by checks alone "
+                     f"{'is' if checks == 1 else 'are'} not affected" if checks else "")
+                  + ".")
+    return headline, scenarios
 
 
 def compare_run_dirs(baseline: Path, candidate: Path, *, alpha: float = 0.05,
@@ -139,6 +181,13 @@ def compare_run_dirs(baseline: Path, candidate: Path, *, alpha: float = 0.05,
     data["roles"] = {which: {role: r.model_dump(mode="json") for role, r in by_role.items()}
                      for which, by_role in roles.items()}
     data["notice"] = comparison_notice(notices)
+    compared = [row["scenario_id"] for row in data["scenarios"]]
+    data["judges"] = judge_comparison(*read_judges(baseline, candidate), compared)
+    changed = set(data["judges"]["changed_scenarios"])
+    for row in data["scenarios"]:
+        row["judge_changed"] = row["scenario_id"] in changed
+    data["corrected"] = corrected_comparison(baseline, candidate, compared,
+                                             confidence=1.0 - alpha)
     data["verdict"] = comparison_verdict(data)
     data["selection"] = (selector.model_dump(mode="json")
                          if selector is not None and selector.active else None)

@@ -6,7 +6,7 @@ computes from the run's own files."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,7 @@ from harness.wording import plural
 def run_corrected_figures(
     store: RunStore, *, error_policy: str, confidence: float, seed: int,
     labels: Sequence[Label] | None = None, half_width: float = 0.05,
+    scenarios: Collection[str] | None = None,
 ) -> CorrectedFigures | None:
     """The corrected figures of the run in ``store`` from ``labels`` (default: the store's,
     the last of each reviewer's versions). ``None`` when no sample was scored. Labels of
@@ -31,6 +32,8 @@ def run_corrected_figures(
     index: dict[tuple[str, int], int] = {}
     counts: dict[str, int] = {}
     for sid, epoch, status, score, ok in store.score_rows():  # by scenario, then epoch
+        if scenarios is not None and sid not in scenarios:
+            continue
         if status == "scored" and score is not None:
             value, flag = score, bool(ok)
         elif status == "errored" and error_policy == "as_failures":

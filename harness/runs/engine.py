@@ -34,12 +34,13 @@ from harness.errors import (
 )
 from harness.formats import load_scenarios
 from harness.judging.context import JudgeContext
-from harness.judging.judge import JudgeSettings, judge_transcript, settings_for_rubric
+from harness.judging.judge import JudgeSettings, judge_transcript
 from harness.judging.rubric import Rubric, load_rubrics
 from harness.models.base import ChatModel, ModelSpec
 from harness.models.hub import ModelHub
 from harness.models.usage import UsageStats
 from harness.runs.config import RunConfig, RunDesign
+from harness.runs.judge_record import rubric_as_judged
 from harness.runs.sample import SampleRecord
 from harness.runs.scoring import build_sample
 from harness.runs.store import RunStore
@@ -216,22 +217,11 @@ class SampleWork:
     def _rubric_for(
         self, scenario: Scenario, rubric_id: str
     ) -> tuple[Rubric, JudgeSettings]:
-        """The rubric a scenario names (its own inline one first), with the scenario's
-        ``rubric_options`` threshold, and the settings it is judged with: samples and
-        aggregation from the command line when given, else the scenario's options, else the
-        rubric's own (:func:`settings_for_rubric`)."""
-        rubric = scenario.inline_rubric(rubric_id) or self.suite.rubrics[rubric_id]
-        options = scenario.rubric_options.get(rubric_id)
-        if options is not None and options.threshold is not None:
-            rubric = rubric.model_copy(update={"threshold": options.threshold})
-        design = self.config.design
-        settings = settings_for_rubric(
-            rubric, self._judge_base,
-            samples=design.judge_samples, method=design.judge_aggregation,
-            scenario_samples=options.samples if options else None,
-            scenario_method=options.aggregation if options else None,
-        )
-        return rubric, settings
+        """The rubric a scenario names and the settings it is judged with
+        (:func:`~harness.runs.judge_record.rubric_as_judged`, which the run's judge record
+        describes)."""
+        return rubric_as_judged(self.config.design, self.suite.rubrics, scenario, rubric_id,
+                                self._judge_base)
 
     async def run(self, scenario_id: str, epoch: int) -> SampleOutcome:
         """Run, check and judge sample ``epoch`` of ``scenario_id``. Returns its record (an

@@ -22,6 +22,12 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.runs.config import RunConfig, RunDesign, RunExecution
+from harness.runs.judge_record import (
+    JudgePart,
+    merged_judge_record,
+    read_judge_record,
+    write_judge_record,
+)
 from harness.runs.shards import Shard, coverage
 from harness.runs.store import STORE_FILENAME, RunStore, StoreError
 from harness.runs.summary import summarise, write_summary
@@ -94,6 +100,11 @@ def merge_runs(run_dirs: list[Path], out: Path) -> RunSummary:
         if grid is not None:
             target.record_scenarios(grid)
         target.copy_definitions(first_store)
+        judge = merged_judge_record(
+            [part for shard, _run_dir, store, _config in shards
+             for part in _judge_parts(str(shard), store)])
+        if judge is not None:
+            write_judge_record(target, judge)
         for shard, _run_dir, store, _config in shards:
             target.copy_from(store, shard=str(shard))
         summary = summarise(
@@ -128,3 +139,15 @@ def _check_same_grid(dir_a: Path, grid_a: list[str] | None, dir_b: Path,
              else f"{dir_b} has {only_b[0]!r}, which {dir_a} has not")
     raise HarnessError(f"cannot merge {dir_a} and {dir_b}: their scenarios differ ({which}); "
                        "run every shard on the same scenario files")
+
+
+def _judge_parts(shard: str, store: RunStore) -> list[JudgePart]:
+    """A shard's judge, as parts of the merged run's record: one part (its definition, or
+    ``None`` when not recorded), or each part of a shard that is itself mixed."""
+    record = read_judge_record(store)
+    if record is None:
+        return [JudgePart(part=f"shard {shard}", definition=None)]
+    if record.definition is not None:
+        return [JudgePart(part=f"shard {shard}", definition=record.definition)]
+    return [JudgePart(part=f"shard {shard}, {p.part}", definition=p.definition)
+            for p in record.mixed]

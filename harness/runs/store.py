@@ -372,6 +372,11 @@ class RunStore:
                 self._commit("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                              (key, value))
 
+    def record_meta(self, key: str, value: str) -> None:
+        """Record ``value`` under ``key``, replacing what was there. Raises
+        :class:`StoreError` when the write fails."""
+        self._commit("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
     def record_meta_once(self, key: str, value: str) -> str:
         """Record ``value`` under ``key`` unless a value is there already; return the value
         that is (so two processes racing to record it agree). Raises :class:`StoreError`."""

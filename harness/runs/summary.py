@@ -29,6 +29,7 @@ from harness.files import atomic_write, read_text, write_text_atomic
 from harness.json_values import STORED_DEPTH, load_json
 from harness.models.provenance import RoleCollector, roles_notice
 from harness.runs.config import RunConfig
+from harness.runs.judge_record import mixed_judge_notes, read_judge_record
 from harness.runs.latency import LatencyCollector
 from harness.runs.sample import SampleRecord
 from harness.runs.shards import ShardCoverage
@@ -284,7 +285,8 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
              scenarios_loaded: int | None, stopped: RunStop | None,
              adaptive: AdaptiveReport | None, shards: ShardCoverage | None = None) -> RunSummary:
     score, notes = _score_section(c, config)
-    notes = [*notes, *_shard_notes(shards, config)]
+    judge = read_judge_record(store)
+    notes = [*notes, *_shard_notes(shards, config), *mixed_judge_notes(judge)]
     planned = (None if scenarios_loaded is None or config.design.adaptive is not None
                else scenarios_loaded * config.design.epochs)
     if shards is not None and config.design.shard is not None:
@@ -336,6 +338,7 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
         latency=c.latency.latency(),
         tools=c.tools.tools(config.design.confidence),
         shards=shards,
+        judge=judge,
     )
 
 

@@ -37,6 +37,7 @@ from harness.errors import InputError
 from harness.models.provenance import RoleModels
 from harness.runs.config import ErrorPolicy, RunConfig
 from harness.runs.gate import GateResult
+from harness.runs.judge_record import JudgeRecord
 from harness.runs.latency import RunLatency
 from harness.runs.shards import ShardCoverage
 from harness.runs.tool_figures import ToolFigures
@@ -235,6 +236,9 @@ class RunSummary(_Part):
     latency: RunLatency | None = None
     tools: dict[str, ToolFigures] | None = None
     shards: ShardCoverage | None = None
+    judge: JudgeRecord | None = Field(
+        default=None, description="what defines the run's judge (None: not recorded, a run "
+        "written before judges were)")
 
     @model_validator(mode="after")
     def _offline_runs_carry_their_notice(self) -> RunSummary:

@@ -58,6 +58,7 @@ class DifferenceRow:
     baseline_epochs: int
     candidate_epochs: int
     change: str
+    judge_changed: bool = False
 
     @property
     def label(self) -> str:
@@ -77,6 +78,7 @@ def difference_rows(comparison: Mapping[str, Any]) -> list[DifferenceRow]:
         ci_low=s.get("ci_low"), ci_high=s.get("ci_high"),
         baseline_epochs=s["baseline_epochs"], candidate_epochs=s["candidate_epochs"],
         change=change_of(s["difference"], s.get("ci_low"), s.get("ci_high")),
+        judge_changed=bool(s.get("judge_changed")),
     ) for s in comparison["scenarios"]]
 
     def key(r: DifferenceRow) -> tuple[int, float, str]:
