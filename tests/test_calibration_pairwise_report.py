@@ -105,14 +105,13 @@ def test_notes_count_missing_verdicts_and_name_off_scale_ones(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(("missing", "opening"), [
-    ("wrong", "missing verdicts: counted as wrong and as inconsistent with the other order"),
+    ("wrong", "missing verdicts: counted as wrong and as inconsistent with the other order "
+     "(as LLMBar counts them)"),
     ("exclude", "missing verdicts: that item-order is left out of the statistics that need it"),
 ])
 def test_the_missing_verdict_policy_is_the_one_applied(
         tmp_path: Path, missing: str, opening: str) -> None:
     data = load_judgments(_write(tmp_path / "j.jsonl", _rows(4, ("j1",))))
     report = analyse(data, AnalysisOptions(n_resamples=0, missing_verdict=missing))  # type: ignore[arg-type]
-    policy = report.policies[0]
-    assert policy.startswith(opening)
-    assert policy.endswith("; order_kappa, first_position_rate and tie_rate use given verdicts "
-                           "only")
+    assert report.policies[0] == (f"{opening}; order_kappa, first_position_rate and tie_rate "
+                                  "use given verdicts only")
