@@ -104,3 +104,31 @@ def test_pass_rate_target_on_binary_labels() -> None:
     result = ppi_mean(y, f_all[:50].astype(float), f_all[50:].astype(float), 0.95,
                       target="pass_rate")
     assert result.target == "pass_rate" and 0 <= result.estimate <= 1
+
+
+# Twelve labelled items and 24 judged only, and what the PPI authors' package gave on them
+# (ppi_python 0.2.3: ppi_mean_pointestimate and ppi_mean_ci with alpha=0.05, lam=None and
+# lam=0.5), run once outside this suite: it needs numba and downloads its datasets, so it is
+# not a test dependency.
+PPI_Y = [3.38, 4.14, 2.84, 2.45, 3.01, 2.44, 2.85, 4.78, 3.59, 2.01, 4.32, 3.82]
+PPI_F = [3.0, 3.3, 2.73, 2.11, 2.55, 2.01, 3.06, 4.34, 2.51, 2.38, 3.49, 3.36]
+PPI_FT = [3.11, 2.07, 2.97, 3.7, 1.66, 2.54, 1.1, 1.71, 1.16, 2.76, 1.73, 3.27, 3.16, 2.81,
+          0.48, 2.46, 2.95, 3.11, 1.47, 2.52, 2.02, 2.19, 4.06, 2.19]
+PPI_PY = {None: (3.0772228778487767, 2.7140282216142833, 3.44041753408327),
+          0.5: (3.0425, 2.684977215413067, 3.400022784586933)}
+
+
+@pytest.mark.parametrize("lam", [None, 0.5])
+def test_the_estimate_and_tuned_lambda_are_the_ppi_authors_packages(lam: float | None) -> None:
+    y, f, f_tilde = (np.array(v) for v in (PPI_Y, PPI_F, PPI_FT))
+    estimate, low, high = PPI_PY[lam]
+    result = ppi_mean(y, f, f_tilde, 0.95, lam=lam)
+    assert result.estimate == pytest.approx(estimate, abs=1e-12)
+    # the package tunes the same lambda (read back from its estimate)
+    tuned = (estimate - y.mean()) / (f_tilde.mean() - f.mean())
+    assert result.lam == pytest.approx(tuned if lam is None else lam, abs=1e-12)
+    # Its interval takes standard deviations with ddof=0, ours with ddof=1: ours is wider,
+    # by at most sqrt(n / (n - 1)) for the 12 labels (less for the judge-only part).
+    ratio = (result.ci_high - result.ci_low) / (high - low)
+    assert 1.0 < ratio <= np.sqrt(12 / 11)
+    assert (result.ci_low + result.ci_high) / 2 == pytest.approx((low + high) / 2, abs=1e-12)
