@@ -47,8 +47,10 @@ GOOD = [
 
 
 @pytest.mark.parametrize(("bad", "expected"), [
-    ("{not json", "bad.jsonl:3: not valid JSON"),
-    ("[1, 2]", "bad.jsonl:3: expected a JSON object (a label with scenario_id"),
+    ("{not json", "bad.jsonl:3: not valid JSON (Expecting property name enclosed in double "
+     "quotes); expected one label object a line"),
+    ("[1, 2]", "bad.jsonl:3: expected a JSON object (a label with scenario_id, epoch, "
+     "annotator, target, value, random, and optionally comment and labelled_at), got list"),
     (line(scenario_id="weather-nowhere"),
      "bad.jsonl:3: scenario_id: 'weather-nowhere' is not a scenario of this run"),
     (line(epoch=7), "bad.jsonl:3: epoch: scenario 'weather-current-paris' has no epoch 7 in "
@@ -85,6 +87,10 @@ def test_an_empty_file_and_a_folder_that_is_no_run_are_one_line_errors(
     empty = write_jsonl(tmp_path / "empty.jsonl", [])
     result = run_cli("labels", "import", run_dir, empty, cwd=tmp_path)
     assert result.returncode == 2 and "empty.jsonl: holds no labels" in result.stderr
+    result = run_cli("labels", "import", run_dir, tmp_path / "gone.jsonl")
+    assert result.returncode == 2 and result.stderr.strip() == (
+        f"error: {tmp_path / 'gone.jsonl'}: file not found; expected a JSONL file of labels "
+        "(one JSON object a line)")
     result = run_cli("labels", "export", tmp_path, "--out", tmp_path / "x.jsonl")
     assert result.returncode == 2
     assert result.stderr.strip() == f"error: {tmp_path}: no run store found (expected run.sqlite)"
