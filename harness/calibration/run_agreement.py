@@ -24,15 +24,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.calibration.analysis import analyse
-from harness.calibration.judgments import PointwiseJudgments
+from harness.calibration.judgments import PointwiseJudgment, PointwiseJudgments, build_pointwise
 from harness.calibration.report import AnalysisOptions, BootstrapEstimate, PointwiseJudgeReport
 from harness.calibration.run_labels import store_label_judgments
+from harness.calibration.scale import Scale
 from harness.runs.config import RunDesign
 from harness.runs.corrected_figures import run_corrected_figures
 from harness.runs.label_files import label_counts, read_label_file
 from harness.runs.label_model import Label, labelled_timestamp
 from harness.runs.store import RunStore
 from harness.stats.corrected import CorrectedFigures
+from harness.stats.summary import StatsReport
 from harness.wording import plural
 
 AgreementKind = Literal["pass_fail", "score", "both"]
@@ -222,3 +224,49 @@ def store_labels_report(store: RunStore, run_dir: Path, design: RunDesign,
         confidence=design.confidence, method=bootstrap_method(options),
         labels=label_counts(labels), targets=targets, left_out=left_out, notes=notes)
     return RunLabels(agreement=agreement, corrected=corrected)
+
+
+class StatsWithAgreement(StatsReport):
+    """``harness stats --labels --json``'s head: the suite figures, ``corrected``, and the
+    judge's ``agreement`` with the labels of the overall targets (``passed``, ``score``)."""
+
+    agreement: RunAgreement
+
+
+def file_agreement(samples: Sequence[tuple[str, int, float, bool]],
+                   labels: Sequence[tuple[int, Label]], *, source: str,
+                   options: AnalysisOptions, score_range: tuple[float, float] = (0.0, 1.0)
+                   ) -> RunAgreement:
+    """The agreement of a JSONL file's judge (``samples``: scenario id, epoch, score,
+    passed) with ``labels`` (each with the index of its sample), for the targets ``passed``
+    and ``score``; labels of rubrics and criteria are counted and left out (a JSONL of
+    scores has no judge verdict on them). ``score`` labels, in [0, 1], are read on
+    ``score_range`` as the corrected figures read them."""
+    low, high = score_range
+    targets = []
+    for target in ("passed", "score"):
+        given = [(i, lb) for i, lb in labels if lb.target == target]
+        if not given:
+            continue
+        by_sample: dict[int, list[Label]] = {}
+        for index, label in given:
+            by_sample.setdefault(index, []).append(label)
+        records = []
+        for index, mine in by_sample.items():
+            sid, epoch, score, passed = samples[index]
+            human = [bool(lb.value) if target == "passed" else low + float(lb.value) * (high - low)
+                     for lb in mine]
+            records.append(PointwiseJudgment(
+                item_id=f"{sid}#{epoch}", cluster=sid, human=human if len(human) > 1 else human[0],
+                judge=passed if target == "passed" else score,
+                scale=None if target == "passed" else Scale(min=low, max=high, step=None)))
+        targets.append(target_agreement(target, build_pointwise(records, f"{source} ({target})"),
+                                        options, [lb for _, lb in given]))
+    other = sum(1 for _, lb in labels if lb.target not in ("passed", "score"))
+    left_out = ([LeftOut(count=other, reason="of rubrics or criteria: a file of sample scores "
+                         "has no judge verdict on them")] if other else [])
+    notes = [] if targets else ["no label of passed or score: no agreement to show"]
+    return RunAgreement(source=source, confidence=options.confidence,
+                        method=bootstrap_method(options),
+                        labels=label_counts([lb for _, lb in labels]), targets=targets,
+                        left_out=left_out, notes=notes)

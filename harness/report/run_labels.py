@@ -66,16 +66,18 @@ def render_agreement(agreement: RunAgreement, console: Console) -> None:
     console.print(terminal_text(labels_line(agreement)))
     if agreement.targets:
         level = f"{agreement.confidence:.0%}"
-        table = make_table("Judge against the reviewers, on the labelled samples",
+        table = make_table("Judge vs reviewers, labelled samples",
                            "target: figure", f"value [{level} interval]", "n")
         for target in agreement.targets:
             for row in _target_rows(target):
                 table.add_row(*row)  # type: ignore[arg-type]
-        table.caption = ("pass/fail: sensitivity = share of the samples the reviewers passed "
+        caption = ("pass/fail: sensitivity = share of the samples the reviewers passed "
                          "that the judge passed, specificity = of those they failed, that it "
                          "failed; mean bias = judge − reviewers; intervals: "
                          f"{agreement.method}")
         console.print(table)
+        # below the table rather than its caption: a narrow table would squeeze it
+        console.print(f"[dim]{caption}[/]")
     for line in agreement_notes(agreement):
         console.print(f"[dim]note: {terminal_text(line)}[/]")
 
