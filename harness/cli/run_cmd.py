@@ -591,7 +591,9 @@ def _config(*, paths: list[Path], adaptive: dict[str, Any] | None, **fields: Any
     ("the tables again", "harness report runs/first"),
     ("the HTML report again, into the run directory", "harness report runs/first --html"),
     ("only the scenarios tagged refusal, figures recomputed",
-     "harness report runs/first --tag refusal")))
+     "harness report runs/first --tag refusal"),
+    ("the judge against a file of human labels, and the figures they correct",
+     "harness report runs/first --labels labels.jsonl")))
 def report(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
     as_json: Annotated[bool, typer.Option(
