@@ -1,8 +1,9 @@
 """What a newcomer reads at 80 columns: every command that prints tables (``demo``, ``run``,
 ``report``, ``stats``, ``compare``, ``pairwise``, ``calibrate``, ``score-transcripts``), run
-offline on the examples, never splits an identifier across lines (a scenario, sample or
-transcript id, a statistic, metric or tag name, a model name, each known from the command's
-JSON output), never shortens one so that it could be another, and never prints a line wider
+offline on the examples (``report`` and ``stats`` with human labels too), never splits an
+identifier across lines (a scenario, sample or transcript id, a statistic, metric or tag
+name, a labelled target, a model name, each known from the command's JSON output), never
+shortens one so that it could be another, and never prints a line wider
 than 80 columns."""
 
 from __future__ import annotations
@@ -61,6 +62,11 @@ def printed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], s
     out["demo"] = cli(cwd, "demo", "--epochs", "2", "--out", "d").stdout
     out["report"] = cli(cwd, "report", "b").stdout
     out["stats"] = cli(cwd, "stats", "b/samples.jsonl").stdout
+    # A run's human labels: the agreement and the corrected figures after the suite table.
+    labels = str(EXAMPLES / "labels" / "weather_labels.jsonl")
+    out["report with labels"] = cli(cwd, "report", "a", "--labels", labels).stdout
+    out["stats with labels"] = cli(cwd, "stats", "a/samples.jsonl", "--labels", labels).stdout
+    labelled = json.loads(cli(cwd, "report", "a", "--labels", labels, "--json").stdout)
     out["compare"] = cli(cwd, "compare", "a", "b").stdout
     # The names in the tests' explanations (scipy.stats.permutation_test, sqrt(C)) are
     # identifiers too.
@@ -68,7 +74,7 @@ def printed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], s
     names = {w.rstrip(",;") for m in methods for w in m.split() if re.search(r"[.(]\w", w)}
     out["pairwise"] = cli(cwd, "pairwise", "a", "b", "--judge", "mock:judge", "--rubric",
                           "final_response_quality").stdout
-    ids: set[str] = names
+    ids: set[str] = names | {t["target"] for t in labelled["agreement"]["targets"]}
     for kind in ("pointwise", "pairwise"):
         judgments = f"calibration/{kind}_judgments.jsonl"
         out[f"calibrate {kind}"] = cli(cwd, "calibrate", "--judgments", judgments).stdout
@@ -145,7 +151,8 @@ def too_wide(text: str) -> list[str]:
             if cell_len(line) > WIDTH and str(SCENARIOS.parent) not in line]
 
 
-COMMANDS = ["demo", "run", "report", "stats", "compare", "pairwise", "calibrate pointwise",
+COMMANDS = ["demo", "run", "report", "report with labels", "stats", "stats with labels",
+            "compare", "pairwise", "calibrate pointwise",
             "calibrate pairwise", "score-transcripts seed_transcripts.jsonl",
             "score-transcripts vertex_dataset.jsonl"]
 

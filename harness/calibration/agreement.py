@@ -156,6 +156,25 @@ def false_failure_rate(human_pass: np.ndarray, judge_pass: np.ndarray) -> float:
     return float(np.mean(~judge_pass[human_pass]))
 
 
+def sensitivity(human_pass: np.ndarray, judge_pass: np.ndarray) -> float:
+    """Share of the outputs people pass that the judge passes too, pass being the positive
+    class (scikit-learn's ``recall_score(human, judge, pos_label=True)``). It is
+    1 − :func:`false_failure_rate`."""
+    if not human_pass.any():
+        raise UndefinedStatistic("sensitivity: the humans passed no output")
+    return float(np.mean(judge_pass[human_pass]))
+
+
+def specificity(human_pass: np.ndarray, judge_pass: np.ndarray) -> float:
+    """Share of the outputs people fail that the judge fails too
+    (``recall_score(human, judge, pos_label=False)``): the same figure as EvalGen's
+    :func:`coverage`, under the name a reader of diagnostic tests knows."""
+    bad = ~human_pass
+    if not bad.any():
+        raise UndefinedStatistic("specificity: the humans failed no output")
+    return float(np.mean(~judge_pass[bad]))
+
+
 def alignment(human_pass: np.ndarray, judge_pass: np.ndarray) -> float:
     """EvalGen's alignment (Shankar et al. 2024): the harmonic mean of coverage and
     1 − false-failure rate; 0 when either is 0."""

@@ -60,9 +60,12 @@ PAIRWISE_POLICIES = [
 ]
 
 
-def _bootstrap_policy(options: AnalysisOptions) -> str:
+def _bootstrap_policy(options: AnalysisOptions, clustered: bool = False) -> str:
+    over = ("over clusters (records with the same cluster, such as a scenario's epochs, are "
+            "resampled together; the human baseline, self-consistency and comparisons of "
+            "judges over items)" if clustered else "over items")
     return (
-        f"intervals: {options.confidence:.0%} percentile bootstrap over items, "
+        f"intervals: {options.confidence:.0%} percentile bootstrap {over}, "
         f"{options.n_resamples} resamples, seed {options.seed}; resamples on which a statistic "
         "is undefined are left out and counted (resamples_undefined)"
     )
@@ -120,7 +123,8 @@ def _analyse_pointwise(data: PointwiseJudgments, options: AnalysisOptions) -> Ca
         source=data.source,
         options=options,
         scale=data.scale or category_scale(data),
-        policies=[*POINTWISE_POLICIES, _bootstrap_policy(options)],
+        policies=[*POINTWISE_POLICIES, _bootstrap_policy(
+            options, any(r.cluster is not None for r in data.records))],
         human_baseline=pointwise_baseline(data, options),
         judges=judges,
         comparisons=_pointwise_comparisons(data, groups, options),

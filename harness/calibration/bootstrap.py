@@ -11,7 +11,11 @@ statistic's interval equals scipy's. We resample here rather than call scipy for
 - a resample on which a statistic is undefined (all-constant scores, no item in both orders)
   is counted and left out, where scipy would return a NaN interval for all of it;
 - statistics over clusters (an item's several samples, both orders of a pairwise item) resample
-  the item with all its units.
+  the item with all its units;
+- items that are not independent (the epochs of one scenario of a run) can be resampled by
+  cluster: ``clusters`` names each item's cluster, whole clusters are drawn with replacement
+  and every item of a drawn cluster enters the resample. Every item its own cluster draws
+  exactly the resamples above (so it still equals scipy's).
 
 Percentile rather than BCa: BCa's jackknife costs n extra evaluations per statistic and
 misbehaves on the discrete, bounded statistics here (accuracy, kappa near 1).
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -38,14 +42,34 @@ class UndefinedStatistic(ValueError):
 
 class ItemBootstrap:
     """Resamples of ``n_items`` items, drawn once from ``seed`` and shared by every statistic
-    estimated through this object."""
+    estimated through this object.
 
-    def __init__(self, n_items: int, n_resamples: int, confidence: float, seed: int) -> None:
+    ``clusters`` (one key per item, default: every item its own) makes each resample a draw
+    of whole clusters with replacement, as many as there are clusters, each bringing all its
+    items: the interval then holds when items of one cluster are correlated (a scenario's
+    epochs). A resample's size varies with the clusters drawn. Raises ``ValueError`` when
+    ``clusters`` does not name one cluster per item.
+    """
+
+    def __init__(self, n_items: int, n_resamples: int, confidence: float, seed: int,
+                 clusters: Sequence[Hashable] | None = None) -> None:
         self.n_items = n_items
         self.confidence = confidence
         rng = np.random.default_rng(seed)
-        size = (n_resamples, n_items) if n_items > 0 else (0, 0)
-        self.indices = rng.integers(0, max(n_items, 1), size)
+        if clusters is not None and len(clusters) != n_items:
+            raise ValueError(f"clusters: expected one per item ({n_items}), got {len(clusters)}")
+        codes: dict[Hashable, list[int]] = {}
+        for item, key in enumerate(clusters if clusters is not None else range(n_items)):
+            codes.setdefault(key, []).append(item)
+        self.n_clusters = len(codes)
+        size = (n_resamples, self.n_clusters) if self.n_clusters > 0 else (0, 0)
+        drawn = rng.integers(0, max(self.n_clusters, 1), size)
+        self.indices: np.ndarray | list[np.ndarray]
+        if self.n_clusters == n_items:  # every item its own cluster: the draws are the items
+            self.indices = drawn
+        else:
+            members = [np.asarray(items, dtype=np.int64) for items in codes.values()]
+            self.indices = [np.concatenate([members[c] for c in row]) for row in drawn]
         self._cache: dict[Statistic, tuple[float | str, np.ndarray]] = {}
 
     def replicates(self, statistic: Statistic) -> tuple[float | str, np.ndarray]:

@@ -18,6 +18,8 @@ produces the same records (see :func:`pointwise_judgment` and :func:`pairwise_ju
   off it counts as missing for that item, and the report counts and names it.
 - ``length`` (a number in any unit, e.g. tokens) or ``output`` (the judged text; its length is
   counted in words): for the verbosity-bias statistic. Use one of the two throughout a file.
+- ``cluster``: items with the same cluster (a string) are not independent (the epochs of one
+  scenario): the intervals resample whole clusters. Without it every item is its own.
 - ``metadata``: any object, kept and ignored.
 
 **Pairwise** lines::
@@ -68,6 +70,7 @@ class PointwiseJudgment(_Strict):
     length: float | None = Field(default=None, ge=0)
     output: str | None = None
     scale: Scale | None = None
+    cluster: str | None = Field(default=None, min_length=1)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -104,6 +104,11 @@ class _Items:
         )
         scored = has_human & has_judge
         self.item_ids = [r.item_id for r, ok in zip(records, scored, strict=True) if ok]
+        # an item without a cluster is its own (its id is unique among the judge's records)
+        self.clusters: list[str] | None = (
+            [r.cluster if r.cluster is not None else f"item:{r.item_id}"
+             for r, ok in zip(records, scored, strict=True) if ok]
+            if any(r.cluster is not None for r in records) else None)
         self.human = ratings_matrix([row for row, ok in zip(human_rows, scored, strict=True) if ok])
         self.judge = ratings_matrix([row for row, ok in zip(judge_rows, scored, strict=True) if ok])
         self.judge_all = ratings_matrix([row for row, ok in zip(judge_rows, has_judge, strict=True)
@@ -149,7 +154,8 @@ def analyse_pointwise_judge(
     level = headline_level(options, categories)
     # with no label at all on one side there is nothing to compare, whatever the kinds
     same_kind = None in (data.human_kind, data.judge_kind) or data.human_kind == data.judge_kind
-    boot = ItemBootstrap(items.n, options.n_resamples, options.confidence, options.seed)
+    boot = ItemBootstrap(items.n, options.n_resamples, options.confidence, options.seed,
+                         clusters=items.clusters)
     h, j = items.human_mean, items.judge_mean
 
     def on_means(fn: Callable[[np.ndarray, np.ndarray], float]) -> Callable[[np.ndarray], float]:
@@ -315,6 +321,8 @@ def _pass_fail(
             coverage=stat(agreement.coverage),
             false_failure_rate=stat(agreement.false_failure_rate),
             alignment=stat(agreement.alignment),
+            sensitivity=stat(agreement.sensitivity),
+            specificity=stat(agreement.specificity),
         )
     thresholds = None
     if data.judge_kind == "number" and items.n:

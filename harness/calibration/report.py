@@ -112,7 +112,10 @@ class PassFailReport(_Model):
     """Pass/fail agreement. *Coverage* is the share of outputs the humans fail that the judge
     also fails; the *false-failure rate* is the share of outputs the humans pass that the judge
     fails; *alignment* is the harmonic mean of coverage and 1 − false-failure rate (Shankar et
-    al. 2024, EvalGen)."""
+    al. 2024, EvalGen). With pass as the positive class, *sensitivity* is the share of outputs
+    the humans pass that the judge passes (1 − false-failure rate) and *specificity* the share
+    the humans fail that the judge fails (the same figure as coverage): the names a reader of
+    diagnostic tests knows, given beside EvalGen's. ``None`` in reports written before them."""
 
     human_rule: str
     judge_rule: str
@@ -126,6 +129,8 @@ class PassFailReport(_Model):
     coverage: BootstrapEstimate
     false_failure_rate: BootstrapEstimate
     alignment: BootstrapEstimate
+    sensitivity: BootstrapEstimate | None = None
+    specificity: BootstrapEstimate | None = None
 
 
 class ThresholdPoint(_Model):

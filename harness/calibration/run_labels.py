@@ -6,6 +6,8 @@ the run's verdict on the same scale (a criterion's judge samples, each on the ru
 scale; a rubric's or the sample's pass/fail; the sample's score). The records then go through
 the same analysis as ``calibrate --judgments``, so every statistic, interval and note is the
 same. Random and chosen labels both count: agreement is measured on whatever was labelled.
+Each record's cluster is its scenario: the intervals resample scenarios, since a scenario's
+epochs are not independent.
 """
 
 from __future__ import annotations
@@ -95,34 +97,42 @@ def _threshold(target: LabelTarget, checker: RunLabelChecker, scenario_id: str) 
 
 
 def run_label_judgments(run_dir: Path, options: AnalysisOptions,
-                        targets: Sequence[str] = ()) -> RunLabelJudgments:
+                        targets: Sequence[str] = (),
+                        labels: Sequence[Label] | None = None) -> RunLabelJudgments:
     """The judgment records of every labelled target of the run in ``run_dir`` (only
-    ``targets`` when given). Raises :class:`~harness.runs.store.StoreError` when it is not
-    a run, and :class:`InputError` when it has no labels, none on a scored sample, or none on
-    a target asked for."""
+    ``targets`` when given), from ``labels`` (default: the run's stored ones). Raises
+    :class:`~harness.runs.store.StoreError` when it is not a run, and :class:`InputError`
+    when it has no labels, none on a scored sample, or none on a target asked for."""
     with RunStore.open(run_dir) as store:
-        labels = store.labels()
-        if not labels:
-            raise InputError(run_dir, None, "has no human labels yet; add some with `harness "
-                             "labels import RUN_DIR FILE` (contract 10) or label in `harness "
-                             "view`")
-        scored = {(s, e) for s, e, status, *_ in store.score_rows() if status == "scored"}
-        checker = RunLabelChecker(store)
-        used = [lb for lb in labels if (lb.scenario_id, lb.epoch) in scored]
-        left_out = [lb for lb in labels if (lb.scenario_id, lb.epoch) not in scored]
-        if not used:
-            where = ("its label is on a sample" if len(labels) == 1 else
-                     f"its {len(labels)} labels are all on samples")
-            raise InputError(run_dir, None, f"{where} the run did not score (errored or "
-                             "missing), so there is no judge verdict to compare with")
-        wanted = list(targets) or list(dict.fromkeys(lb.target for lb in used))
-        missing = [t for t in wanted if not any(lb.target == t for lb in used)]
-        if missing:
-            raise InputError("--target", None, f"no label on a scored sample of {run_dir} has "
-                             f"target {missing[0]!r}; labelled: "
-                             f"{', '.join(dict.fromkeys(lb.target for lb in used))}")
-        out = [_target_judgments(target, [lb for lb in used if lb.target == target], checker,
-                                 options, run_dir) for target in wanted]
+        return store_label_judgments(store, run_dir, options, targets, labels)
+
+
+def store_label_judgments(store: RunStore, run_dir: Path, options: AnalysisOptions,
+                          targets: Sequence[str] = (),
+                          labels: Sequence[Label] | None = None) -> RunLabelJudgments:
+    """:func:`run_label_judgments` on a store already open."""
+    labels = store.labels() if labels is None else list(labels)
+    if not labels:
+        raise InputError(run_dir, None, "has no human labels yet; add some with `harness "
+                         "labels import RUN_DIR FILE` (contract 10) or label in `harness "
+                         "view`")
+    scored = {(s, e) for s, e, status, *_ in store.score_rows() if status == "scored"}
+    checker = RunLabelChecker(store)
+    used = [lb for lb in labels if (lb.scenario_id, lb.epoch) in scored]
+    left_out = [lb for lb in labels if (lb.scenario_id, lb.epoch) not in scored]
+    if not used:
+        where = ("its label is on a sample" if len(labels) == 1 else
+                 f"its {len(labels)} labels are all on samples")
+        raise InputError(run_dir, None, f"{where} the run did not score (errored or "
+                         "missing), so there is no judge verdict to compare with")
+    wanted = list(targets) or list(dict.fromkeys(lb.target for lb in used))
+    missing = [t for t in wanted if not any(lb.target == t for lb in used)]
+    if missing:
+        raise InputError("--target", None, f"no label on a scored sample of {run_dir} has "
+                         f"target {missing[0]!r}; labelled: "
+                         f"{', '.join(dict.fromkeys(lb.target for lb in used))}")
+    out = [_target_judgments(target, [lb for lb in used if lb.target == target], checker,
+                             options, run_dir) for target in wanted]
     return RunLabelJudgments(run_dir=run_dir, targets=out, used=used, left_out=left_out)
 
 
@@ -139,7 +149,7 @@ def _target_judgments(target: str, labels: list[Label], checker: RunLabelChecker
         human: list[Score | None] = [lb.value if isinstance(lb.value, bool) else float(lb.value)
                                      for lb in given]
         records.append(PointwiseJudgment(
-            item_id=f"{sid}#{epoch}", human=human if len(human) > 1 else human[0],
+            item_id=f"{sid}#{epoch}", cluster=sid, human=human if len(human) > 1 else human[0],
             judge=_judge(found) if found is not None else None,
             scale=_scale(found) if found is not None else None))
     scales = {r.scale for r in records if r.scale is not None}

@@ -280,7 +280,7 @@ def has_error(record: Record) -> bool:
 def record_line(record: Record) -> str:
     """One JSONL line (contract 3) for a record; empty optional fields are left out."""
     data = record.model_dump(mode="json")
-    for key in ("length", "output", "scale", "sample", "length_a", "length_b"):
+    for key in ("length", "output", "scale", "cluster", "sample", "length_a", "length_b"):
         if key in data and data[key] is None:
             del data[key]
     return json.dumps(data, ensure_ascii=False, allow_nan=False)

@@ -67,6 +67,7 @@ from harness.wording import plural
 # The work of these commands is imported when a command runs, not when the CLI starts (so
 # --help and the other commands do not pay for the runner, scipy and the model SDKs).
 if TYPE_CHECKING:
+    from harness.calibration.run_agreement import RunLabels
     from harness.runs.api import RunResult
     from harness.runs.config import RunConfig
     from harness.runs.engine import Runner
@@ -221,10 +222,11 @@ def write_html_report(run_dir: Path, out: Path | None = None) -> Path | None:
         return None
 
 
-def _print_json(summary: RunSummary) -> None:
-    """``summary.json``'s content on stdout, every non-ASCII character escaped (outside text
-    must not reach a terminal raw; the file itself keeps the exact text)."""
-    typer.echo(json.dumps(summary.model_dump(mode="json"), indent=2))
+def _print_json(summary: RunSummary, more: dict[str, Any] | None = None) -> None:
+    """``summary.json``'s content on stdout (with ``more`` keys after its own), every
+    non-ASCII character escaped (outside text must not reach a terminal raw; the file itself
+    keeps the exact text)."""
+    typer.echo(json.dumps({**summary.model_dump(mode="json"), **(more or {})}, indent=2))
 
 
 def _problems(summary: RunSummary, run_dir: Path) -> list[tuple[int, str]]:
@@ -582,7 +584,9 @@ def _config(*, paths: list[Path], adaptive: dict[str, Any] | None, **fields: Any
     ("the tables again", "harness report runs/first"),
     ("the HTML report again, into the run directory", "harness report runs/first --html"),
     ("only the scenarios tagged refusal, figures recomputed",
-     "harness report runs/first --tag refusal")))
+     "harness report runs/first --tag refusal"),
+    ("the judge against a file of human labels, and the figures they correct",
+     "harness report runs/first --labels labels.jsonl")))
 def report(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
     as_json: Annotated[bool, typer.Option(
@@ -599,12 +603,18 @@ def report(
     tag: Tags = None,
     exclude_tag: ExcludeTags = None,
     keyword: Keywords = None,
+    labels: Annotated[Path | None, typer.Option(
+        "--labels", metavar="FILE",
+        help="human labels of the run's samples (contract 10) to use instead of the stored "
+        "ones: the judge's agreement with them and the figures they correct")] = None,
 ) -> None:
     """Show a finished run's summary again, or its HTML report.
 
     The summary is read from the run's summary.json (nothing is written); --html writes its
     HTML report again. --tag, --exclude-tag and -k recompute the figures from the store for
-    the selected scenarios' samples only."""
+    the selected scenarios' samples only. When the run has human labels (or --labels
+    gives some), the judge's agreement with them and the corrected figures follow the suite
+    figures."""
     from harness.report.terminal import render_run
     from harness.runs.summary import read_summary, summarise_selection
 
@@ -612,10 +622,13 @@ def report(
     if html is not None and selector.active:
         raise HarnessError(f"{selector.describe()} applies to the tables and --json; the "
                            "HTML report always shows the whole run")
+    if labels is not None and selector.active:
+        raise HarnessError(f"--labels: the labels are measured against the whole run; "
+                           f"leave out {selector.describe()}")
     if html is not None:
         from harness.report.html.run_page import write_run_report
 
-        path = write_run_report(run_dir, Path(html) if html else None)
+        path = write_run_report(run_dir, Path(html) if html else None, labels_file=labels)
         ERR.print(f"wrote {terminal_text(path)}")
         return
     check_target_mdd(target_mdd)
@@ -623,10 +636,21 @@ def report(
         run_dir)
     if target_mdd is not None:
         summary = _with_target(summary, target_mdd, run_dir)
+    run_labels = None if selector.active else _run_labels(run_dir, labels)
     if as_json:
-        _print_json(summary)
+        _print_json(summary, None if run_labels is None else run_labels.to_json())
         return
-    render_run(summary, terminal_console(), run_dir=str(run_dir))
+    render_run(summary, terminal_console(), run_dir=str(run_dir), labels=run_labels)
+
+
+def _run_labels(run_dir: Path, labels: Path | None) -> RunLabels | None:
+    """The run's labels in its report (``labels``' file, else the stored ones), or ``None``
+    when it has none (a run directory without its store has none)."""
+    from harness.calibration.run_agreement import run_labels_report
+
+    if labels is None and not (run_dir / "run.sqlite").is_file():
+        return None
+    return run_labels_report(run_dir, labels)
 
 
 def _with_target(summary: RunSummary, target: float, run_dir: Path) -> RunSummary:

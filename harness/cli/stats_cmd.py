@@ -24,7 +24,9 @@ from harness.report.terminal import (
 from harness.safe_text import terminal_console
 
 if TYPE_CHECKING:
-    from harness.stats.corrected import CorrectedFigures, SampleLabel
+    from harness.calibration.run_agreement import RunAgreement
+    from harness.runs.label_model import Label
+    from harness.stats.corrected import CorrectedFigures
     from harness.stats.jsonl import SampleTable
     from harness.stats.sampling import ScenarioStats
     from harness.stats.summary import StatsReport
@@ -36,6 +38,11 @@ def _print_tables(out: StatsReport, scenarios: list[ScenarioStats], console: Con
                   all_k: bool) -> None:
     render_notice(out.notice, console)
     render_suite(out, console, all_k=all_k)
+    agreement = getattr(out, "agreement", None)  # with --labels
+    if agreement is not None:
+        from harness.report.run_labels import render_agreement
+
+        render_agreement(agreement, console)
     if out.corrected is not None:
         from harness.report.corrected import render_corrected
 
@@ -60,12 +67,13 @@ def _score_range(text: str) -> tuple[float, float]:
     return bounds
 
 
-def _sample_labels(path: Path, table: SampleTable) -> list[SampleLabel]:
-    """The labels of ``path`` (contract 10) as samples of ``table``: one error naming the
-    file, the line and the field at the first label of a sample the file does not have."""
+def _sample_labels(path: Path, table: SampleTable) -> list[tuple[int, Label]]:
+    """The labels of ``path`` (contract 10) that count (a later label of the same sample,
+    reviewer and target replaces the earlier one), each with the index of its sample in
+    ``table``: one error naming the file, the line and the field at the first label of a
+    sample the file does not have."""
     from harness.files import read_text
     from harness.runs.label_files import parse_label_lines
-    from harness.stats.corrected import SampleLabel
 
     parsed = parse_label_lines(path, read_text(path, "a JSONL file of labels (contract 10)"))
     if not parsed:
@@ -77,7 +85,7 @@ def _sample_labels(path: Path, table: SampleTable) -> list[SampleLabel]:
                                   strict=True)
              for i, epoch in enumerate(table.epoch_values[a:b].tolist())}
     known = set(columns.ids)
-    latest: dict[tuple[str, int, str, str], SampleLabel] = {}
+    latest: dict[tuple[str, int, str, str], tuple[int, Label]] = {}
     for number, label in parsed:
         key = (label.scenario_id, label.epoch)
         if key not in index:
@@ -88,21 +96,38 @@ def _sample_labels(path: Path, table: SampleTable) -> list[SampleLabel]:
                                  f"{table.source}"))
             raise InputError(path, field, what + "; a label must be of a scored sample in "
                              "the file", location=number)
-        # A later label of the same sample, reviewer and target replaces the earlier one.
-        latest[label.key] = SampleLabel(index=index[key], target=label.target,
-                                        value=float(label.value), random=label.random)
+        latest[label.key] = (index[key], label)
     return list(latest.values())
 
 
-def _corrected(path: Path, table: SampleTable, *, confidence: float, seed: int,
-               bounds: tuple[float, float], half_width: float) -> CorrectedFigures:
-    from harness.stats.corrected import corrected_figures
+def _corrected(labels: list[tuple[int, Label]], table: SampleTable, *, confidence: float,
+               seed: int, bounds: tuple[float, float], half_width: float) -> CorrectedFigures:
+    from harness.stats.corrected import SampleLabel, corrected_figures
 
     columns = table.columns
+    given = [SampleLabel(index=i, target=lb.target, value=float(lb.value), random=lb.random)
+             for i, lb in labels]
     return corrected_figures(
-        columns.scores, columns.passed.astype(float), columns.offsets,
-        _sample_labels(path, table), confidence=confidence, seed=seed, score_range=bounds,
-        half_width=half_width)
+        columns.scores, columns.passed.astype(float), columns.offsets, given,
+        confidence=confidence, seed=seed, score_range=bounds, half_width=half_width)
+
+
+def _agreement(path: Path, labels: list[tuple[int, Label]], table: SampleTable, *,
+               confidence: float, seed: int, bounds: tuple[float, float]) -> RunAgreement:
+    """The judge's agreement with the labels of ``passed`` and ``score``."""
+    from harness.calibration.report import AnalysisOptions
+    from harness.calibration.run_agreement import file_agreement
+
+    columns = table.columns
+    samples = [(sid, int(epoch), float(score), bool(ok))
+               for sid, a, b in zip(columns.ids, columns.offsets[:-1], columns.offsets[1:],
+                                    strict=True)
+               for epoch, score, ok in zip(table.epoch_values[a:b].tolist(),
+                                           columns.scores[a:b].tolist(),
+                                           columns.passed[a:b].tolist(), strict=True)]
+    return file_agreement(samples, labels, source=str(path),
+                          options=AnalysisOptions(confidence=confidence, seed=seed),
+                          score_range=bounds)
 
 
 @app.command("stats", epilog=examples(
@@ -179,8 +204,13 @@ def stats(
                          f"{half_width}")
     bounds = _score_range(score_range)
     table = read_sample_scores(file, errors_as_failures=errors_as_failures, score_range=bounds)
-    corrected = None if labels is None else _corrected(
-        labels, table, confidence=confidence, seed=seed, bounds=bounds, half_width=half_width)
+    given = None if labels is None else _sample_labels(labels, table)
+    corrected = agreement = None
+    if labels is not None and given is not None:
+        corrected = _corrected(given, table, confidence=confidence, seed=seed, bounds=bounds,
+                               half_width=half_width)
+        agreement = _agreement(labels, given, table, confidence=confidence, seed=seed,
+                               bounds=bounds)
     suite = suite_stats_from_columns(
         table.columns, judge_scores=table.judge_scores, confidence=confidence, seed=seed,
         bootstrap_resamples=bootstrap_resamples, score_range=bounds,
@@ -199,6 +229,10 @@ def stats(
         notice=roles_notice(table.roles) or offline_notice(table.n_offline, table.n_samples),
         corrected=corrected,
     )
+    if agreement is not None:
+        from harness.calibration.run_agreement import StatsWithAgreement
+
+        out = StatsWithAgreement(**dict(out), agreement=agreement)
     if as_json:
         sys.stdout.flush()
         write_summary_json(out, suite.scenarios.rows(), sys.stdout.buffer)

@@ -32,6 +32,24 @@ def _plan(est: CorrectedEstimate) -> str | None:
     return text + (f"; {need.note}" if need.note else "")
 
 
+def corrected_notes(corrected: CorrectedFigures) -> list[str]:
+    """The notes under the corrected figures, as the terminal and the HTML page print them:
+    withheld figures and why, the labels a half-width needs, each figure's own notes, then
+    the labels left out and why."""
+    lines: list[str] = []
+    for name, est in (("mean score", corrected.mean), ("pass rate", corrected.pass_rate)):
+        if est is None:
+            continue
+        if est.withheld is not None:
+            lines.append(f"{name}: withheld: {est.withheld}")
+            continue
+        plan = _plan(est)
+        if plan:
+            lines.append(f"{name}: {plan}")
+        lines += [f"{name}: {note}" for note in est.notes]
+    return lines + corrected.notes
+
+
 def render_corrected(mean: Estimate, pass_rate: Estimate, corrected: CorrectedFigures,
                      console: Console) -> None:
     """The judge's mean score and pass rate (``mean``, ``pass_rate``: the suite's own) each
@@ -41,7 +59,6 @@ def render_corrected(mean: Estimate, pass_rate: Estimate, corrected: CorrectedFi
     table = make_table("Judge and human-corrected figures", "figure", "source",
                        f"value [{level} interval]", "lambda", "labels worth",
                        text=("source",))
-    lines: list[str] = []
     for name, judge, est in (("mean score", mean, corrected.mean),
                              ("pass rate", pass_rate, corrected.pass_rate)):
         table.add_row(name, "judge", _cell(judge.value, judge.ci_low, judge.ci_high), "", "")
@@ -51,7 +68,6 @@ def render_corrected(mean: Estimate, pass_rate: Estimate, corrected: CorrectedFi
         source = f"corrected with {plural(est.n_labelled, 'human label')}"
         if est.withheld is not None:
             table.add_row("", source, "withheld", "", "")
-            lines.append(f"{name}: withheld: {est.withheld}")
             continue
         table.add_row("", source, _cell(est.value, est.ci_low, est.ci_high),
                       fmt_num(est.lam, 2), fmt_num(est.effective_labels, 0))
@@ -59,13 +75,9 @@ def render_corrected(mean: Estimate, pass_rate: Estimate, corrected: CorrectedFi
         if only is not None:
             table.add_row("", "labels alone", _cell(only.value, only.ci_low, only.ci_high),
                           "0", "")
-        plan = _plan(est)
-        if plan:
-            lines.append(f"{name}: {plan}")
-        lines += [f"{name}: {note}" for note in est.notes]
     table.caption = ("corrected: what the reviewers would have given every sample, from the "
                      "judge on all and random human labels (PPI++, clustered by scenario); "
                      "labels worth: how many labels alone would give the same width")
     console.print(table)
-    for line in lines + corrected.notes:
+    for line in corrected_notes(corrected):
         console.print(f"[dim]note: {terminal_text(line)}[/]")

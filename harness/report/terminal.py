@@ -18,6 +18,7 @@ from harness.safe_text import terminal_text
 from harness.wording import plural
 
 if TYPE_CHECKING:
+    from harness.calibration.run_agreement import RunLabels
     from harness.checks.failures import FailureAnalysis
     from harness.runs.gate import GateResult
     from harness.runs.summary_model import (
@@ -64,11 +65,13 @@ NO_SUITE_INTERVAL = (
 
 
 def render_run(summary: RunSummary, console: Console, *, run_dir: str | None = None,
-               max_rows: int = 50, brief: bool = False) -> None:
+               max_rows: int = 50, brief: bool = False, labels: RunLabels | None = None
+               ) -> None:
     """Print the run summary: suite figures, scenarios, metrics, errors, failure groups,
     usage, latency, the per-tool table, and the gate verdict when the summary has one.
     ``brief`` leaves the latency and per-tool tables to summary.json and the HTML report,
-    saying so in one line."""
+    saying so in one line. ``labels`` (the run's human labels) adds, after the suite table,
+    the judge's agreement with them and the figures they correct."""
     render_notice(summary.notice, console)
     counts = summary.counts
     head = (f"{_scenarios_and_samples(counts)}: {counts.scored} scored, "
@@ -86,6 +89,10 @@ def render_run(summary: RunSummary, console: Console, *, run_dir: str | None = N
             console.print(f"[yellow]{terminal_text(note)}[/]")
     else:
         render_suite(score, console)
+        if labels is not None:
+            from harness.report.run_labels import render_run_labels
+
+            render_run_labels(labels, score.mean_estimate, score.pass_rate, console)
         errors: dict[str, int] = {}
         for e in summary.errors:
             errors[e.scenario_id] = errors.get(e.scenario_id, 0) + 1

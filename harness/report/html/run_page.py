@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.calibration.run_agreement import RunLabels, store_labels_report
 from harness.checks.result import CheckResult
 from harness.errors import InputError
 from harness.json_values import load_json
 from harness.models.types import Message
+from harness.report.corrected import corrected_notes
 from harness.report.html.page import embedded_data, render_page, write_page
 from harness.report.html.plots import (
     Forest,
@@ -38,6 +40,7 @@ from harness.report.html.sample_outcome import (
     rubric_rule_text,
     rubric_rules,
 )
+from harness.report.run_labels import STATISTIC_NAMES, agreement_notes, labels_line
 from harness.report.terminal import handful_of_k
 from harness.runs.latency import LatencyCollector
 from harness.runs.sample import SampleRecord
@@ -289,23 +292,63 @@ def _failure_examples(summary: RunSummary, rows: Sequence[SampleRow]
     return out
 
 
-def run_page(run_dir: Path) -> str:
-    """The HTML page of the run in ``run_dir``.
+def run_page(run_dir: Path, labels_file: Path | None = None) -> str:
+    """The HTML page of the run in ``run_dir``, with its human labels (``labels_file``'s,
+    contract 10, else the stored ones) when it has some.
 
     Raises :class:`~harness.errors.InputError` when ``summary.json`` is missing or not a
-    summary this harness reads, and :class:`~harness.runs.store.StoreError` when the store
-    is missing, damaged or of another schema version."""
+    summary this harness reads, or the label file does not fit the run, and
+    :class:`~harness.runs.store.StoreError` when the store is missing, damaged or of another
+    schema version."""
     summary = read_summary(run_dir)
     with RunStore.open(run_dir, read_only=True) as store:
-        context = run_page_context(run_dir, summary, store)
+        labels = store_labels_report(store, run_dir, summary.config.design, labels_file)
+        context = run_page_context(run_dir, summary, store, labels)
     return render_page("run.html.j2", **context)
 
 
-def run_page_context(run_dir: Path, summary: RunSummary, store: RunStore) -> dict[str, Any]:
+def _corrected_row(figure: str, source: str, value: float | None, low: float | None,
+                   high: float | None, *, lam: float | None = None, worth: float | None = None,
+                   withheld: str | None = None, corrected: bool = False) -> dict[str, Any]:
+    return {"figure": figure, "source": source, "value": value, "low": low, "high": high,
+            "lam": lam, "worth": worth, "withheld": withheld, "corrected": corrected}
+
+
+def _labels_context(labels: RunLabels | None, score: SuiteSummary | None) -> dict[str, Any]:
+    """The labels section: the agreement rows and the judge's figures beside the corrected
+    ones, each row named by its source."""
+    if labels is None:
+        return {"labels": None}
+    rows: list[dict[str, Any]] = []
+    if score is not None and labels.corrected is not None:
+        for name, judge, est in (("mean score", score.mean_estimate, labels.corrected.mean),
+                                 ("pass rate", score.pass_rate, labels.corrected.pass_rate)):
+            rows.append(_corrected_row(name, "judge", judge.value, judge.ci_low, judge.ci_high))
+            if est is None:
+                rows.append(_corrected_row("", "no random labels", None, None, None))
+                continue
+            source = f"corrected with {plural(est.n_labelled, 'human label')}"
+            rows.append(_corrected_row("", source, est.value, est.ci_low, est.ci_high,
+                                       lam=est.lam, worth=est.effective_labels,
+                                       withheld=est.withheld, corrected=True))
+            only = est.labels_only
+            if est.withheld is None and only is not None:
+                rows.append(_corrected_row("", "labels alone", only.value, only.ci_low,
+                                           only.ci_high))
+    notes = corrected_notes(labels.corrected) if labels.corrected is not None else []
+    return {"labels": labels, "labels_line": labels_line(labels.agreement),
+            "agreement_notes": agreement_notes(labels.agreement),
+            "statistic_names": STATISTIC_NAMES, "corrected_rows": rows,
+            "corrected_notes": notes}
+
+
+def run_page_context(run_dir: Path, summary: RunSummary, store: RunStore,
+                     labels: RunLabels | None = None) -> dict[str, Any]:
     """What ``run.html.j2`` draws of the run in ``run_dir``: ``summary``'s figures and every
-    sample of ``store`` (``title`` included), for :func:`run_page` and for pages that
-    show the run another way (``harness view``). Raises
-    :class:`~harness.runs.store.StoreError` when a stored sample cannot be read."""
+    sample of ``store`` (``title`` included), and ``labels`` (the run's human labels in the
+    report) when given, for :func:`run_page` and for pages that show the run another way
+    (``harness view``). Raises :class:`~harness.runs.store.StoreError` when a stored sample
+    cannot be read."""
     latency = None if summary.latency is not None else LatencyCollector()
     tools = None if summary.tools is not None else ToolCollector()
     rules = rubric_rules(summary.config.design.rubric_paths)
@@ -327,11 +370,13 @@ def run_page_context(run_dir: Path, summary: RunSummary, store: RunStore) -> dic
         tools=summary.tools if tools is None else tools.tools(summary.config.design.confidence),
         failure_examples=_failure_examples(summary, rows),
         samples_data=embedded_data("samples-data", views),
+        **_labels_context(labels, score),
     )
 
 
-def write_run_report(run_dir: Path, out: Path | None = None) -> Path:
+def write_run_report(run_dir: Path, out: Path | None = None, *,
+                     labels_file: Path | None = None) -> Path:
     """Write the run page to ``out`` (default ``RUN_DIR/report.html``) in one step and return
     its path. Raises as :func:`run_page` does, and
     :class:`~harness.errors.InputError` when the file cannot be written."""
-    return write_page(out or run_dir / REPORT_FILENAME, run_page(run_dir))
+    return write_page(out or run_dir / REPORT_FILENAME, run_page(run_dir, labels_file))
