@@ -8,10 +8,12 @@ the corrected figures of two labelled runs with their difference."""
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from harness.runs.api import run_suite
@@ -206,7 +208,7 @@ def test_two_labelled_runs_compare_on_the_reviewers_scale(runs: Path, tmp_path: 
     corrected = data["corrected"]
     a, b = corrected["baseline"]["mean"], corrected["candidate"]["mean"]
     assert corrected["baseline"]["n_labelled_samples"] == 14
-    assert corrected["baseline"]["agreement"] is None  # filled in when reports compute it
+    assert "agreement" not in corrected["baseline"]  # the reports' layer adds it
     d = corrected["difference"]["mean"]
     assert d["value"] == pytest.approx(b["value"] - a["value"])
     low, high = difference_interval(a["value"], a["ci_low"], a["ci_high"], b["value"],
@@ -218,11 +220,25 @@ def test_two_labelled_runs_compare_on_the_reviewers_scale(runs: Path, tmp_path: 
         "lower")
     done = run_cli("compare", base, cand)
     assert "On the reviewers' scale: corrected by human labels" in done.stdout
+    assert "Each judge against its own reviewers" in done.stdout
     page = tmp_path / "compare.html"
     assert run_cli("compare", base, cand, "--html", page).returncode == 0
     html = page.read_text(encoding="utf-8")
     assert 'id="judge-drift"' in html and 'id="corrected-table"' in html
-    assert f"{d['value']:+.3f}" in html
+    assert f"{d['value']:+.3f}" in html and 'id="agreement-table"' in html
+    # each judge's agreement with its own reviewers, as compare --json gives it: the
+    # baseline's judge scores near its reviewers (shift 0.05), the candidate's 0.3 above
+    shown = json.loads(run_cli("compare", base, cand, "--json").stdout)["corrected"]
+    for which, path, shift in (("baseline", base, 0.05), ("candidate", cand, 0.3)):
+        agreement = {t["target"]: t for t in shown[which]["agreement"]}
+        assert set(agreement) == {"passed", "score"}
+        with RunStore.open(path) as store:
+            labels = [lb for lb in store.labels() if lb.target == "score"]
+            judge = {(s, e): score for s, e, _, score, _ in store.score_rows()}
+        bias = np.mean([judge[(lb.scenario_id, lb.epoch)] - lb.value for lb in labels])
+        assert agreement["score"]["mean_bias"]["value"] == pytest.approx(bias)
+        assert bias == pytest.approx(shift, abs=0.03)
+        assert agreement["score"]["n_samples"] == 14
 
 
 def test_corrected_figures_cover_the_compared_scenarios_only(runs: Path,

@@ -17,7 +17,7 @@ ones enter the corrected figures (:mod:`harness.stats.corrected`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -270,3 +270,45 @@ def file_agreement(samples: Sequence[tuple[str, int, float, bool]],
                         method=bootstrap_method(options),
                         labels=label_counts([lb for _, lb in labels]), targets=targets,
                         left_out=left_out, notes=notes)
+
+
+COMPARED_TARGETS = ("passed", "score")
+"""The targets ``harness compare`` shows each run's agreement on: the sample's own."""
+
+
+def compared_agreement(run_dir: Path, scenario_ids: Collection[str], *, confidence: float,
+                       n_resamples: int = 2000) -> list[TargetAgreement]:
+    """How the judge of the run in ``run_dir`` agreed with its reviewers on the samples of
+    ``scenario_ids`` (the scenarios a comparison covers), for :data:`COMPARED_TARGETS`, from
+    its stored labels (random and chosen alike). Empty when no such label is on a scored
+    sample."""
+    keep = set(scenario_ids)
+    with RunStore.open(run_dir, read_only=True) as store:
+        scored = {(s, e) for s, e, status, *_ in store.score_rows() if status == "scored"}
+        labels = [lb for lb in store.labels() if lb.scenario_id in keep
+                  and lb.target in COMPARED_TARGETS and (lb.scenario_id, lb.epoch) in scored]
+        if not labels:
+            return []
+        options = AnalysisOptions(n_resamples=n_resamples, confidence=confidence,
+                                  seed=store.run_config().design.seed)
+        data = store_label_judgments(store, run_dir, options, labels=labels)
+    return [target_agreement(t.target, t.judgments, t.options, t.labels, t.notes)
+            for t in data.targets]
+
+
+def with_compared_agreement(comparison: dict[str, Any], baseline: Path,
+                            candidate: Path) -> dict[str, Any]:
+    """``comparison`` (:func:`harness.runs.comparison.compare_run_dirs`' dict) with, when it
+    compares corrected figures, each labelled run's ``agreement`` (a list of
+    :class:`TargetAgreement` as JSON, see :func:`compared_agreement`) beside them, so the two
+    judges' agreement with their reviewers is read side by side."""
+    corrected = comparison.get("corrected")
+    if not corrected:
+        return comparison
+    compared = [row["scenario_id"] for row in comparison["scenarios"]]
+    for which, path in (("baseline", baseline), ("candidate", candidate)):
+        run = corrected.get(which)
+        if run is not None:
+            run["agreement"] = [t.model_dump(mode="json") for t in compared_agreement(
+                path, compared, confidence=1.0 - comparison["alpha"])]
+    return comparison

@@ -716,6 +716,10 @@ def compare(
     html_path = html_output(html, "a comparison")
     data = compare_run_dirs(baseline, candidate, alpha=alpha, test=test, seed=seed,
                             selector=scenario_filter(tag, exclude_tag, keyword))
+    if data.get("corrected"):
+        from harness.calibration.run_agreement import with_compared_agreement
+
+        data = with_compared_agreement(data, baseline, candidate)
     if as_json:
         typer.echo(json.dumps(data, indent=2))
     else:

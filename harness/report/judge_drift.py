@@ -94,3 +94,56 @@ def render_corrected_comparison(result: dict[str, Any], console: Console) -> Non
                 notes.append(f"{which} {key.replace('_', ' ')}: withheld: {est['withheld']}")
     for note in notes:
         console.print(f"[dim]note: {terminal_text(note)}[/]")
+    _render_agreement(base, cand, level, console)
+
+
+# What compare shows of each judge's agreement with its reviewers, per target.
+AGREEMENT_ROWS = {"passed": (("accuracy", "accuracy"), ("cohen_kappa", "Cohen's kappa"),
+                             ("sensitivity", "sensitivity"), ("specificity", "specificity")),
+                  "score": (("mean_bias", "mean bias"), ("mae", "MAE"),
+                            ("spearman", "Spearman"))}
+
+
+def agreement_rows(base: dict[str, Any] | None, cand: dict[str, Any] | None
+                   ) -> list[tuple[str, str, dict[str, Any] | None, dict[str, Any] | None]]:
+    """``(target, statistic's name, baseline estimate, candidate estimate)`` for each
+    statistic compare shows of the two judges' agreement with their reviewers (a run's
+    ``agreement``: :func:`harness.calibration.run_agreement.with_compared_agreement`);
+    empty when neither run has it."""
+    by_run = [{t["target"]: t for t in (run or {}).get("agreement") or []}
+              for run in (base, cand)]
+    rows = []
+    for target, stats in AGREEMENT_ROWS.items():
+        if not any(target in found for found in by_run):
+            continue
+        for key, name in stats:
+            a, b = ((found.get(target) or {}).get(key) for found in by_run)
+            rows.append((target, name, a, b))
+    return rows
+
+
+def _agreement_cell(est: dict[str, Any] | None) -> str:
+    if est is None:
+        return "no labels"
+    if est.get("value") is None:
+        return "undefined"
+    interval = fmt_ci(est.get("ci_low"), est.get("ci_high"))
+    return f"{fmt_num(est['value'])} (n={est['n']})\n{interval}"
+
+
+def _render_agreement(base: dict[str, Any] | None, cand: dict[str, Any] | None, level: str,
+                      console: Console) -> None:
+    rows = agreement_rows(base, cand)
+    if not rows:
+        return
+    table = make_table(f"Each judge against its own reviewers ({level} intervals)",
+                       "target", "statistic", "baseline", "candidate")
+    shown = None
+    for target, name, a, b in rows:
+        table.add_row(target if target != shown else "", name, _agreement_cell(a),
+                      _agreement_cell(b))
+        shown = target
+    table.caption = ("on the compared scenarios' labelled samples, random and chosen alike; "
+                     "pass is the positive class; mean bias: judge − reviewers; intervals "
+                     "resample scenarios")
+    console.print(table)

@@ -163,13 +163,6 @@ def _run_corrected(path: Path, keep: Collection[str], confidence: float
         return figures, len(labels)
 
 
-def _agreement(path: Path) -> dict[str, Any] | None:
-    """Where each run's agreement of its judge with its reviewers (per target, issue 27
-    item 1) goes once reports compute it; ``None`` until then."""
-    del path
-    return None
-
-
 def _estimate(est: CorrectedEstimate | None) -> dict[str, Any] | None:
     return None if est is None else est.model_dump(mode="json")
 
@@ -195,15 +188,14 @@ def corrected_comparison(baseline: Path, candidate: Path, scenario_ids: list[str
     if all(figures is None for figures, _n in runs.values()):
         return None
     out: dict[str, Any] = {}
-    for which, path in (("baseline", baseline), ("candidate", candidate)):
+    for which in ("baseline", "candidate"):
         figures, n_labels = runs[which]
         out[which] = None if figures is None else {
             "n_labels": n_labels, "n_labelled_samples": max(
                 (e.n_labelled for e in (figures.mean, figures.pass_rate) if e is not None),
                 default=0),
             "mean": _estimate(figures.mean),
-            "pass_rate": _estimate(figures.pass_rate), "notes": figures.notes,
-            "agreement": _agreement(path)}
+            "pass_rate": _estimate(figures.pass_rate), "notes": figures.notes}
     a, b = runs["baseline"][0], runs["candidate"][0]
     out["difference"] = {
         "mean": _difference(None if a is None else a.mean, None if b is None else b.mean),

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from harness.calibration.run_agreement import with_compared_agreement
 from harness.errors import HarnessError
 from harness.files import connect_read_only
 from harness.report.html.compare_page import compare_page_context
@@ -196,7 +197,8 @@ async def compare(request: web.Request) -> web.Response:
     baseline, candidate = dirs[0], dirs[1]
 
     def draw() -> dict[str, Any]:
-        comparison = compare_run_dirs(baseline, candidate)
+        comparison = with_compared_agreement(compare_run_dirs(baseline, candidate),
+                                             baseline, candidate)
         return compare_page_context(comparison, baseline, candidate)
 
     try:

@@ -19,6 +19,7 @@ from typing import Any
 from harness.report.html.page import embedded_data, render_page, write_page
 from harness.report.html.plots import Forest, ForestPoint, forest, symmetric_domain
 from harness.report.html.run_page import sample_view
+from harness.report.judge_drift import agreement_rows
 from harness.runs.store import RunStore
 
 # What each kind of change is called on the page, and the tag colour it gets.
@@ -177,6 +178,9 @@ def compare_page_context(comparison: Mapping[str, Any], baseline: Path,
         names=names, drill=data["scenarios"], level=f"{100 * (1 - comparison['alpha']):g}%",
         counts={which: sum(len(v) for v in data[which]) for which in names},
         samples_data=embedded_data("compare-data", data),
+        agreement=(agreement_rows(comparison["corrected"]["baseline"],
+                                  comparison["corrected"]["candidate"])
+                   if comparison.get("corrected") else []),
     )
 
 
