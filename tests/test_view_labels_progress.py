@@ -220,6 +220,26 @@ def test_the_runs_page_shows_the_progress(server: Served, root: Path, run_id: st
     assert 'data-figure="pass rate" data-labelled="12"' in block
 
 
+def test_the_runs_page_shows_its_labels_section_as_the_report_does(
+        server: Served, root: Path, run_id: str) -> None:
+    """The judge's agreement with the reviewers and the corrected figures, as `harness report
+    --html` draws them; drawn again when a label is added, not on every visit."""
+    from harness.calibration.run_agreement import run_labels_report
+
+    _label_queue(root / run_id, 12)
+    page = server.request("GET", f"/runs/{run_id}").text
+    section = page.split('<section id="labels">')[1].split("</section>")[0]
+    report = run_labels_report(root / run_id)
+    assert report is not None
+    passed = next(t for t in report.agreement.targets if t.target == "passed")
+    assert passed.accuracy is not None and passed.accuracy.value is not None
+    assert f"{passed.accuracy.value:.3f}" in section and "corrected with 12 human labels" in (
+        section)
+    _label_queue(root / run_id, 2, start=12)
+    again = server.request("GET", f"/runs/{run_id}").text
+    assert "corrected with 14 human labels" in again.split('<section id="labels">')[1]
+
+
 # ---- in the browser ----
 
 def test_the_labelling_page_updates_its_progress_after_each_save(

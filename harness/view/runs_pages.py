@@ -18,7 +18,11 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from harness.calibration.run_agreement import with_compared_agreement
+from harness.calibration.run_agreement import (
+    RunLabels,
+    store_labels_report,
+    with_compared_agreement,
+)
 from harness.errors import HarnessError
 from harness.files import connect_read_only
 from harness.report.html.compare_page import compare_page_context
@@ -26,6 +30,7 @@ from harness.report.html.run_page import run_page_context
 from harness.runs.comparison import compare_run_dirs
 from harness.runs.store import STORE_FILENAME, RunStore
 from harness.runs.summary import read_summary, summary_so_far
+from harness.runs.summary_model import RunSummary
 from harness.view.catalog import ROOT_ID, RunEntry, read_entry, run_url
 from harness.view.label_progress import (
     DEFAULT_HALF_WIDTH,
@@ -75,6 +80,28 @@ async def api_runs(request: web.Request) -> web.Response:
                               "runs": [e.as_json() for e in entries]})
 
 
+# The labels section of a run's page, per run: computed again only when the run's labels,
+# its samples or the half-width asked for changed (each labelled target's agreement costs a
+# bootstrap of about half a second).
+_LABELS_CACHE: dict[str, tuple[tuple[object, ...], RunLabels | None]] = {}
+
+
+def _labels_report(store: RunStore, run_dir: Path, summary: RunSummary,
+                   half_width: float) -> RunLabels | None:
+    labels = store.labels()
+    if not labels:
+        return None
+    key = (len(labels), max(lb.labelled_at for lb in labels), summary.counts.samples,
+           half_width)
+    cached = _LABELS_CACHE.get(str(run_dir))
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    report = store_labels_report(store, run_dir, summary.config.design,
+                                 half_width=half_width)
+    _LABELS_CACHE[str(run_dir)] = (key, report)
+    return report
+
+
 def _run_page(root: Path, run_dir: Path, half_width: float = DEFAULT_HALF_WIDTH
               ) -> dict[str, Any]:
     entry = read_entry(root, run_dir)
@@ -84,7 +111,8 @@ def _run_page(root: Path, run_dir: Path, half_width: float = DEFAULT_HALF_WIDTH
     with RunStore.open(run_dir, read_only=True) as store:
         summary = (read_summary(run_dir) if _summary_is_current(run_dir, entry, since)
                    else summary_so_far(store))
-        context = run_page_context(run_dir, summary, store)
+        context = run_page_context(run_dir, summary, store,
+                                   _labels_report(store, run_dir, summary, half_width))
         progress = labels_progress(store, half_width=half_width)
     context["live"] = {
         "running": entry.status.running, "status": entry.status.status,
