@@ -240,7 +240,7 @@ def test_one_label_and_labels_all_equal_give_figures_with_notes(
     assert "needs at least 10 random labels, got 1" in out["corrected"]["pass_rate"]["withheld"]
     done = run_cli("report", run_dir, "--labels", one)
     flat = " ".join(done.stdout.split())
-    assert ("passed: specificity: no figure: specificity: the humans failed no output"
+    assert ("passed: specificity: no figure (the humans failed no output)"
             in flat)
     assert "pass rate: withheld: needs at least 10 random labels, got 1: 9 more" in flat
     # every reviewer passes every sample: what agreement cannot say is said, not guessed
@@ -286,7 +286,7 @@ def test_a_judge_with_no_variance_gives_a_figure_with_a_note(tmp_path: Path) -> 
     assert score["mean_bias"]["value"] == pytest.approx(
         np.mean([1 - (i + e) / 7 for i in range(6) for e in range(2)]))
     text = " ".join(run_cli("stats", scores, "--labels", labels).stdout.split())
-    assert "score: Spearman: no figure:" in text
+    assert "score: Spearman: no figure (" in text
 
 
 def test_stats_gives_the_same_agreement_as_the_report(

@@ -229,6 +229,26 @@ def test_an_identifier_cell_shows_control_characters_and_no_markup() -> None:
     assert cell.text == "[bold]a\\x1b[2Jb"
 
 
+@pytest.mark.parametrize("width", [12, 20, 27, 40])
+def test_a_marked_identifier_keeps_its_mark_on_its_line(width: int) -> None:
+    """A scenario's footnote mark (" *") stays after its id, the id shortened to make room,
+    rather than wrapping onto a line of its own."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(max_width=width)
+    table.add_row(Identifier("support-cancel-pending-order", mark=" *"))
+    console = Console(width=80, record=True, color_system=None)
+    console.print(table)
+    [line] = [x.rstrip() for x in console.export_text().splitlines() if x.strip()]
+    assert line.endswith(" *") and cell_len(line) <= width
+    head, _, tail = line.removesuffix(" *").partition(ELLIPSIS)
+    sid = "support-cancel-pending-order"
+    assert (head, tail) == (sid, "") if width >= len(sid) + 2 else (
+        sid.startswith(head) and sid.endswith(tail) and head and tail)
+
+
 @pytest.mark.parametrize("count, noun, expected", [
     (0, "scenario", "0 scenarios"), (1, "scenario", "1 scenario"),
     (2, "scenario", "2 scenarios"), (1, "match", "1 match"), (3, "match", "3 matches"),

@@ -91,26 +91,30 @@ class Identifier:
     visible (:func:`~harness.safe_text.visible_controls`) and is never read as markup; the
     JSON output and the HTML page keep every identifier whole."""
 
-    def __init__(self, value: object, style: str = "") -> None:
+    def __init__(self, value: object, style: str = "", mark: str = "") -> None:
         self.text = visible_controls(str(value))
         self.style = style
+        self.mark = mark  # kept whole after the last word (" *": a footnote's mark)
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         words = self.text.split(" ")
-        return Measurement(min(max(map(cell_len, words)), 8), cell_len(self.text))
+        return Measurement(min(max(map(cell_len, words)), 8) + cell_len(self.mark),
+                           cell_len(self.text) + cell_len(self.mark))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = max(1, options.max_width)
-        words = [middle_ellipsis(word, width) for word in self.text.split(" ")]
-        yield Text(" ".join(words), style=self.style, overflow="fold")
+        words = self.text.split(" ")
+        shown = [middle_ellipsis(word, width) for word in words[:-1]]
+        shown.append(middle_ellipsis(words[-1], max(1, width - cell_len(self.mark))))
+        yield Text(" ".join(shown) + self.mark, style=self.style, overflow="fold")
 
     def __str__(self) -> str:
         return self.text
 
 
-def ident(value: object, style: str = "") -> Identifier:
-    """``value`` as an :class:`Identifier` cell."""
-    return Identifier(value, style)
+def ident(value: object, style: str = "", mark: str = "") -> Identifier:
+    """``value`` as an :class:`Identifier` cell (``mark`` kept whole after it)."""
+    return Identifier(value, style, mark)
 
 
 def widen_for_identifiers(table: Table, column: int = 0, limit: int = 30) -> None:

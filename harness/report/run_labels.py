@@ -38,8 +38,11 @@ def agreement_notes(agreement: RunAgreement) -> list[str]:
     for target in agreement.targets:
         for name, est in target.figures():
             if est.value is None and est.undefined:
-                lines.append(f"{target.target}: {STATISTIC_NAMES[name]}: no figure: "
-                             f"{est.undefined}")
+                # the reason names its statistic first ("specificity: the humans …")
+                head, sep, reason = est.undefined.partition(": ")
+                why = reason if sep and set(head) <= set("abcdefghijklmnopqrstuvwxyz_ ()") \
+                    else est.undefined
+                lines.append(f"{target.target}: {STATISTIC_NAMES[name]}: no figure ({why})")
         lines += [f"{target.target}: {note}" for note in target.notes]
     lines += [f"{plural(out.count, 'label')} left out: {out.reason}"
               for out in agreement.left_out]

@@ -209,7 +209,7 @@ def render_scenarios(score: SuiteFigures, scenarios: Sequence[ScenarioStats], co
         marked = s.mean_ci_low is not None and s.sd == 0.0
         if marked:
             no_spread.add(s.n_epochs)
-        cells: list[RenderableType] = [ident(s.scenario_id + (" *" if marked else "")),
+        cells: list[RenderableType] = [ident(s.scenario_id, mark=" *" if marked else ""),
                                        *([] if same else [str(s.n_epochs)]),
                  fmt_num(s.mean), fmt_ci(s.mean_ci_low, s.mean_ci_high),
                  fmt_num(s.pass_rate), fmt_ci(s.pass_rate_ci_low, s.pass_rate_ci_high),
