@@ -115,3 +115,30 @@ def test_the_missing_verdict_policy_is_the_one_applied(
     report = analyse(data, AnalysisOptions(n_resamples=0, missing_verdict=missing))  # type: ignore[arg-type]
     assert report.policies[0] == (f"{opening}; order_kappa, first_position_rate and tie_rate "
                                   "use given verdicts only")
+
+
+def test_every_pairwise_statistic_says_what_it_is(tmp_path: Path) -> None:
+    """The line a report prints under each pairwise statistic, word for word."""
+    report = analyse(load_judgments(_write(tmp_path / "j.jsonl", _rows(1, ("j1",)))),
+                     AnalysisOptions(n_resamples=0))
+    [judge] = report.judges
+    said = {name: getattr(judge, name).detail for name in (
+        "accuracy", "accuracy_both_orders", "position_consistency", "order_kappa",
+        "first_position_rate", "tie_rate")}
+    assert said == {
+        "accuracy": "mean of the accuracies in the two orders",
+        "accuracy_both_orders": "correct in both orders",
+        "position_consistency": "same verdict in both orders",
+        "order_kappa": "Cohen's kappa, original-order vs swapped verdicts (given verdicts "
+                       "only)",
+        "first_position_rate": "share of A/B verdicts naming the output shown first (units "
+                               "judged in both orders)",
+        "tie_rate": "share of given verdicts that are tie",
+    }
+    beside = judge.beside_humans
+    assert beside is not None
+    assert (beside.human_vs_rest_accuracy.detail, beside.judge_vs_rest_accuracy.detail,
+            beside.accuracy_difference.detail) == (
+        "each rater vs the majority of the other raters, averaged over rater positions",
+        "judge vs the same leave-one-out majorities (mean of the two orders)",
+        "judge − human (paired)")
