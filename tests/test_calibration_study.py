@@ -171,8 +171,11 @@ async def test_pointwise_k_samples_per_item_through_the_sdks(
     # the same records analysed as contract 3 give the same report
     again = analyse(load_judgments(tmp_path / "study" / "judgments.jsonl"), report.options)
     assert again.judges == report.judges
-    saved = json.loads((tmp_path / "study" / "report.json").read_text())
+    text = (tmp_path / "study" / "report.json").read_text()
+    saved = json.loads(text)
     assert saved["spearman"]["value"] == judge.spearman.value
+    # indented for people to read, strict JSON (no NaN), one final newline
+    assert text.startswith('{\n  "') and text.endswith("}\n") and "NaN" not in text
 
 
 async def test_a_second_run_is_answered_by_the_cache(

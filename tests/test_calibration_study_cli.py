@@ -115,7 +115,10 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
                   "its criteria: correctness, completeness, clarity, tone"),
     ((str(POINTWISE), "--offline", "--rubric", "groundedness"),
      f"{POINTWISE}: scale: the human labels are a number from 1 to 5 in steps of 1, but "
-     "criterion 'no_contradictions' of rubric 'groundedness' answers a number from 0 to 1"),
+     "criterion 'no_contradictions' of rubric 'groundedness' answers a number from 0 to 1 in "
+     "steps of 1; "
+     "choose a criterion on the same scale (--criterion) or map its levels onto the human "
+     "scale (--scale-map LEVEL=VALUE,...)"),
     ((str(POINTWISE), "--offline", "--rubric", "final_response_quality", "--scale-map",
       "1=1,2=2"), "--scale-map: map every level of criterion 'correctness' (1, 2, 3, 4, 5) "
                   "exactly once; missing [3, 4, 5]"),
