@@ -257,6 +257,43 @@ async def test_a_configuration_failure_stops_the_comparison(
                                     cache_mode="off")
 
 
+@pytest.mark.parametrize(("options", "message"), [
+    ({"judges": []}, "--judge: at least one judge model is needed"),
+    ({"samples": 0}, "--samples: expected at least 1, got 0"),
+    ({"concurrency": 0}, "--concurrency: expected at least 1, got 0"),
+])
+async def test_the_api_refuses_a_bad_option_naming_it(runs: dict[str, Path],
+                                                       options: dict[str, object],
+                                                       message: str) -> None:
+    from harness.errors import InputError
+
+    given: dict[str, object] = {"judges": ["mock:prefers-a"], "rubric_id": RUBRIC,
+                                "cache_mode": "off", **options}
+    with pytest.raises(InputError) as raised:
+        await compare_runs_pairwise(runs["good"], runs["flaky"], **given)  # type: ignore[arg-type]
+    assert str(raised.value) == message
+
+
+async def test_by_default_one_sample_a_pair_and_the_cache_opened(
+        runs: dict[str, Path], prefers_a: type[PrefersTexts], tmp_path: Path) -> None:
+    from harness.judging.batch import resolve_rubrics
+    from harness.judging.prompts import PROMPT_VERSION, template_hash
+
+    cache = tmp_path / "cache.sqlite"
+    first = await compare_runs_pairwise(runs["good"], runs["flaky"], ["mock:prefers-a"],
+                                        RUBRIC, cache_path=cache, concurrency=1)
+    report = first.report
+    assert report.samples == 1
+    assert report.by_judge["mock:prefers-a"].n_pairs == report.counts.comparisons == (
+        report.counts.pairs)  # one comparison (both orders) a pair
+    [rubric] = resolve_rubrics([RUBRIC], [])
+    assert report.rubric == {"id": rubric.id, "version": rubric.version,
+                             "target": rubric.target, "prompt_version": PROMPT_VERSION,
+                             "prompt_hash": template_hash("pairwise")}
+    assert (report.run_a, report.run_b) == (str(runs["good"]), str(runs["flaky"]))
+    assert cache.is_file()  # the default mode opens the cache (mock judges are not cached)
+
+
 # --- pure parts --------------------------------------------------------------------------
 
 
