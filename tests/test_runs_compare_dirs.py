@@ -176,3 +176,19 @@ def test_each_run_is_read_under_its_own_error_policy(tmp_path: Path, policy: str
     else:
         assert data["candidate_mean"] > data["baseline_mean"]
         assert mc["n_pairs"] == 7
+
+
+def test_a_selection_pairs_the_stored_pass_flags_of_its_scenarios_only(tmp_path: Path) -> None:
+    base = _hand_made_run(tmp_path / "base", BASELINE, "exclude")
+    cand = _hand_made_run(tmp_path / "cand", CANDIDATE, "exclude")
+    data = compare_run_dirs(base, cand, selector=ScenarioFilter(keywords=["s2", "s3"]))
+    (_, base_passed), (_, cand_passed) = _as_read(BASELINE, "exclude"), _as_read(
+        CANDIDATE, "exclude")
+    pairs = [(b, c) for s in ("s2", "s3")
+             for b, c in zip(base_passed[s], cand_passed[s], strict=False)]
+    mc = data["mcnemar"]
+    assert [r["scenario_id"] for r in data["scenarios"]] == ["s2", "s3"]
+    assert (mc["n_pairs"], mc["both_passed"], mc["only_baseline_passed"],
+            mc["only_candidate_passed"]) == (
+        len(pairs), pairs.count((True, True)), pairs.count((True, False)),
+        pairs.count((False, True))) == (5, 1, 1, 3)
