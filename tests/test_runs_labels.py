@@ -353,7 +353,7 @@ def test_every_target_of_a_sample_as_the_page_shows_it(run_dir: Path) -> None:
     [judged] = [j for j in record.judgments if j["rubric_id"] == "final_response_quality"]
     votes = copy.deepcopy(judged)
     votes["judgments"][0]["verdicts"][0]["reasoning"] = ""
-    votes["criteria"][0].update(value=0.625, votes=[0.5, 0.75])
+    votes["criteria"][0].update(value=0.625, votes=[0.5, 0.625])
     errored = {**copy.deepcopy(judged), "status": "errored", "passed": True}
     unknown = {**copy.deepcopy(judged), "rubric_id": "gone"}
     varied = record.model_copy(update={"judgments": [{"rubric_id": 7}, votes]})
@@ -375,8 +375,9 @@ def test_every_target_of_a_sample_as_the_page_shows_it(run_dir: Path) -> None:
     criterion = rubric.criterion("correctness")
     assert [(p.value, p.label, p.meaning) for p in correctness.values] == [
         (v, name, meaning) for v, name, meaning in rubric.level_meanings(criterion)]
-    # on its 1-5 scale: 0.625 is 3.5, votes 3 and 4 (whole numbers stay whole)
-    assert correctness.judge_value == 3.5 and correctness.judge_votes == [3, 4]
+    # on its 1-5 scale: 0.625 is 3.5, votes 3 and 3.5 (whole numbers stay whole)
+    assert correctness.judge_value == 3.5 and correctness.judge_votes == [3, 3.5]
+    assert type(correctness.judge_votes[0]) is int
     assert correctness.judge_reasoning == []  # its one reasoning was empty
     assert targets["criterion:final_response_quality/clarity"].judge_reasoning
     # an unscored judgment: no judge value anywhere, though its fields hold some
