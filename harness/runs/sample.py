@@ -8,6 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.models.types import Role
+from harness.runs.attribution import Attribution
+from harness.simulation.user_checks import SimulatorFinding
 from harness.transcript import ErrorInfo, Transcript, UsageTotals
 
 SampleStatus = Literal["scored", "errored", "unscored"]
@@ -28,7 +30,9 @@ class SampleRecord(BaseModel):
     from agent noise. ``models`` names the models of each role (``mock:`` ones are offline; a
     Python agent is ``python:module:function``); ``offline`` is true when any role used a
     ``mock:`` model. ``tags`` are the scenario's (empty in stores written before they were
-    kept).
+    kept). ``simulator_findings`` are what the simulated user did wrong (empty for a scripted
+    user, and in stores written before they were kept); ``attribution`` names the party a
+    failed or errored sample's failure belongs to (``None`` for a passed sample).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -47,6 +51,8 @@ class SampleRecord(BaseModel):
     checks: list[dict[str, Any]] = Field(default_factory=list)
     judgments: list[dict[str, Any]] = Field(default_factory=list)
     usage: dict[Role, UsageTotals] = Field(default_factory=dict)
+    simulator_findings: list[SimulatorFinding] = Field(default_factory=list)
+    attribution: Attribution | None = None
     models: dict[Role, list[str]] = Field(default_factory=dict)
     offline: bool = False
     started_at: float = 0.0
