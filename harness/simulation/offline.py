@@ -315,7 +315,7 @@ def next_user_move(
             and NOVICE_QUESTION not in said):
         return {"message": NOVICE_QUESTION, "done": False}
     for step in plan_steps(user):
-        if step not in said:
+        if not any(step in line for line in said):
             return {"message": step, "done": False}
     sign_off = EXPERT_SIGN_OFF if preset == "EXPERT" else SIGN_OFF
     return {"message": sign_off, "done": True, "stop_reason": "goal_met"}
