@@ -300,3 +300,15 @@ def test_a_bad_user_block_is_one_line_naming_file_line_and_field(
     assert len(message.splitlines()) == 1 and "Traceback" not in message
     assert "bad.jsonl" in message and ":2" in message and field in message
     assert expected in message
+
+
+def test_outside_text_in_the_evidence_is_inert_in_the_terminal(tmp_path: Path) -> None:
+    hostile = "As an AI [bold red]markup[/] \x1b[2J\x1b]0;title\x07 done"
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello."},
+                {"role": "user", "content": hostile}, {"role": "assistant", "content": "OK."}]
+    file = _write(tmp_path / "t.jsonl", [transcript_line(id="h", messages=messages,
+                                                         user={"goal": "g"})])
+    done = run_cli("score-transcripts", file)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "[bold red]markup[/]" in done.stdout  # shown as written, never read as markup
