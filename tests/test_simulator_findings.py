@@ -204,6 +204,19 @@ def test_an_existing_conversation_ended_by_a_sign_off_while_the_agent_asked() ->
     assert simulator_findings(user(plan=None), calm, stop_reason=None) == []
 
 
+def test_an_action_announced_and_then_reported_on_is_done() -> None:
+    messages = [Message(role="user", content=OPENING),
+                Message(role="assistant", content="Let me check that for you.",
+                        tool_calls=(ToolCall(id="c", name="get_order", arguments={}),)),
+                Message(role="tool", tool_call_id="c", content="{}"),
+                Message(role="assistant", content="Your order is cancelled.")]
+    assert simulator_findings(user(plan=None), messages, stop_reason="goal_met") == []
+    assert agent_pending("Let me check. Your order is cancelled.") is False
+    # ... but the same announcement as the agent's last words is pending
+    found = simulator_findings(user(plan=None), messages[:2], stop_reason="goal_met")
+    assert kinds_and_turns(found) == [("ended_while_agent_pending", 1)]
+
+
 def test_a_transfer_is_the_agents_ending_not_the_users() -> None:
     messages = talk(OPENING, "Shall I put you through to a person?")
     assert simulator_findings(user(plan=None), messages, stop_reason="transfer_requested") == []

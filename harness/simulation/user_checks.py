@@ -162,7 +162,7 @@ class _Turn:
     text: str
     agent_before: str
     earlier: str
-    agent_said: str  # the agent's previous turn, its text alone (no tool call or result)
+    agent_said: str  # the agent's last words before this turn (its last message with text)
 
 
 def _agent_text(message: Message, sees_tool_calls: bool) -> str:
@@ -196,14 +196,14 @@ def _turns(history: Sequence[Message], messages: Sequence[Message], sees_tool_ca
 
 
 def agent_said_last(conversation: Sequence[Message]) -> str:
-    """What the agent said (its text, no tool call) after the last user message."""
-    said: list[str] = []
+    """The agent's last words: the text of its last message with text after the last user
+    message ('' when it said nothing since)."""
     for m in reversed(conversation):
         if m.role == "user":
             break
         if m.role == "assistant" and m.content.strip():
-            said.insert(0, m.content)
-    return " ".join(said)
+            return m.content
+    return ""
 
 
 def _unasked(user: UserSpec, turn: _Turn) -> list[tuple[str, str, re.Pattern[str]]]:
@@ -302,18 +302,18 @@ def names_key(text: str, key: str) -> bool:
 
 
 def agent_pending(text: str) -> bool:
-    """Whether an agent's turn leaves it waiting on the user: it ends with a question (not a
-    courtesy "anything else?"), offers or asks for confirmation ("would you like", "shall I",
-    "can you confirm"), or announces an action not yet done ("let me check", "one moment",
-    "I'll look into")."""
+    """Whether an agent's last words leave it waiting on the user: they end with a question
+    (not a courtesy "anything else?"), offer or ask for confirmation ("would you like",
+    "shall I", "can you confirm"), or end by announcing an action not yet done ("let me
+    check", "one moment", "I'll look into"; an action announced and then reported on is
+    done)."""
     flat = _squash(text)
     if not flat:
         return False
-    sentences = re.split(r"(?<=[.!?])\s+", flat)
-    last = sentences[-1].rstrip(" )]*_\"'”’")
-    if last.endswith("?") and not _COURTESY.search(last):
+    last = re.split(r"(?<=[.!?])\s+", flat)[-1]
+    if last.rstrip(" )]*_\"'”’").endswith("?") and not _COURTESY.search(last):
         return True
-    return bool(_AGENT_ASKS.search(flat) or _AGENT_ACTING.search(flat))
+    return bool(_AGENT_ASKS.search(flat) or _AGENT_ACTING.search(last))
 
 
 def declares_goal_met(text: str) -> bool:
