@@ -14,7 +14,7 @@ from harness.formats.transcript_file import load_transcript_file, score_records
 from tests.helpers.transcript_lines import transcript_line as _line
 
 FIELDS = ("id, messages, expected_tool_calls, expectations, reference_answer, final_state, "
-          "tools, system_prompt, metadata")
+          "tools, system_prompt, metadata, user")
 
 
 def _write(tmp_path: Path, *lines: dict[str, Any]) -> Path:

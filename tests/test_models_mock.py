@@ -110,7 +110,7 @@ def test_unknown_mock_lists_known_names():
     listed = message.split("known mock models: ")[1].split(", ")
     assert listed == ["mock:agent", "mock:agent-flaky", "mock:echo", "mock:judge",
                       "mock:judge-first", "mock:judge-lenient", "mock:judge-strict",
-                      "mock:simulator"]
+                      "mock:simulator", "mock:simulator-faulty"]
     for name in listed:
         ModelHub(environ={}).get(name)  # each one listed resolves
 

@@ -150,6 +150,7 @@ def test_text_from_outside_runs_nothing(tmp_path: Path, open_report: Opener,
     drill = "".join(texts)
     assert HOSTILE["user"] in drill and HOSTILE["agent"] in drill
     assert HOSTILE["reasoning"] in drill and HOSTILE["tool"] in drill
+    assert HOSTILE["finding"] in drill  # the simulated user's finding, as text
     page.fill("#f-text", "pwned")
     page.locator("#sample-table tr.hidden").first.wait_for(state="attached")
     for link in page.locator("a").all():

@@ -16,7 +16,9 @@ Our form, one JSON object per line::
      "final_state": { ...optional: the tools' state at the end, for the final-state check... },
      "tools": [ ...optional: the tool definitions the agent was given... ],
      "system_prompt": "optional: the agent's system prompt, when not a system message",
-     "metadata": { ...optional, passed through to the output... }}
+     "metadata": { ...optional, passed through to the output... },
+     "user": { ...optional: the scenario's user block (persona, goal, known_facts,
+               unknown_facts, opening_message, plan, ...), to check the user's turns... }}
 
 ``id``, ``messages`` and ``expected_tool_calls`` are required (``[]`` when no tool call is
 expected; it may instead be given as ``expectations.tool_calls``, but not both). Unknown keys
@@ -24,6 +26,12 @@ are errors, as everywhere. Blank lines are skipped. Bad input raises
 :class:`~harness.errors.InputError` naming the file, the line and the field; tool-call
 arguments that are not a JSON object are not an error: those calls score as non-matching and
 the output carries a warning.
+
+``user`` is the simulated user's profile, a scenario's ``user`` block
+(:class:`~harness.scenarios.schema.UserSpec`): with it, the simulator checks
+(:func:`~harness.simulation.user_checks.simulator_findings`, no model call) read the
+transcript's user turns, and its output object lists their ``simulator_findings``. Every
+message of the line is the live conversation; a ``history`` in the block is context before it.
 
 ``tools`` and ``system_prompt`` are what the agent was given; judges of tool use are shown
 them. A tool definition may be ours (``{name, description, parameters}``), OpenAI's
@@ -50,6 +58,8 @@ from harness.errors import InputError, field_path
 from harness.files import read_text
 from harness.formats.vertex_dataset import VERTEX_COLUMNS, csv_rows, parse_vertex_row
 from harness.json_values import load_json
+from harness.scenarios.schema import UserSpec
+from harness.simulation.user_checks import FINDING_KINDS, simulator_findings
 from harness.stats.bounded import mean_intervals
 from harness.stats.sampling import wilson_interval
 from harness.transcript import (
@@ -76,6 +86,7 @@ class TranscriptLine(BaseModel):
     tools: list[Any] | None = None
     system_prompt: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    user: UserSpec | None = None
 
 
 @dataclass
@@ -91,6 +102,7 @@ class TranscriptRecord:
     metadata: dict[str, Any] = field(default_factory=dict)
     latency_s: float | None = None
     failed: bool | None = None
+    user: UserSpec | None = None
 
 
 # Keys that belong to one form only (``id`` is in both).
@@ -223,7 +235,7 @@ def _transcript_record(path: Path, line: int, data: dict[str, Any]) -> Transcrip
     if parsed.final_state is not None:
         transcript = transcript.model_copy(update={"final_state": parsed.final_state})
     return TranscriptRecord(id=parsed.id, line=line, transcript=transcript,
-                            expectations=prepared, metadata=parsed.metadata)
+                            expectations=prepared, metadata=parsed.metadata, user=parsed.user)
 
 
 def _vertex_record(path: Path, line: int, index: int, data: dict[str, Any]
@@ -352,6 +364,18 @@ def summarise_failures(failed: int, n: int) -> dict[str, float | int]:
     return {"rate": failed / n, "ci_low": low, "ci_high": high, "failed": failed, "n": n}
 
 
+def summarise_findings(per_transcript: Sequence[Sequence[Mapping[str, Any]]]
+                       ) -> dict[str, Any]:
+    """Over the transcripts that carried a ``user`` block (each one's findings as output):
+    how many were checked, how many had a finding, how many findings in all and of each
+    kind (every kind, 0 included)."""
+    kinds = [str(f["kind"]) for findings in per_transcript for f in findings]
+    return {"transcripts_checked": len(per_transcript),
+            "transcripts_with_findings": sum(1 for f in per_transcript if f),
+            "findings": len(kinds),
+            "by_kind": {kind: kinds.count(kind) for kind in FINDING_KINDS}}
+
+
 def score_records(
     records: Sequence[TranscriptRecord],
     extra_metrics: Mapping[str, Mapping[str, float | None]] | None = None,
@@ -367,7 +391,10 @@ def score_records(
     Records from a Vertex AI dataset may add, per row, ``latency_in_seconds`` and ``failure``
     (0/1) and, in the summary, ``latency_in_seconds`` (:func:`summarise_latency`) and
     ``failure`` (:func:`summarise_failures`), over the rows that give them. An errored
-    record (a failed row) has no metric, ``passed`` null and its ``error``.
+    record (a failed row) has no metric, ``passed`` null and its ``error``. A record with a
+    ``user`` block adds ``simulator_findings`` (each ``kind``, ``turn``, ``evidence``; about
+    the simulated user, never in its metrics or ``passed``), and the summary counts them
+    (:func:`summarise_findings`) when any record has one.
     """
     rows: list[dict[str, Any]] = []
     metric_rows: list[dict[str, float | None]] = []
@@ -388,6 +415,11 @@ def score_records(
             row["failure"] = int(record.failed)
         if record.metadata:
             row["metadata"] = record.metadata
+        if record.user is not None:
+            row["simulator_findings"] = [
+                f.model_dump(mode="json") for f in simulator_findings(
+                    record.user, record.transcript.messages,
+                    history=record.user.history_messages())]
         rows.append(row)
         all_warnings.extend(f"line {record.line} (id {record.id}): {w}" for w in report.warnings)
     summary: dict[str, Any] = {"n_transcripts": len(rows),
@@ -398,4 +430,7 @@ def score_records(
     failures = [r.failed for r in records if r.failed is not None]
     if failures:
         summary["failure"] = summarise_failures(sum(failures), len(failures))
+    checked = [row["simulator_findings"] for row in rows if "simulator_findings" in row]
+    if checked:
+        summary["simulator_findings"] = summarise_findings(checked)
     return {"transcripts": rows, "summary": summary, "warnings": all_warnings}

@@ -9,8 +9,10 @@ from typing import Any
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from harness.report.formatting import ident
+from harness.safe_text import visible_controls
 from harness.wording import plural
 
 # The per-transcript table shows the core trajectory metrics (short headers) and names the
@@ -88,3 +90,28 @@ def render_scored_transcripts(output: dict[str, Any], console: Console) -> None:
         console.print(f"failure rate: {failure['rate']:.2f} [{failure['ci_low']:.2f}, "
                       f"{failure['ci_high']:.2f}] 95% Wilson ({failure['failed']} of "
                       f"{plural(failure['n'], 'row')} failed, reported apart and not scored)")
+    _simulator_findings(output, console)
+
+
+def _simulator_findings(output: dict[str, Any], console: Console) -> None:
+    """Each finding of the user turns (transcript, turn, kind, evidence) and their count,
+    when some transcript carried a ``user`` block."""
+    counts = output["summary"].get("simulator_findings")
+    if not counts:
+        return
+    console.print(f"Simulated user (the user's turns, not the agent's): "
+                  f"{counts['transcripts_with_findings']} of "
+                  f"{plural(counts['transcripts_checked'], 'checked transcript')} with a "
+                  f"finding, {plural(counts['findings'], 'finding')}")
+    if not counts["findings"]:
+        return
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    table.add_column("id")
+    table.add_column("turn", justify="right", no_wrap=True)
+    table.add_column("finding")
+    table.add_column("evidence", overflow="fold", ratio=1)
+    for row in output["transcripts"]:
+        for finding in row.get("simulator_findings", []):
+            table.add_row(ident(row["id"]), str(finding["turn"]), ident(finding["kind"]),
+                          Text(visible_controls(finding["evidence"])))
+    console.print(table)

@@ -50,6 +50,7 @@ from harness.scenarios.schema import Scenario
 from harness.simulation.agent_factory import agent_for
 from harness.simulation.episode import run_episode
 from harness.simulation.http_agent import HttpEndpoints
+from harness.simulation.user_checks import SimulatorFinding, simulator_findings
 from harness.transcript import ErrorInfo, Transcript
 
 if TYPE_CHECKING:
@@ -259,6 +260,7 @@ class SampleWork:
                     return RunStop(reason="model_configuration", message=judge_fatal.message)
             record = build_sample(transcript, checks, judgments, started_at=started,
                                   finished_at=time.time(), weights=scenario.scoring.weights)
+            record.simulator_findings = episode_findings(scenario, transcript)
         except BudgetExceededError as err:
             return RunStop(reason="budget", message=str(err))
         except ModelConfigError as err:
@@ -429,6 +431,17 @@ def collector_tuned_for_run() -> Iterator[None]:
     finally:
         gc.set_threshold(*threshold)
         gc.unfreeze()
+
+
+def episode_findings(scenario: Scenario, transcript: Transcript) -> list[SimulatorFinding]:
+    """What the simulated user did wrong in one episode of ``scenario``
+    (:func:`~harness.simulation.user_checks.simulator_findings`, no model call): none when the
+    simulator's own call failed (the conversation stopped where it broke), only the checks
+    of its profile for a scripted user."""
+    if transcript.stop_reason == "simulator_error":
+        return []
+    return simulator_findings(scenario.user, transcript.messages,
+                              stop_reason=transcript.stop_reason, history=transcript.history)
 
 
 def _fatal_error(error: ErrorInfo | None) -> str | None:

@@ -30,8 +30,9 @@ class SampleRecord(BaseModel):
     from agent noise. ``models`` names the models of each role (``mock:`` ones are offline; a
     Python agent is ``python:module:function``); ``offline`` is true when any role used a
     ``mock:`` model. ``tags`` are the scenario's (empty in stores written before they were
-    kept). ``simulator_findings`` are what the simulated user did wrong (empty for a scripted
-    user, and in stores written before they were kept); ``attribution`` names the party a
+    kept). ``simulator_findings`` are what the simulated user did wrong (for a scripted
+    user only the checks of its profile, ``user_checks.SCRIPTED_KINDS``; empty in stores
+    written before they were kept); ``attribution`` names the party a
     failed or errored sample's failure belongs to (``None`` for a passed sample).
     """
 

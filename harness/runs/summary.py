@@ -10,7 +10,8 @@ are not ``scored``)::
      "stop_reason": str, "error": {"kind", "message", "role"} | null,
      "usage": {role: {calls, cached_calls, input_tokens, output_tokens, latency_s, cost_usd,
                       unpriced_calls}},
-     "duration_s": float, "models": {role: [model, ...]}, "offline": bool}
+     "duration_s": float, "models": {role: [model, ...]}, "offline": bool,
+     "simulator_findings": [{"kind", "turn", "evidence"}, ...]   (only when there are some)}
 
 ``summary.json`` is a :class:`~harness.runs.summary_model.RunSummary` (its keys are documented
 in docs/reports.md, "Run outputs").
@@ -33,6 +34,7 @@ from harness.runs.judge_record import mixed_judge_notes, read_judge_record
 from harness.runs.latency import LatencyCollector
 from harness.runs.sample import SampleRecord
 from harness.runs.shards import ShardCoverage
+from harness.runs.simulator_figures import SimulatorCollector
 from harness.runs.store import RunStore
 from harness.runs.summary_model import (
     SUMMARY_SCHEMA,
@@ -79,6 +81,9 @@ def sample_line(record: SampleRecord) -> dict[str, Any]:
         models=record.models,
         offline=record.offline,
     )
+    if record.simulator_findings:
+        line["simulator_findings"] = [f.model_dump(mode="json")
+                                      for f in record.simulator_findings]
     return line
 
 
@@ -120,12 +125,14 @@ class _Collector:
         self.tag_status: dict[str, Counter[str]] = defaultdict(Counter)
         self.latency = LatencyCollector()
         self.tools = ToolCollector()
+        self.simulator = SimulatorCollector()
 
     def add(self, record: SampleRecord) -> None:
         sid = record.scenario_id
         self.scenarios.add(sid)
         self.latency.add(record)
         self.tools.add(record)
+        self.simulator.add(record)
         self.status[record.status] += 1
         for tag in record.tags:
             self.tag_scenarios[tag].add(sid)
@@ -339,6 +346,7 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
         tools=c.tools.tools(config.design.confidence),
         shards=shards,
         judge=judge,
+        simulator=c.simulator.figures(config.design.confidence),
     )
 
 

@@ -40,6 +40,7 @@ from harness.runs.gate import GateResult
 from harness.runs.judge_record import JudgeRecord
 from harness.runs.latency import RunLatency
 from harness.runs.shards import ShardCoverage
+from harness.runs.simulator_figures import SimulatorFigures
 from harness.runs.tool_figures import ToolFigures
 from harness.stats.adaptive import AdaptiveSavings, StopReason
 from harness.stats.estimate import Estimate
@@ -239,6 +240,9 @@ class RunSummary(_Part):
     judge: JudgeRecord | None = Field(
         default=None, description="what defines the run's judge (None: not recorded, a run "
         "written before judges were)")
+    simulator: SimulatorFigures | None = Field(
+        default=None, description="the simulated user's findings, apart from the agent's "
+        "figures (None: no sample was checked, or a run written before they were)")
 
     @model_validator(mode="after")
     def _offline_runs_carry_their_notice(self) -> RunSummary:

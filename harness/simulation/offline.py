@@ -24,6 +24,18 @@ request.
   ``goal_met`` when it has nothing left to say. With ``persona_preset: NOVICE`` it first asks
   one clarifying question after the agent's first answer (:data:`NOVICE_QUESTION`); with
   ``EXPERT`` it signs off with one word (:data:`EXPERT_SIGN_OFF`) instead of thanks.
+- ``mock:simulator-faulty`` is ``mock:simulator`` that misbehaves in known epochs, for tests
+  and demos of the simulator checks and of attribution: in every odd epoch (``sample_index``
+  1, 3, 5, ...; :func:`faulty_epoch`) it ends the conversation as ``user_gave_up``
+  (:data:`FAULTY_GIVE_UP`) as soon as the agent's last turn waits on the user (a question,
+  an offer, an action announced: :func:`~harness.simulation.user_checks.agent_pending`), and
+  in its first move (the first user message not given by the scenario) it adds every known
+  fact the agent has not asked for ("My order id is A-1002."). Each misbehaviour is exactly
+  what the simulator checks flag (``ended_while_agent_pending``, ``fact_volunteered``), so
+  in an odd epoch a sample has such a finding exactly when the simulator misbehaved; in even
+  epochs it is ``mock:simulator``. It misbehaves only where it can: a scripted user has no
+  simulator, and a scenario with no unasked fact and an agent that never waits on the user
+  gives it nothing to do wrong.
 """
 
 from __future__ import annotations
@@ -42,6 +54,8 @@ from harness.models.base import MockBehaviour
 from harness.models.request import ModelRequest
 from harness.models.types import Message, T, ToolCall
 from harness.scenarios.schema import Scenario, UserSpec
+from harness.simulation.profile_text import fact_text, name_words, plan_lines
+from harness.simulation.user_checks import agent_pending, agent_said_last, unasked_facts
 
 FLAKY_SKIP_RATE = 0.2
 FLAKY_GARBLE_RATE = 0.15
@@ -79,12 +93,6 @@ def _seeded(*parts: object) -> random.Random:
     """A generator seeded from the parts (stable across processes, unlike hash())."""
     digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
-
-
-def _words(name: str) -> list[str]:
-    """``"order_id"`` / ``"orderId"`` -> ``["order", "id"]``."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ")
-    return [w.lower() for w in spaced.split() if w]
 
 
 # --- the agent -----------------------------------------------------------------------------
@@ -179,7 +187,7 @@ class MockAgent(MockBehaviour):
         later = [c for c in reference if (c.get("turn") or 0) > turn]
         if later and not results:
             # The reference does the work in a later turn: ask for what that call needs.
-            needed = [" ".join(_words(a)) for a in (later[0].get("args") or {})]
+            needed = [" ".join(name_words(a)) for a in (later[0].get("args") or {})]
             if needed:
                 return f"I can help with that. Could you tell me your {_join(needed)}?"
             return "I can help with that. Could you tell me a bit more?"
@@ -237,11 +245,13 @@ def _error_text(content: str) -> str:
 
 
 class MockSimulator(MockBehaviour):
-    """The offline simulated user (``mock:simulator``)."""
+    """The offline simulated user (``mock:simulator``, ``mock:simulator-faulty``)."""
+
+    VARIANTS = ("faulty",)
 
     def __init__(self, name: str = "simulator") -> None:
         self.name = name
-        _variant(name, "simulator", self.VARIANTS)
+        self.faulty = _variant(name, "simulator", self.VARIANTS) == "faulty"
         self.case: UserMoveCase | None = None
 
     def bind(self, context: object) -> MockBehaviour:
@@ -258,6 +268,8 @@ class MockSimulator(MockBehaviour):
         visible = [{"role": m.role, "content": m.content} for m in self.case.conversation
                    if m.role in ("user", "assistant") and m.content.strip()]
         move = next_user_move(self.case.user.model_dump(mode="json"), visible)
+        if self.faulty and faulty_epoch(request.sample_index):
+            move = faulty_user_move(self.case, move)
         return response_model.model_validate(move)
 
     async def chat(self, request: ModelRequest) -> Message:
@@ -271,12 +283,10 @@ def plan_steps(user: Mapping[str, Any]) -> list[str]:
     quoted sentence of each plan line that has one (``Then ask: "Will it rain?"``). Plan lines
     without a quotation are instructions only a real simulator can follow; they are skipped."""
     opening = str(user.get("opening_message") or user.get("goal") or "").strip()
-    steps = [opening or "Hello."]
-    for line in str(user.get("plan") or "").splitlines():
-        quoted = re.search(r'"([^"]+)"', line)
-        if quoted and quoted.group(1).strip():
-            steps.append(quoted.group(1).strip())
-    return steps
+    plan = user.get("plan")
+    return [opening or "Hello.",
+            *(line.quoted for line in plan_lines(plan if isinstance(plan, str) else None)
+              if line.quoted)]
 
 
 NOVICE_QUESTION = "Sorry, I'm new to this. Could you explain that in simpler words?"
@@ -299,13 +309,13 @@ def next_user_move(
     if asked is not None:
         key, value = asked
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        return {"message": f"My {' '.join(_words(key))} is {text}.", "done": False}
+        return {"message": f"My {' '.join(name_words(key))} is {text}.", "done": False}
     preset = user.get("persona_preset")
     if (preset == "NOVICE" and last_agent.strip() and "?" not in last_agent
             and NOVICE_QUESTION not in said):
         return {"message": NOVICE_QUESTION, "done": False}
     for step in plan_steps(user):
-        if step not in said:
+        if not any(step in line for line in said):
             return {"message": step, "done": False}
     sign_off = EXPERT_SIGN_OFF if preset == "EXPERT" else SIGN_OFF
     return {"message": sign_off, "done": True, "stop_reason": "goal_met"}
@@ -320,10 +330,47 @@ def _asked_fact(
         return None
     words = set(re.findall(r"[a-z0-9]+", agent_text.lower()))
     for key, value in facts.items():
-        key_words = _words(str(key))
+        key_words = name_words(str(key))
         given = any(
             (value if isinstance(value, str) else json.dumps(value)) in line for line in said
         )
         if key_words and set(key_words) <= words and not given:
             return str(key), value
     return None
+
+
+FAULTY_GIVE_UP = "Never mind, I'll sort it out myself."
+
+
+def faulty_epoch(sample_index: int) -> bool:
+    """Whether ``mock:simulator-faulty`` misbehaves in this epoch: every odd one."""
+    return sample_index % 2 == 1
+
+
+def _first_move(user: UserSpec, conversation: Sequence[Message]) -> bool:
+    """Whether no user message of the conversation is the simulator's yet (the history's and
+    the scenario's opening message are not)."""
+    given = sum(1 for m in user.history_messages() if m.role == "user")
+    given += int(user.history_opening() is not None) + int(user.opening_message is not None)
+    return sum(1 for m in conversation if m.role == "user") <= given
+
+
+def faulty_user_move(case: UserMoveCase, move: dict[str, Any]) -> dict[str, Any]:
+    """``mock:simulator-faulty``'s move in an epoch where it misbehaves, from the move
+    ``mock:simulator`` would make: it walks out (``user_gave_up``, :data:`FAULTY_GIVE_UP`)
+    as soon as the agent's last turn waits on the user, and in its first move it also gives
+    every known fact the agent has not asked for. Each is exactly what
+    :func:`~harness.simulation.user_checks.simulator_findings` flags
+    (``ended_while_agent_pending``, ``fact_volunteered``)."""
+    user, conversation = case.user, case.conversation
+    if any(m.role == "user" for m in conversation) and agent_pending(
+            agent_said_last(conversation)):
+        return {"message": FAULTY_GIVE_UP, "done": True, "stop_reason": "user_gave_up"}
+    if move["done"] or not _first_move(user, conversation):
+        return move
+    blurted = unasked_facts(user, conversation)
+    if not blurted:
+        return move
+    facts = " ".join(f"My {' '.join(name_words(key))} is {fact_text(user.known_facts[key])}."
+                     for key in blurted)
+    return {**move, "message": f"{move['message']} {facts}"}

@@ -16,6 +16,7 @@ from harness.runs.config import RunConfig
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
 from harness.runs.summary import summarise, write_summary
+from harness.simulation.user_checks import SimulatorFinding
 from harness.transcript import ErrorInfo, ToolCallRecord, Transcript
 
 PWN = "window.__pwned=1;alert(1)"
@@ -27,6 +28,7 @@ HOSTILE = {
     "reasoning": f"<svg onload=\"{PWN}\"></svg> looks fine",
     "error": f"server said: <iframe src=\"javascript:{PWN}\"></iframe>",
     "tag": "<u>tag</u>",
+    "finding": f'speaks as the assistant: "<img src=y onerror="{PWN}">"',
 }
 
 
@@ -67,6 +69,8 @@ def _record(epoch: int, *, errored: bool = False) -> SampleRecord:
     return SampleRecord(scenario_id=sid, epoch=epoch, status="scored", score=0.0, passed=False,
                         tags=[HOSTILE["tag"]], metrics={"required_phrases": 0.0},
                         transcript=transcript, checks=checks, judgments=judgments,
+                        simulator_findings=[SimulatorFinding(kind="role_confusion", turn=0,
+                                                             evidence=HOSTILE["finding"])],
                         started_at=1.0, finished_at=2.5)
 
 

@@ -114,10 +114,12 @@ def sample_view(record: SampleRecord,
     every check (value, verdict, details, findings), the reference trajectory against the
     actual one, and every rubric with each criterion's votes and each judge sample's score,
     reasoning and quoted evidence (for a grounding rubric, each sentence with its label,
-    reasoning and evidence). A given history (``user.history``) comes apart from the
-    conversation, under ``history``. ``failed_because`` names what failed a failed sample,
-    and each rubric's ``rule`` says how its verdict was reached (``rules``: the rubrics'
-    thresholds, when known; the built-in rubrics' when not given)."""
+    reasoning and evidence). The simulated user's findings (kind, turn, evidence) come
+    under ``simulator_findings``, apart from the agent's. A given history
+    (``user.history``) comes apart from the conversation, under ``history``.
+    ``failed_because`` names what failed a failed sample, and each rubric's ``rule`` says
+    how its verdict was reached (``rules``: the rubrics' thresholds, when known; the
+    built-in rubrics' when not given)."""
     rules = builtin_rubric_rules() if rules is None else rules
     t = record.transcript
     live = {c.call_id: _call_outcome(c.result, c.error, c.is_error, c.latency_s)
@@ -163,6 +165,7 @@ def sample_view(record: SampleRecord,
         "failed_because": failed_because(
             record, trajectory["reference"] if trajectory else None, rules),
         "checks": checks, "judgments": judgments,
+        "simulator_findings": [f.model_dump(mode="json") for f in record.simulator_findings],
         "duration_s": round(record.finished_at - record.started_at, 3),
     }
 

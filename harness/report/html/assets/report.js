@@ -171,6 +171,17 @@
     });
     return out;
   }
+  // What the simulated user did wrong: about the simulator, never part of the agent's score.
+  function simulatorFindings(s) {
+    var list = s.simulator_findings || [];
+    if (!list.length) return null;
+    return h("section", { "class": "simulator-findings banner warn" },
+      h("p", { "class": "sim-head" }, h("strong", null, "Simulated user: " + list.length + (list.length > 1 ? " findings" : " finding")),
+        h("span", { "class": "muted small" }, " — what the simulator did wrong, not the agent; the score is the agent's and does not change")),
+      h("ul", { "class": "small" }, list.map(function (f) {
+        return h("li", { "class": "sim-finding", "data-kind": f.kind }, tag(f.kind, "warn"), " user turn " + f.turn + ": ", f.evidence);
+      })));
+  }
   function sampleView(s) {
     var outcome = outcomeOf(s);
     return h("div", { "class": "sample" },
@@ -182,6 +193,7 @@
           s.failed_because.map(function (r) { return r.name; }).join(", ") + (s.failed_because.length > 1 ? " failed." : " failed.")),
         h("ul", { "class": "small" }, s.failed_because.map(function (r) { return h("li", { "class": "reason", "data-name": r.name }, r.text); }))) : null,
       s.error ? h("p", { "class": "banner bad" }, h("strong", null, "Errored (" + s.error.kind + (s.error.role ? ", " + s.error.role : "") + "): "), s.error.message, h("br"), "Not a score: the run's error policy decides how it counts.") : null,
+      simulatorFindings(s),
       h("h3", null, "Conversation"), conversation(s), trajectory(s), checks(s), judges(s));
   }
   window.harnessSampleView = sampleView;  // for pages that draw samples side by side
