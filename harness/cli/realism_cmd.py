@@ -23,9 +23,9 @@ from harness.stats.realism import DEFAULT_RESAMPLES, DEFAULT_SEED, MIN_CONVERSAT
 
 
 @app.command("simulator-realism", epilog=examples(
-    ("the example suite's simulated users against the shipped real ones",
-     "harness run scenarios/ --offline --out runs/demo\n"
-     "harness simulator-realism tests/data/real-conversations/oasst1-en-40.jsonl runs/demo"),))
+    ("the run's simulated users against the shipped real conversations",
+     "harness simulator-realism \\\n"
+     "    tests/data/real-conversations/oasst1-en-40.jsonl runs/demo"),))
 def simulator_realism(
     real_file: Annotated[Path, typer.Argument(
         metavar="REAL.jsonl",
@@ -41,10 +41,11 @@ def simulator_realism(
     seed: Annotated[int, typer.Option(
         "--seed", metavar="S", help="seed of the bootstrap")] = DEFAULT_SEED,
 ) -> None:
-    """Compare a run's simulated users with real users: turns, words, questions, new facts,
-    lexical diversity, corrections and how conversations end.
+    """Compare a run's simulated users with real users.
 
-    Each feature's real and simulated distributions are compared by the Kolmogorov-Smirnov
+    Features of the user's side: turns per conversation, words, questions and new facts per
+    turn, lexical diversity, corrections of the agent, and how conversations end. Each
+    feature's real and simulated distributions are compared by the Kolmogorov-Smirnov
     statistic and the Wasserstein distance, each with a bootstrap interval (conversations
     resampled within each set); the realism score is 1 minus the mean KS statistic: 1 when
     simulated users look like the real ones on every feature, 0 when no feature overlaps.
