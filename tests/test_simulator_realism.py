@@ -16,8 +16,9 @@ from scipy import stats
 from harness.errors import InputError
 from harness.formats.real_conversations import load_real_conversations
 from harness.models.types import Message
+from harness.runs.sample import SampleRecord
 from harness.runs.simulated_users import simulated_users
-from harness.runs.store import StoreError
+from harness.runs.store import RunStore, StoreError
 from harness.stats.realism import compare_users, ks_statistic, wasserstein
 from harness.stats.user_turn_features import (
     FEATURE_NAMES,
@@ -31,6 +32,7 @@ from harness.stats.user_turn_features import (
     utterances,
     words,
 )
+from harness.transcript import StopReason, Transcript
 from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -377,3 +379,34 @@ def test_the_terminal_table_at_80_columns(simulated_run: Path) -> None:
                                "--resamples", "100").stdout)["comparison"]["score"]["value"]
     assert score_line.startswith(f"realism score {value:.2f} [")
     assert lines[-1].strip().startswith("40 real conversations")
+
+
+def _sample(scenario: str, epoch: int, *, simulator: bool, stop: StopReason = "goal_met"
+            ) -> SampleRecord:
+    messages = [Message(role="user", content=f"Hello from {scenario}"),
+                Message(role="assistant", content="", tool_calls=()),
+                Message(role="assistant", content="Here you are.")]
+    transcript = Transcript(
+        scenario_id=scenario, epoch=epoch, stop_reason=stop,
+        history=[Message(role="user", content="given, not simulated")], messages=messages,
+        models={"agent": "mock:agent", **({"simulator": "mock:simulator"} if simulator
+                                          else {})})
+    errored = stop == "agent_error"
+    return SampleRecord(scenario_id=scenario, epoch=epoch, transcript=transcript,
+                        status="errored" if errored else "scored",
+                        score=None if errored else 1.0, passed=None if errored else True)
+
+
+def test_only_simulated_finished_samples_count_and_history_is_left_out(tmp_path: Path
+                                                                       ) -> None:
+    with RunStore.create(tmp_path / "run", {}) as store:
+        for sample in (_sample("a", 0, simulator=True), _sample("a", 1, simulator=True),
+                       _sample("b", 0, simulator=False),
+                       _sample("c", 0, simulator=True, stop="agent_error")):
+            store.write_sample(sample)
+    found = simulated_users(tmp_path / "run")
+    assert (found.n_samples, found.n_scripted, found.n_errored) == (4, 1, 1)
+    assert [cid for cid, _ in found.conversations] == ["a#0", "a#1"]
+    assert found.conversations[0][1] == [Utterance("user", "Hello from a"),
+                                         Utterance("agent", "Here you are.")]
+    assert found.simulator_models == ["mock:simulator"]
