@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from harness.stats import lazy_scipy as sps
-from harness.stats.user_turn_features import FEATURES, FeatureLevel
+from harness.stats.user_turn_features import FEATURES, FeatureInfo, FeatureLevel
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
@@ -131,6 +131,33 @@ def _interval(values: FloatArray, point: float, confidence: float) -> Figure:
     return Figure(value=point, ci_low=float(low), ci_high=float(high))
 
 
+def _compare_feature(
+    info: FeatureInfo, real: Sequence[Mapping[str, Sequence[float]]],
+    simulated: Sequence[Mapping[str, Sequence[float]]],
+    picks: Sequence[tuple[np.ndarray, np.ndarray]], confidence: float,
+) -> tuple[FeatureComparison, FloatArray | None]:
+    """One feature compared, and its KS statistic on each resample (``None`` when a set has
+    no value of it; ``nan`` for a resample that drew no value)."""
+    sets = (_FeatureValues([c[info.name] for c in real]),
+            _FeatureValues([c[info.name] for c in simulated]))
+    a, b = sets[0].flat, sets[1].flat
+    entry = FeatureComparison(
+        name=info.name, level=info.level, unit=info.unit, n_real=int(a.size),
+        n_simulated=int(b.size), real_mean=float(a.mean()) if a.size else None,
+        simulated_mean=float(b.mean()) if b.size else None, ks=None, wasserstein=None)
+    if not a.size or not b.size:
+        return entry, None
+    ks = np.full(len(picks), np.nan)
+    w1 = np.full(len(picks), np.nan)
+    for i, (pick_real, pick_sim) in enumerate(picks):
+        ra, rb = sets[0].resample(pick_real), sets[1].resample(pick_sim)
+        if ra.size and rb.size:  # a resample may draw only conversations without a value
+            ks[i], w1[i] = ks_statistic(ra, rb), wasserstein(ra, rb)
+    entry.ks = _interval(ks, ks_statistic(a, b), confidence)
+    entry.wasserstein = _interval(w1, wasserstein(a, b), confidence)
+    return entry, ks
+
+
 def compare_users(
     real: Sequence[Mapping[str, Sequence[float]]],
     simulated: Sequence[Mapping[str, Sequence[float]]],
@@ -151,41 +178,25 @@ def compare_users(
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1 (got {resamples})")
     rng = np.random.default_rng(seed)
+    # The same draws of conversations for every feature, so the score's draws are coherent.
     picks = [(rng.integers(0, len(real), len(real)),
               rng.integers(0, len(simulated), len(simulated))) for _ in range(resamples)]
     features: list[FeatureComparison] = []
     ks_draws: list[FloatArray] = []
-    left_out: list[str] = []
     for info in FEATURES:
-        sets = (_FeatureValues([c[info.name] for c in real]),
-                _FeatureValues([c[info.name] for c in simulated]))
-        a, b = sets[0].flat, sets[1].flat
-        entry = FeatureComparison(
-            name=info.name, level=info.level, unit=info.unit, n_real=int(a.size),
-            n_simulated=int(b.size), real_mean=float(a.mean()) if a.size else None,
-            simulated_mean=float(b.mean()) if b.size else None, ks=None, wasserstein=None)
-        if not a.size or not b.size:
-            left_out.append(info.name)
-            features.append(entry)
-            continue
-        ks = np.full(resamples, np.nan)
-        w1 = np.full(resamples, np.nan)
-        for i, (pick_real, pick_sim) in enumerate(picks):
-            ra, rb = sets[0].resample(pick_real), sets[1].resample(pick_sim)
-            if ra.size and rb.size:  # a resample may draw only conversations without a value
-                ks[i], w1[i] = ks_statistic(ra, rb), wasserstein(ra, rb)
-        entry.ks = _interval(ks, ks_statistic(a, b), confidence)
-        entry.wasserstein = _interval(w1, wasserstein(a, b), confidence)
-        ks_draws.append(ks)
+        entry, draws = _compare_feature(info, real, simulated, picks, confidence)
         features.append(entry)
+        if draws is not None:
+            ks_draws.append(draws)
     score = None
     if ks_draws:
         point = 1 - float(np.mean([f.ks.value for f in features if f.ks is not None]))
         with warnings.catch_warnings():  # a resample with no value of any feature: nan
             warnings.simplefilter("ignore", RuntimeWarning)
-            draws = 1 - np.nanmean(np.vstack(ks_draws), axis=0)
-        score = _interval(draws, point, confidence)
+            score_draws = 1 - np.nanmean(np.vstack(ks_draws), axis=0)
+        score = _interval(score_draws, point, confidence)
     return RealismComparison(
         n_real_conversations=len(real), n_simulated_conversations=len(simulated),
-        features=features, score=score, features_left_out=left_out, resamples=resamples,
+        features=features, score=score,
+        features_left_out=[f.name for f in features if f.ks is None], resamples=resamples,
         seed=seed, confidence=confidence, method=METHOD)
