@@ -90,7 +90,8 @@ def test_words_and_question_marks() -> None:
 
 
 @pytest.mark.parametrize(("text", "correcting"), [
-    ("No, the other one", True), ("that's not what I asked", True),
+    ("No, the other one", True), ("no,the other one", True), ("that’s not it", True),
+    ("that's not what I asked", True), ("Nobody, really", False),
     ("Actually it was Tuesday", True), ("you got it wrong", True), ("I said blue", True),
     ("Notably, it works", False), ("I know a wrongdoer", False), ("sounds fine", False),
 ])

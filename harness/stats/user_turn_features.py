@@ -67,9 +67,11 @@ _QUESTION_RUN = re.compile(r"\?+")
 
 
 def _marker_pattern(markers: Sequence[str]) -> re.Pattern[str]:
-    # Whole words: a marker neither starts nor ends inside a word.
-    parts = [re.escape(m.lower()).replace("'", "['’]") for m in markers]
-    return re.compile(r"(?<!\w)(?:" + "|".join(parts) + r")(?!\w)")
+    # Whole words: a marker neither starts nor ends inside a word (one that ends in a mark,
+    # "no,", may be followed by anything: "no,the other one").
+    parts = [re.escape(m.lower()).replace("'", "['’]") + (r"(?!\w)" if m[-1].isalnum() else "")
+             for m in markers]
+    return re.compile(r"(?<!\w)(?:" + "|".join(parts) + r")")
 
 
 _CORRECTION = _marker_pattern(CORRECTION_MARKERS)
