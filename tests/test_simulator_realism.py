@@ -19,7 +19,13 @@ from harness.models.types import Message
 from harness.runs.sample import SampleRecord
 from harness.runs.simulated_users import simulated_users
 from harness.runs.store import RunStore, StoreError
-from harness.stats.realism import compare_users, ks_statistic, wasserstein
+from harness.stats.realism import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    compare_users,
+    ks_statistic,
+    wasserstein,
+)
 from harness.stats.user_turn_features import (
     FEATURE_NAMES,
     Utterance,
@@ -366,6 +372,12 @@ def test_json_output_names_every_figure(simulated_run: Path) -> None:
     assert 0 <= score["ci_low"] <= score["value"] <= score["ci_high"] <= 1
     assert any("offline models" in note for note in out["notes"])
     assert any("scripted users" in note for note in out["notes"])
+
+
+def test_the_command_defaults_are_the_library_defaults(simulated_run: Path) -> None:
+    out = json.loads(run_cli("simulator-realism", REAL, simulated_run, "--json").stdout)
+    assert out["comparison"]["resamples"] == DEFAULT_RESAMPLES
+    assert out["comparison"]["seed"] == DEFAULT_SEED
 
 
 def test_the_terminal_table_at_80_columns(simulated_run: Path) -> None:

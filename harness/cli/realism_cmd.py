@@ -19,13 +19,14 @@ from harness.cli.app import app
 from harness.cli.help_format import OUTPUT_PANEL, examples
 from harness.errors import InputError
 from harness.safe_text import terminal_console
-from harness.stats.realism import DEFAULT_RESAMPLES, DEFAULT_SEED, MIN_CONVERSATIONS
 
 
 @app.command("simulator-realism", epilog=examples(
     ("the run's simulated users against the shipped real conversations",
      "harness simulator-realism \\\n"
      "    tests/data/real-conversations/oasst1-en-40.jsonl runs/demo"),))
+# The defaults are harness.stats.realism's DEFAULT_RESAMPLES and DEFAULT_SEED, written out:
+# importing that module here would load numpy for every `harness --help`.
 def simulator_realism(
     real_file: Annotated[Path, typer.Argument(
         metavar="REAL.jsonl",
@@ -37,9 +38,9 @@ def simulator_realism(
         "--json", rich_help_panel=OUTPUT_PANEL, help="print one JSON object")] = False,
     resamples: Annotated[int, typer.Option(
         "--resamples", metavar="N", min=1, max=100_000,
-        help="bootstrap resamples for the intervals")] = DEFAULT_RESAMPLES,
+        help="bootstrap resamples for the intervals")] = 1000,
     seed: Annotated[int, typer.Option(
-        "--seed", metavar="S", help="seed of the bootstrap")] = DEFAULT_SEED,
+        "--seed", metavar="S", help="seed of the bootstrap")] = 0,
 ) -> None:
     """Compare a run's simulated users with real users.
 
@@ -67,7 +68,7 @@ def realism_output(real_file: Path, run_dir: Path, *, resamples: int, seed: int
     :class:`~harness.errors.InputError` naming the file or run for bad input."""
     from harness.formats.real_conversations import load_real_conversations
     from harness.runs.simulated_users import simulated_users
-    from harness.stats.realism import compare_users
+    from harness.stats.realism import MIN_CONVERSATIONS, compare_users
     from harness.stats.user_turn_features import conversation_features, utterances
 
     real = load_real_conversations(real_file)
