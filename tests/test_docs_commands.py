@@ -2,11 +2,11 @@
 
 Each command line in a shell block of README.md and docs/*.md names only options its
 command has. Those that can run as shown run, in a folder holding the example files the docs
-refer to (`scenarios/`, `examples/`, `tests/data/adk/`, the README's `evals/paris.yaml`, and
-stored runs under the names the docs give them), and must exit 0 (0 or 1 when the command
-is a gate). A command naming a provider's model runs with the role's offline model in its
-place. Synopses (`[--option]`, `...`) and commands that need a server (a base URL,
-`serve-tools`) are only checked for their options."""
+refer to (`scenarios/`, `examples/`, `tests/data/adk/`, `tests/data/real-conversations/`,
+the README's `evals/paris.yaml`, and stored runs under the names the docs give them), and
+must exit 0 (0 or 1 when the command is a gate). A command naming a provider's model runs
+with the role's offline model in its place. Synopses (`[--option]`, `...`) and commands that
+need a server (a base URL, `serve-tools`) are only checked for their options."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def _examples(here: Path, doc: str) -> None:
     """What the docs' commands read, in ``here``: the example files, the README's
     one-scenario evals/, and the stored runs the doc names (made where the doc's commands
     run: a run stores its scenario paths, and shards merge only with the same ones)."""
-    for part in ("scenarios", "examples", "tests/data/adk"):
+    for part in ("scenarios", "examples", "tests/data/adk", "tests/data/real-conversations"):
         shutil.copytree(ROOT / part, here / part)
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     tour = readme.split("Save this as `evals/paris.yaml`", 1)[1]

@@ -14,6 +14,9 @@
 - :mod:`~harness.stats.adaptive`: Neyman allocation planner for adaptive sampling.
 - :mod:`~harness.stats.corrected`: figures corrected by random human labels (PPI++ clustered
   by scenario), the labels they are worth and the labels a width needs.
+- :mod:`~harness.stats.user_turn_features` and :mod:`~harness.stats.realism`: what a user's
+  side of a conversation looks like in numbers, and how far simulated users are from real
+  ones (``harness simulator-realism``).
 - :mod:`~harness.stats.jsonl` and :mod:`~harness.stats.summary`: contract 2's input and output.
 """
 
