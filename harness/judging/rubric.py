@@ -84,6 +84,15 @@ RubricTarget = Literal[
 ]
 RUBRIC_TARGETS: tuple[str, ...] = RubricTarget.__args__  # type: ignore[attr-defined]
 
+SIMULATOR_TARGETS: frozenset[str] = frozenset({"simulator_fidelity"})
+"""Targets whose rubrics judge the simulated user, not the agent: their scores are kept and
+reported, but never count toward a sample's score or pass (``harness.runs.scoring``)."""
+
+
+def judges_the_simulator(target: str | None) -> bool:
+    """Whether a rubric of ``target`` judges the simulated user rather than the agent."""
+    return target in SIMULATOR_TARGETS
+
 BUILTIN_RUBRICS_DIR = data_dir("rubrics")
 """Where the built-in rubrics live (``rubrics/`` at the project root, or the installed copy)."""
 

@@ -8,6 +8,11 @@
   ``scoring.weights`` makes it a weighted mean: ``checks`` weighs the checks component, a
   rubric id that rubric's; a component not named weighs 1 (so by default the plain mean).
 - The sample **passes** when every gating check passed and every judged rubric passed.
+- Rubrics that judge the **simulated user** (a target in
+  :data:`~harness.judging.rubric.SIMULATOR_TARGETS`, e.g. ``simulator_fidelity``) are kept
+  as metrics, judge samples and judgments, and reported, but are not components of the
+  score and do not decide the pass: the simulator's quality is not the agent's. Their judge
+  failing every sample still errors the sample, as any failed model call does.
 - Gating checks are the check results that say so (``gating``) and have a pass verdict
   (``passed`` not ``None``). Each check decides, built-in or one's own alike: the
   descriptive trajectory views (``trajectory_exact_match``, ``..._in_order_match``,
@@ -32,6 +37,7 @@ from typing import Any
 from harness.checks.result import CheckReport
 from harness.judging.aggregate import AggregatedJudgment
 from harness.judging.judge import metric_name
+from harness.judging.rubric import judges_the_simulator
 from harness.judging.verdicts import JudgeError, Judgment
 from harness.models.types import Role
 from harness.runs.sample import SampleRecord
@@ -101,16 +107,21 @@ def build_sample(
         components.append((sum(gating_values) / len(gating_values), weight.get("checks", 1.0)))
     rubrics_passed = True
     judge_samples: dict[str, list[float]] = {}
+    counted_samples: dict[str, list[float]] = {}  # the rubrics that are score components
     for judgment in judgments:
         if judgment.score is None:
             continue
         name = metric_name(judgment.rubric_id)
         metrics[name] = judgment.score
-        components.append((judgment.score, weight.get(judgment.rubric_id, 1.0)))
-        rubrics_passed = rubrics_passed and judgment.passed is not False
         votes = [v for v in judgment.vote_scores if v is not None]
         if votes:
             judge_samples[name] = votes
+        if judges_the_simulator(judgment.target):
+            continue  # reported, never the agent's score or pass
+        components.append((judgment.score, weight.get(judgment.rubric_id, 1.0)))
+        rubrics_passed = rubrics_passed and judgment.passed is not False
+        if votes:
+            counted_samples[name] = votes
     if not components:
         return SampleRecord(
             status="unscored", metrics=metrics, judge_samples=judge_samples, **common
@@ -118,8 +129,8 @@ def build_sample(
     return SampleRecord(
         status="scored",
         score=_weighted_mean(components),
-        score_by_judge_sample=_score_by_judge_sample(gating_values, judge_samples, judgments,
-                                                     weight),
+        score_by_judge_sample=_score_by_judge_sample(gating_values, counted_samples,
+                                                     judgments, weight),
         passed=checks_passed and rubrics_passed,
         metrics=metrics,
         judge_samples=judge_samples,
@@ -137,8 +148,9 @@ def _score_by_judge_sample(
     judgments: Sequence[AggregatedJudgment],
     weight: Mapping[str, float],
 ) -> list[float]:
-    """The sample score with the k-th vote of every rubric, k = 0 .. the fewest votes - 1
-    (empty unless every judged rubric has at least two votes), weighted as the score is."""
+    """The sample score with the k-th vote of every rubric that counts toward it, k = 0 ..
+    the fewest votes - 1 (empty unless every such rubric has at least two votes), weighted
+    as the score is."""
     if not judge_samples:
         return []
     k_max = min(len(v) for v in judge_samples.values())

@@ -5,7 +5,8 @@ verdict was reached.
 The sample's verdict is :mod:`harness.runs.scoring`'s: it fails when a gating check with a
 verdict failed or a judged rubric failed. Only those are named here; the descriptive views
 (exact, in-order and any-order match, precision, recall, F1) and a criterion that failed
-inside a rubric that passed are information, not causes.
+inside a rubric that passed are information, not causes; so is a rubric that judges the
+simulated user (``simulator_fidelity``), which never decides the agent's verdict.
 
 The rubric thresholds are not stored with a judgment; they are read from the rubrics the run
 named (the built-ins and ``rubric_paths``) when a rubric of the same id and version is found,
@@ -21,7 +22,7 @@ from typing import Any
 
 from harness.checks.result import CheckResult
 from harness.errors import InputError
-from harness.judging.rubric import Rubric, load_rubrics
+from harness.judging.rubric import Rubric, judges_the_simulator, load_rubrics
 from harness.runs.sample import SampleRecord
 
 MAX_DETAIL_CHARS = 160  # one finding's message in the "failed because" line
@@ -138,7 +139,8 @@ def failed_because(record: SampleRecord, reference: Sequence[Mapping[str, Any]] 
                if _gates(r) and r.get("passed") is False]
     reasons += [{"name": f"rubric {j.get('rubric_id')}",
                  "text": _rubric_reason(j, _rule_of(j, rules))}
-                for j in record.judgments if j.get("passed") is False]
+                for j in record.judgments if j.get("passed") is False
+                and not judges_the_simulator(j.get("target"))]
     return reasons
 
 
