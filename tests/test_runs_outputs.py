@@ -30,7 +30,7 @@ REPORTS = (ROOT / "docs" / "reports.md").read_text(encoding="utf-8")
 
 # Keys docs/reports.md documents as present only when asked for.
 CONDITIONAL_SUMMARY_KEYS = {"adaptive", "gate", "shards"}
-CONDITIONAL_SAMPLE_KEYS = {"judge_scores"}
+CONDITIONAL_SAMPLE_KEYS = {"judge_scores", "simulator_findings"}
 
 
 def _run_outputs_bullet(name: str) -> str:
@@ -109,9 +109,11 @@ def test_summary_and_sample_keys_are_the_documented_ones(tmp_path: Path) -> None
     for line in _lines(plain):
         assert set(line) == documented_line - CONDITIONAL_SAMPLE_KEYS
 
-    # Everything asked for: adaptive sampling, a gate, repeated judging.
+    # Everything asked for: adaptive sampling, a gate, repeated judging, and a simulated user
+    # that misbehaves (its findings are listed only on the samples that have some).
     full = tmp_path / "full"
     code, _ = cli("run", str(ROOT / "scenarios"), "--offline", "--epochs", "2",
+                  "--simulator", "mock:simulator-faulty",
                   "--judge-samples", "2", "--target-ci-width", "0.9", "--pilot-epochs", "2",
                   "--min-score", "0", "--cache-mode", "off", "--out", str(full), "--json")
     assert code == 0
