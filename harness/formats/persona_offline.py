@@ -37,8 +37,9 @@ FACT_VALUE_WORDS = 8
 STEP_WORDS = 20
 
 _SENTENCE = re.compile(r"[^.?!\n]+(?:[.?!]+|$)", re.MULTILINE)
-_MY_FACT = re.compile(r"\bmy ((?:[a-z]+ ){0,3}[a-z]+) (?:is|are|was) ([^.,;:!?\n]+)",
-                      re.IGNORECASE)
+# a value runs to the end of its clause; a dot inside a word (an e-mail address) is kept
+_MY_FACT = re.compile(r"\bmy ((?:[a-z]+ ){0,3}[a-z]+) (?:is|are|was) "
+                      r"((?:[^.,;:!?\n]|\.(?=\S))+)", re.IGNORECASE)
 _NOT_KNOWN = re.compile(r"\bI(?: do not| don't| dont| don’t| am not sure|'m not sure|’m not "
                         r"sure)(?: know)? ((?:what|which|how|where|when|who|if|my|the)\b"
                         r"[^.,;:!?\n]*)", re.IGNORECASE)
