@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from rich.cells import cell_len
 
 from harness.errors import ModelConfigError
 from harness.formats.persona_drafts import Drafted, NotDrafted, PersonaDraft, draft_all
@@ -187,15 +188,19 @@ def _request_text(request: RecordedRequest) -> str:
     return json.dumps(request.body, ensure_ascii=False)
 
 
-async def test_a_structured_reply_is_drafted(loopback, make_hub) -> None:
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_structured_reply_is_drafted(loopback, make_hub, provider: str) -> None:
     loopback.enqueue(Reply.json(DRAFT_REPLY))
-    [outcome] = await draft_all(make_hub().get("openai:drafter"), [_conversation(ORDER_CHAT)])
+    [outcome] = await draft_all(make_hub().get(f"{provider}:drafter"),
+                                [_conversation(ORDER_CHAT)])
     assert isinstance(outcome, Drafted), outcome
     assert outcome.draft == PersonaDraft.model_validate(DRAFT_REPLY)
     assert outcome.opening_message == ORDER_CHAT["messages"][0]["content"]
-    assert outcome.model == "openai:drafter" and not outcome.offline
+    assert outcome.model == f"{provider}:drafter" and not outcome.offline
     [request] = loopback.requests
-    schema = request.tools[0]["function"]["parameters"]
+    assert request.api == provider
+    tool = request.tools[0]
+    schema = tool.get("input_schema") or tool["function"]["parameters"]
     assert set(schema["properties"]) == {"persona", "goal", "known_facts", "unknown_facts",
                                          "plan"}
     sent = _request_text(request)
@@ -346,3 +351,46 @@ def test_names_follow_the_conversation_id() -> None:
     assert named("///") == ("conversation-7", "conversation-7.yaml")
     assert len(named("a" * 300)[0]) == 100
 
+
+
+# --- the terminal --------------------------------------------------------------------------
+
+def test_the_table_fits_80_columns_and_names_every_conversation_recognisably(
+        tmp_path: Path) -> None:
+    result = run_cli("import", "personas", REAL, "--out", tmp_path / "d", "--offline",
+                     columns=80)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(cell_len(line) for line in lines) <= 80
+    ids = [json.loads(line)["id"] for line in REAL.read_text(encoding="utf-8").splitlines()]
+    files = [f"{i}.yaml" for i in ids]
+    rows = [line for line in lines if line.startswith("│ ")]
+    named: list[tuple[str, str]] = []
+    for line in rows:
+        cells = [c.strip() for c in line.strip("│").split("│")]
+        if cells[0]:
+            named.append((cells[0], cells[1]))
+    assert len(named) == len(ids)
+    for (shown_id, shown_file), real_id, real_file in zip(named, ids, files, strict=True):
+        # whole, or its two ends around an ellipsis that no other id or file shares
+        for shown, real, others in ((shown_id, real_id, ids), (shown_file, real_file, files)):
+            head, _, tail = shown.partition("…")
+            assert real.startswith(head) and real.endswith(tail), (shown, real)
+            assert [o for o in others if o.startswith(head) and o.endswith(tail)] == [real]
+    assert "wrote 40 drafts into" in result.stdout
+    assert "drafted offline by word rules (mock:drafter)" in result.stdout
+
+
+def test_nothing_drafted_says_so_and_exits_4(loopback, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    loopback.set_responder(lambda request: Reply.json({**DRAFT_REPLY, "goal": ""}))
+    source = _write_lines(tmp_path / "real.jsonl", ORDER_CHAT, OTHER_CHAT)
+    result = run_cli("import", "personas", source, "--out", tmp_path / "d", "--model",
+                     "openai:drafter", "--base-url", loopback.openai_base_url, "--json")
+    assert result.returncode == 4, result.stderr
+    output = json.loads(result.stdout)
+    assert output["drafted"] == [] and [m["id"] for m in output["not_drafted"]] == [
+        "order-chat", "other chat/2"]
+    assert all(m["reason"].startswith("StructuredOutputError") for m in output["not_drafted"])
+    assert not (tmp_path / "d").exists()

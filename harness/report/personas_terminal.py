@@ -46,9 +46,13 @@ def render_drafts(output: dict[str, Any], console: Console) -> None:
     for row in missed:
         console.print(f"not drafted: {terminal_text(row['id'])} (line {row['line']}): "
                       f"{terminal_text(row['reason'])}", style="yellow", soft_wrap=True)
-    written = plural(len(drafted), "draft")
-    console.print(f"wrote {written} into {terminal_text(output['out'])}"
-                  + (f"; {len(missed)} not drafted" if missed else ""))
+    if drafted:
+        console.print(f"wrote {plural(len(drafted), 'draft')} into "
+                      f"{terminal_text(output['out'])}"
+                      + (f"; {len(missed)} not drafted" if missed else ""))
+    else:
+        console.print(f"no draft written: none of the {plural(len(missed), 'conversation')} "
+                      "was drafted")
     if drafted:
         console.print("each is a draft: a person must review it before it is used "
                       "(docs/simulated-users.md)", style="dim")
