@@ -29,7 +29,7 @@ OFFLINE_DRAFTER = "mock:drafter"
 @import_app.command("personas", epilog=examples(
     ("draft the shipped real conversations offline, with no key",
      "harness import personas tests/data/real-conversations/oasst1-en-40.jsonl \\\n"
-     "    --out scenarios/drafts --offline"),
+     "    --out drafts --offline"),
     ("draft them with a model", "harness import personas REAL.jsonl --out drafts "
      "--model openai:gpt-4o")))
 def import_personas(
@@ -38,7 +38,8 @@ def import_personas(
         help="real conversations, one JSON object per line: {id, messages} (OpenAI chat "
         "format, as score-transcripts reads)")],
     out: Annotated[Path, typer.Option(
-        "--out", metavar="DIR", help="a new or empty folder for the scenario files")],
+        "--out", metavar="DIR", rich_help_panel=OUTPUT_PANEL,
+        help="a new or empty folder for the scenario files")],
     model: Annotated[str | None, typer.Option(
         "--model", metavar="MODEL", rich_help_panel=MODELS_PANEL,
         help="the drafting model (provider:model)")] = None,
@@ -50,8 +51,8 @@ def import_personas(
         help="base URL of the drafting model (an OpenAI-compatible server or a "
         "gateway)")] = None,
     force: Annotated[bool, typer.Option(
-        "--force", help="write into a folder that holds files, replacing drafts of the "
-        "same name")] = False,
+        "--force", rich_help_panel=OUTPUT_PANEL, help="write into a folder that holds "
+        "files, replacing drafts of the same name")] = False,
     json_output: Annotated[bool, typer.Option(
         "--json", rich_help_panel=OUTPUT_PANEL, help="print one JSON object")] = False,
     verbose: Verbose = False,
