@@ -10,7 +10,6 @@ some were not (the others are written), 4 when none was, 2 for bad input.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -101,6 +100,8 @@ def personas_output(real_file: Path, out: Path, *, model: str, base_url: str | N
     conversation: ``id``, ``line``, ``reason``). Bad input, names that would clash and an
     output folder that holds files (without ``force``) are refused before any model call
     (:class:`~harness.errors.InputError`)."""
+    import asyncio
+
     from harness.errors import InputErrors
     from harness.files import make_directory, write_text_atomic
     from harness.formats.persona_drafts import Drafted, draft_all
