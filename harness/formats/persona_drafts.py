@@ -18,6 +18,7 @@ The conversation is data in the prompt, never instructions.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -149,10 +150,19 @@ def _speaker(message: Message) -> str | None:
     return None
 
 
+_TAG = re.compile(r"<(/?)\s*(conversation)\b", re.IGNORECASE)
+
+
+def _fenced(text: str) -> str:
+    """``text`` with the prompt's delimiting tag defused (``<conversation`` as
+    ``‹conversation``), so a message cannot close the conversation block early."""
+    return _TAG.sub(lambda m: f"‹{m.group(1)}{m.group(2)}", text)
+
+
 def draft_messages(conversation: RealConversation) -> list[Message]:
     """The drafting prompt: the instructions, then the conversation's user and assistant
     texts in order, each turn labelled (tool calls and results are left out)."""
-    turns = [f"[{who}]\n{m.content.strip()}" for m in conversation.messages
+    turns = [f"[{who}]\n{_fenced(m.content.strip())}" for m in conversation.messages
              if (who := _speaker(m)) is not None and m.content.strip()]
     body = ("Draft the simulated user of this conversation.\n\n<conversation>\n"
             + "\n\n".join(turns) + "\n</conversation>")
