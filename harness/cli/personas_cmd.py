@@ -133,7 +133,8 @@ def personas_output(real_file: Path, out: Path, *, model: str, base_url: str | N
             written = draft_file(outcome, real_file, out)
         except (InputError, InputErrors) as err:
             not_drafted.append({"id": conversation.id, "line": conversation.line,
-                                "reason": f"the draft is not a valid scenario: {err}"})
+                                "reason": "the draft is not a valid scenario: "
+                                + "; ".join(str(err).splitlines())})
             continue
         make_directory(out, "a folder for the drafted scenarios")
         write_text_atomic(written.path, written.text)

@@ -188,7 +188,8 @@ async def draft_one(model: ChatModel, conversation: RealConversation, *,
     except tuple(FATAL_MODEL_ERRORS.values()):
         raise
     except ModelError as err:
-        return NotDrafted(conversation, f"{type(err).__name__}: {err}")
+        # one line, whatever the provider's message holds
+        return NotDrafted(conversation, " ".join(f"{type(err).__name__}: {err}".split()))
     return Drafted(conversation, response.value, opening_message(conversation),
                    model=str(model.spec), offline=model.spec.is_offline)
 
