@@ -405,3 +405,12 @@ def test_nothing_drafted_says_so_and_exits_4(loopback, tmp_path: Path,
         "order-chat", "other chat/2"]
     assert all(m["reason"].startswith("StructuredOutputError") for m in output["not_drafted"])
     assert not (tmp_path / "d").exists()
+
+
+def test_offline_drafts_are_the_same_every_time(tmp_path: Path) -> None:
+    source = _write_lines(tmp_path / "real.jsonl", ORDER_CHAT, OTHER_CHAT)
+    texts = []
+    for out in (tmp_path / "one", tmp_path / "two"):
+        assert run_cli("import", "personas", source, "--out", out, "--offline").returncode == 0
+        texts.append({p.name: p.read_bytes() for p in out.iterdir()})
+    assert texts[0] == texts[1] and len(texts[0]) == 2
