@@ -108,7 +108,7 @@ def test_unknown_mock_lists_known_names():
     assert "unknown mock model 'nonesuch'" in message
     # Every name that resolves, variants included (issue 11: it listed 4 base names).
     listed = message.split("known mock models: ")[1].split(", ")
-    assert listed == ["mock:agent", "mock:agent-flaky", "mock:echo", "mock:judge",
+    assert listed == ["mock:agent", "mock:agent-flaky", "mock:drafter", "mock:echo", "mock:judge",
                       "mock:judge-first", "mock:judge-lenient", "mock:judge-strict",
                       "mock:simulator", "mock:simulator-faulty"]
     for name in listed:

@@ -9,6 +9,7 @@ from harness.cli import (
     labels_cmd,  # noqa: F401
     merge_cmd,  # noqa: F401
     pairwise_cmd,  # noqa: F401
+    personas_cmd,  # noqa: F401
     realism_cmd,  # noqa: F401
     run_cmd,  # noqa: F401
     score_cmd,  # noqa: F401

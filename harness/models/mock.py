@@ -53,6 +53,7 @@ _BUILTIN: dict[str, str | MockFactory] = {
     "agent": "harness.simulation.offline:MockAgent",
     "simulator": "harness.simulation.offline:MockSimulator",
     "judge": "harness.judging.offline:MockJudge",
+    "drafter": "harness.formats.persona_offline:MockDrafter",
     "echo": "harness.models.mock:EchoBehaviour",
 }
 _registry: dict[str, str | MockFactory] = dict(_BUILTIN)
