@@ -263,3 +263,42 @@ def test_a_compared_scenario_missing_from_a_record_is_not_vouched_for(runs: Path
     assert out["same"] is False and out["changed_scenarios"] == [ids[0]]
     assert out["differences"] == [
         f"1 compared scenario missing from a run's judge record (first: {ids[0]})"]
+
+
+def test_only_the_candidate_labelled_or_too_few_labels_say_what_is_missing(
+        runs: Path, tmp_path: Path) -> None:
+    base, cand = _copy(runs, "base", tmp_path), _copy(runs, "drift", tmp_path)
+    _label(cand, 0.1)
+    only_cand = compare_run_dirs(base, cand)["corrected"]
+    assert only_cand["baseline"] is None
+    assert only_cand["candidate"]["n_labels"] == 28  # 14 samples, a score and a pass each
+    assert only_cand["difference"] == {"mean": None, "pass_rate": None}
+    assert only_cand["note"] == (
+        "only the candidate has human labels of the compared scenarios: label a random "
+        "sample of the baseline's samples (harness view) to compare the runs on the "
+        "reviewers' scale")
+    # Both labelled, one too thinly: its figures are withheld, so there is no difference.
+    _label(base, 0.05, n=3)
+    thin = compare_run_dirs(base, cand)["corrected"]
+    assert thin["baseline"]["mean"]["withheld"] is not None
+    assert thin["baseline"]["pass_rate"]["withheld"] is not None
+    assert thin["difference"] == {"mean": None, "pass_rate": None}
+    assert thin["note"] == (
+        "no difference on the reviewers' scale: a run's corrected figures are withheld or "
+        "it has no random labels (see each run's notes)")
+
+
+def test_the_corrected_pass_rates_difference_is_the_two_runs_intervals_combined(
+        runs: Path, tmp_path: Path) -> None:
+    base, cand = _copy(runs, "base", tmp_path), _copy(runs, "drift", tmp_path)
+    _label(base, 0.05)
+    _label(cand, 0.3)
+    corrected = compare_run_dirs(base, cand)["corrected"]
+    assert corrected["note"] is None
+    a, b = corrected["baseline"]["pass_rate"], corrected["candidate"]["pass_rate"]
+    assert a["target"] == "pass_rate" and b["target"] == "pass_rate"
+    d = corrected["difference"]["pass_rate"]
+    assert d["value"] == pytest.approx(b["value"] - a["value"])
+    low, high = difference_interval(a["value"], a["ci_low"], a["ci_high"], b["value"],
+                                    b["ci_low"], b["ci_high"])
+    assert (d["ci_low"], d["ci_high"]) == pytest.approx((low, high))
