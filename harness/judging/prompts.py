@@ -444,7 +444,7 @@ def _closing_entry(transcript: Transcript, entries: list[Entry], user_turn: int)
     sent = sum(1 for m in transcript.messages if m.role == "user")
     if closing is None or user_turn != sent:
         return entries
-    speaker = f"USER (ends the conversation: {transcript.stop_reason})"
+    speaker = f"USER, ending the conversation ({transcript.stop_reason})"
     return [*entries, Entry(index=len(entries) + 1, speaker=speaker, text=closing, focus=True)]
 
 
