@@ -127,9 +127,16 @@ async def _ask(
 
 
 NO_USER_PROFILE = (
-    "not applicable: a simulator rubric judges a simulated user against its profile, and this "
+    "not applicable: simulator fidelity judges a simulated user against its profile, and this "
     "transcript was imported with no profile (persona, known or unknown facts, plan) to judge "
     "against"
+)
+
+
+NO_USER_PROFILE_FOR_TURNS = (
+    "not applicable: the per-turn simulator judge judges a simulated user's turns against its "
+    "profile, and this transcript was imported with no profile (persona, known or unknown "
+    "facts, plan) to judge against"
 )
 
 
@@ -160,7 +167,7 @@ def _not_applicable(rubric: Rubric, transcript: Transcript,
         return None
     if ctx.persona or ctx.user_facts or ctx.user_unknowns or ctx.plan:
         return None
-    return NO_USER_PROFILE
+    return NO_USER_PROFILE if rubric.target == "simulator_fidelity" else NO_USER_PROFILE_FOR_TURNS
 
 
 def _turns_to_ask(rubric: Rubric, transcript: Transcript,

@@ -28,7 +28,7 @@ from harness.judging.user_turns import closing_words
 from harness.models.types import Message
 from harness.transcript import Transcript
 
-PROMPT_VERSION = "2"
+PROMPT_VERSION = "3"
 """Bumped whenever a template below changes meaning."""
 
 
