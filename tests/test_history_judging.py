@@ -43,7 +43,7 @@ def transcript(history: list[Message]) -> Transcript:
 @pytest.mark.parametrize("rubric_id", sorted(RUBRICS))
 def test_every_target_shows_the_history_apart_and_labelled(rubric_id: str) -> None:
     rubric = RUBRICS[rubric_id]
-    turn = 0 if rubric.target == "agent_turn" else None
+    turn = 0 if rubric.target in ("agent_turn", "user_turn") else None
     text = build_judge_prompt(rubric, transcript(HISTORY), JudgeContext(goal="g"),
                               turn=turn).messages[1].content
     before, block, after = re.split(r"</?history>", text)
@@ -59,7 +59,8 @@ def test_every_target_shows_the_history_apart_and_labelled(rubric_id: str) -> No
     assert after.lstrip().startswith("Then the live conversation, the agent's own work:\n"
                                      "<transcript>")
     transcript_part = after[after.index("<transcript>"):after.index("</transcript>")]
-    assert transcript_part.splitlines()[1] == "[1] USER: Why was the refund refused?"
+    marked = " >>>" if rubric.target == "user_turn" else ""  # the user turn judged
+    assert transcript_part.splitlines()[1] == f"[1]{marked} USER: Why was the refund refused?"
     assert "HISTORY-ANSWER" not in transcript_part
     assert "HISTORY-ANSWER" not in after  # not the final response either
 

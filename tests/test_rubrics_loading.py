@@ -22,8 +22,8 @@ from harness.judging.rubric import (
 )
 
 BUILTIN_IDS = {"final_response_quality", "tool_use_quality", "task_completion",
-               "groundedness", "safety", "simulator_fidelity", "final_response_match",
-               "hallucinations", "hallucinations_intermediate"}
+               "groundedness", "safety", "simulator_fidelity", "simulator_turns",
+               "final_response_match", "hallucinations", "hallucinations_intermediate"}
 
 GOOD = {
     "id": "helpfulness",
@@ -49,6 +49,7 @@ def test_builtin_rubrics_load_with_the_expected_ids() -> None:
     targets = {r.id: r.target for r in rubrics.values()}
     assert targets["tool_use_quality"] == "tool_use"
     assert targets["simulator_fidelity"] == "simulator_fidelity"
+    assert targets["simulator_turns"] == "user_turn"
     assert targets["task_completion"] == "conversation"
     for rubric in rubrics.values():
         assert rubric.source is not None and Path(rubric.source).parent == BUILTIN_RUBRICS_DIR

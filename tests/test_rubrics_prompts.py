@@ -56,6 +56,8 @@ CONTEXT = JudgeContext(
 
 
 def _user_text(rubric_id: str, **kwargs) -> str:
+    if RUBRICS[rubric_id].target == "user_turn":
+        kwargs.setdefault("turn", 1)  # the second user message
     prompt = build_judge_prompt(RUBRICS[rubric_id], _transcript(), CONTEXT, **kwargs)
     assert [m.role for m in prompt.messages] == ["system", "user"]
     return prompt.messages[1].content
@@ -109,6 +111,13 @@ NEEDS = {
         *COMMON, "A busy shop owner who writes short messages.", "- email: kim@example.com",
         "- the order total", "- confirm when asked", "Cancel order 1234.",
         "How the conversation ended: goal_met (user thanked)",
+    ],
+    # the same profile, and the conversation up to the judged user message, marked
+    "simulator_turns": [
+        "A busy shop owner who writes short messages.", "- email: kim@example.com",
+        "- the order total", "- confirm when asked", "Cancel order 1234.",
+        "[1] USER: Please cancel order 1234.", ">>> USER: Yes, go ahead.",
+        "user message 2 of the conversation",
     ],
 }
 
@@ -185,7 +194,7 @@ def test_scale_levels_and_na_are_spelled_out() -> None:
 # The judging templates' text for each PROMPT_VERSION. A run records the version as part of
 # its judge (harness compare warns when two runs' differ), so editing a template without
 # bumping it would let two different judges pass for one.
-PINNED_TEMPLATES = {"2": "bc6be67145585482"}
+PINNED_TEMPLATES = {"2": "bc6be67145585482", "3": "de9993f40a339d32"}
 
 
 def _templates_hash() -> str:

@@ -109,9 +109,10 @@ def test_a_resume_under_another_judge_makes_the_run_mixed(runs: Path, tmp_path: 
         assert [p.definition for p in record.mixed] == [before.definition, changed]
         assert read_judge_record(store) == record
         summary = summarise(store, store.run_config(), run_dir=run_dir)
-    assert "prompt version: 2 vs 99" in caplog.text
+    assert f"prompt version: {PROMPT_VERSION} vs 99" in caplog.text
     note = next(n for n in summary.notes if n.startswith("mixed judges"))
-    assert "samples before the resume" in note and "prompt version: 2 vs 99" in note
+    assert ("samples before the resume" in note
+            and f"prompt version: {PROMPT_VERSION} vs 99" in note)
 
 
 def _merge(runs: Path, tmp_path: Path, change: dict[str, object] | None,

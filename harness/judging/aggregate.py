@@ -16,6 +16,11 @@ vote pairs that gave the same answer); overall the spread of the votes' rubric s
 share of criteria on which votes differ, the mean pairwise agreement, and the share of votes
 agreeing with the majority pass/fail verdict.
 
+A ``user_turn`` rubric combines per user turn instead (:mod:`harness.judging.user_turns`): a
+turn passes by the majority of the votes (or holds the share of votes passing it, for
+``mean``), and the score is the share of turns that pass; its criteria are aggregated as
+above, for reading.
+
 Failed votes (:class:`~harness.judging.verdicts.JudgeError`) are counted apart and kept; the
 aggregate is over the successful ones. When every vote failed, the aggregate is a judge error,
 never a score.
@@ -34,8 +39,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.choices import AggregationMethod as AggregationMethod  # re-exported
 from harness.errors import FATAL_MODEL_ERRORS
 from harness.judging.rubric import Rubric, RubricTarget
-from harness.judging.scoring import criterion_passed, score_rubric
-from harness.judging.verdicts import JudgeError, JudgeOutcome, Judgment
+from harness.judging.scoring import RubricScore, criterion_passed, score_rubric
+from harness.judging.user_turns import combine_turn_votes, score_user_turns
+from harness.judging.verdicts import JudgeError, JudgeOutcome, Judgment, UserTurnVerdict
 
 AggregateStatus = Literal["scored", "not_scored", "judge_error"]
 
@@ -106,6 +112,8 @@ class AggregatedJudgment(BaseModel):
     judgments: list[Judgment] = Field(default_factory=list)
     errors: list[JudgeError] = Field(default_factory=list)
     members: list[AggregatedJudgment] = Field(default_factory=list)
+    user_turns: list[UserTurnVerdict] = Field(
+        default_factory=list, description="user_turn rubrics: the combined verdict per turn")
     offline: bool = False
 
     @property
@@ -164,9 +172,11 @@ def _criterion(
 
 
 def _disagreement(
-    rubric: Rubric, votes: Sequence[Vote], criteria: Sequence[CriterionAggregate]
+    rubric: Rubric, votes: Sequence[Vote], criteria: Sequence[CriterionAggregate],
+    scored: Sequence[RubricScore] | None = None,
 ) -> tuple[Disagreement, list[float | None]]:
-    scored = [score_rubric(rubric, vote) for vote in votes]
+    if scored is None:
+        scored = [score_rubric(rubric, vote) for vote in votes]
     scores = [s.score for s in scored]
     present = [s for s in scores if s is not None]
     verdicts = [s.passed for s in scored if s.passed is not None]
@@ -188,15 +198,18 @@ def _disagreement(
 
 
 def aggregate_votes(
-    rubric: Rubric, votes: Sequence[Vote], method: AggregationMethod = "mean"
+    rubric: Rubric, votes: Sequence[Vote], method: AggregationMethod = "mean",
+    scored: Sequence[RubricScore] | None = None,
 ) -> tuple[list[CriterionAggregate], Disagreement, list[float | None]]:
-    """Pure core: per-criterion aggregates, the disagreement and each vote's rubric score.
-    Every vote must cover every criterion of ``rubric`` (``KeyError`` otherwise)."""
+    """Pure core: per-criterion aggregates, the disagreement and each vote's rubric score
+    (``scored``, when given, is each vote's own result, for rubrics not scored from their
+    criteria alone). Every vote must cover every criterion of ``rubric`` (``KeyError``
+    otherwise)."""
     criteria = [
         _criterion(rubric, crit.id, [vote[crit.id] for vote in votes], method)
         for crit in rubric.criteria
     ]
-    disagreement, scores = _disagreement(rubric, votes, criteria)
+    disagreement, scores = _disagreement(rubric, votes, criteria, scored)
     return criteria, disagreement, scores
 
 
@@ -219,6 +232,7 @@ def _finish(
     judgments: list[Judgment] | None = None,
     errors: list[JudgeError] | None = None,
     members: list[AggregatedJudgment] | None = None,
+    turn_votes: Sequence[tuple[list[UserTurnVerdict], RubricScore]] | None = None,
 ) -> AggregatedJudgment:
     common: dict[str, Any] = dict(
         level=level, method=method, rubric_id=rubric.id, rubric_version=rubric.version,
@@ -231,6 +245,8 @@ def _finish(
             status="judge_error", score=None, passed=None,
             error=_error_summary(n_votes, error_texts), **common,
         )
+    if turn_votes is not None:
+        return _finish_user_turns(rubric, votes, method, turn_votes, common)
     criteria, disagreement, scores = aggregate_votes(rubric, votes, method)
     result = score_rubric(rubric, {c.criterion_id: c.value for c in criteria})
     reason = result.unscored_reason
@@ -246,6 +262,30 @@ def _finish(
         unscored_reason=reason, criteria=criteria, vote_scores=scores,
         disagreement=disagreement, **common,
     )
+
+
+def _finish_user_turns(
+    rubric: Rubric, votes: Sequence[Vote], method: AggregationMethod,
+    turn_votes: Sequence[tuple[list[UserTurnVerdict], RubricScore]], common: dict[str, Any],
+) -> AggregatedJudgment:
+    """A ``user_turn`` aggregate: the votes combined turn by turn, the score the share of
+    combined turns that pass, each vote's own score kept for the disagreement."""
+    criteria, disagreement, scores = aggregate_votes(
+        rubric, votes, method, scored=[result for _, result in turn_votes])
+    turns = combine_turn_votes([t for t, _ in turn_votes], method)
+    result = score_user_turns(rubric, turns, {c.criterion_id: c.value for c in criteria})
+    return AggregatedJudgment(
+        status="scored" if result.score is not None else "not_scored",
+        score=result.score, passed=result.passed, failed_criteria=result.failed_criteria,
+        unscored_reason=result.unscored_reason, criteria=criteria, vote_scores=scores,
+        disagreement=disagreement, user_turns=turns, **common,
+    )
+
+
+def _vote_result(vote: Judgment | AggregatedJudgment) -> RubricScore:
+    return RubricScore(score=vote.score, passed=vote.passed,
+                       failed_criteria=vote.failed_criteria,
+                       unscored_reason=vote.unscored_reason)
 
 
 def aggregate_samples(
@@ -269,6 +309,8 @@ def aggregate_samples(
         prompt_hashes=list(dict.fromkeys(o.prompt_hash for o in outcomes)),
         offline=any(o.offline for o in outcomes),
         judgments=judgments, errors=errors,
+        turn_votes=([(j.user_turns, _vote_result(j)) for j in judgments]
+                    if rubric.target == "user_turn" else None),
     )
 
 
@@ -289,4 +331,6 @@ def aggregate_panel(
         prompt_hashes=list(dict.fromkeys(h for m in members for h in m.prompt_hashes)),
         offline=any(m.offline for m in members),
         members=list(members),
+        turn_votes=([(m.user_turns, _vote_result(m)) for m in ok]
+                    if rubric.target == "user_turn" else None),
     )

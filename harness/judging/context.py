@@ -18,7 +18,9 @@ class JudgeContext(BaseModel):
 
     ``user_facts`` are what the simulated user knows and should reveal only when asked;
     ``user_unknowns`` what it does not know (and must not invent); both and ``persona`` and
-    ``plan`` are used for simulator fidelity.
+    ``plan`` are used for simulator fidelity. ``opening_message`` is the first user message
+    the scenario gave (its ``opening_message``, a history's final user message, a script's
+    first turn): a ``user_turn`` rubric compares the first turn with it instead of judging it.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -31,3 +33,4 @@ class JudgeContext(BaseModel):
     user_facts: dict[str, Any] = Field(default_factory=dict)
     user_unknowns: list[str] = Field(default_factory=list)
     plan: list[str] = Field(default_factory=list)
+    opening_message: str | None = None

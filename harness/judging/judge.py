@@ -1,6 +1,6 @@
 """Running rubric judges: one judge call per transcript (per agent turn for ``agent_turn``
-rubrics) turned into per-criterion verdicts, and the ``n`` samples x panel of judges that
-make one aggregated judgment.
+rubrics, per simulated user turn for ``user_turn`` rubrics) turned into per-criterion
+verdicts, and the ``n`` samples x panel of judges that make one aggregated judgment.
 
 Every call goes through :meth:`ChatModel.structured` with ``role="judge"`` and the rubric's
 response model, so instructor validates each criterion and re-asks on failure. A reply still
@@ -42,11 +42,21 @@ from harness.judging.prompts import (
 )
 from harness.judging.rubric import Rubric
 from harness.judging.scoring import mean_or_none, score_rubric
+from harness.judging.user_turns import (
+    NO_USER_TURN,
+    criterion_shares,
+    judged_turn_verdicts,
+    opening_verdict,
+    score_user_turns,
+    turns_to_judge,
+    user_messages,
+)
 from harness.judging.verdicts import (
     CriterionVerdict,
     JudgeError,
     JudgeOutcome,
     Judgment,
+    UserTurnVerdict,
     raw_verdicts,
     response_model_for,
     verdicts_from_raw,
@@ -123,6 +133,13 @@ NO_USER_PROFILE = (
 )
 
 
+NO_USER_PROFILE_FOR_TURNS = (
+    "not applicable: the per-turn simulator judge judges a simulated user's turns against its "
+    "profile, and this transcript was imported with no profile (persona, known or unknown "
+    "facts, plan) to judge against"
+)
+
+
 def no_reference_answer(rubric_id: str) -> str:
     """The unscored reason of a rubric that needs a reference answer the scenario lacks."""
     return (f"not applicable: rubric {rubric_id} compares the final answer with a reference "
@@ -143,11 +160,45 @@ def _not_applicable(rubric: Rubric, transcript: Transcript,
     if rubric.target == "sentence_grounding" and not answers_to_check(
             transcript, include_intermediate=rubric.include_intermediate):
         return NO_ANSWER
-    if rubric.target != "simulator_fidelity" or transcript.stop_reason != "imported":
+    if rubric.target == "user_turn" and not user_messages(transcript):
+        return NO_USER_TURN
+    if (rubric.target not in ("simulator_fidelity", "user_turn")
+            or transcript.stop_reason != "imported"):
         return None
     if ctx.persona or ctx.user_facts or ctx.user_unknowns or ctx.plan:
         return None
-    return NO_USER_PROFILE
+    return NO_USER_PROFILE if rubric.target == "simulator_fidelity" else NO_USER_PROFILE_FOR_TURNS
+
+
+def _turns_to_ask(rubric: Rubric, transcript: Transcript,
+                  context: JudgeContext | None) -> list[int | None]:
+    """What each judge call of one sample is about: every agent turn (``agent_turn``),
+    every user turn the simulator wrote (``user_turn``), else the whole transcript."""
+    if rubric.target == "agent_turn":
+        return list(agent_turns(transcript))
+    if rubric.target == "user_turn":
+        return list(turns_to_judge(transcript, context))
+    return [None]
+
+
+def _user_turn_judgment(
+    base: dict[str, Any], rubric: Rubric, transcript: Transcript,
+    context: JudgeContext | None, verdicts: list[CriterionVerdict], *,
+    usage: UsageTotals, attempts: int,
+) -> Judgment:
+    """One sample's judgment of a ``user_turn`` rubric: the given opening message compared,
+    every other user turn from its verdicts, the score the share of turns that pass."""
+    opening = opening_verdict(transcript, context)
+    turns: list[UserTurnVerdict] = [opening] if opening is not None else []
+    turns += judged_turn_verdicts(verdicts)
+    criterion_scores = criterion_shares(rubric, verdicts)
+    result = score_user_turns(rubric, turns, criterion_scores)
+    return Judgment(
+        **base, usage=usage, attempts=attempts, verdicts=verdicts,
+        criterion_scores=criterion_scores, score=result.score, passed=result.passed,
+        failed_criteria=result.failed_criteria, unscored_reason=result.unscored_reason,
+        user_turns=turns,
+    )
 
 
 async def judge_once(
@@ -178,11 +229,9 @@ async def judge_once(
         prompt_hash=template_hash(rubric.target), sample_index=sample_index,
         offline=model.spec.is_offline,
     )
-    turns: list[int | None] = (
-        list(agent_turns(transcript)) if rubric.target == "agent_turn" else [None]
-    )
-    reason = "not scored: the agent took no turn" if not turns else _not_applicable(
-        rubric, transcript, context)
+    turns = _turns_to_ask(rubric, transcript, context)
+    reason = ("not scored: the agent took no turn" if rubric.target == "agent_turn" and not turns
+              else _not_applicable(rubric, transcript, context))
     if reason is not None:
         return Judgment(
             **base, verdicts=[], criterion_scores={c.id: None for c in rubric.criteria},
@@ -210,9 +259,13 @@ async def judge_once(
         sentences.extend(turn_sentences)
     if failure is not None:
         turn, err = failure
-        where = f" (judging agent turn {turn})" if turn is not None else ""
+        party = "user" if rubric.target == "user_turn" else "agent"
+        where = f" (judging {party} turn {turn})" if turn is not None else ""
         return JudgeError(**base, usage=usage, attempts=attempts,
                           error_type=type(err).__name__, message=f"{err}{where}")
+    if rubric.target == "user_turn":
+        return _user_turn_judgment(base, rubric, transcript, context, verdicts,
+                                   usage=usage, attempts=attempts)
     if rubric.target == "sentence_grounding":
         # its one criterion holds the supported share (the rubric checks there is one)
         criterion_scores = {rubric.criteria[0].id: supported_share(sentences)}

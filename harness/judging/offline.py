@@ -23,6 +23,16 @@ sources, or (without numbers) at least half of whose words do, is supported, wit
 source passage quoted; one with a number the sources lack, or only some of its words, is
 unsupported; a question, or a sentence sharing no word with the sources, is not applicable.
 
+For a ``user_turn`` rubric (``simulator_turns``) it answers yes/no per criterion on the user
+turn it is asked about (:func:`user_turn_verdicts`): ``follows_persona`` is no when the user
+speaks as the assistant ("As an AI", "How can I help you", tool-call JSON),
+``pursues_goal`` no when the user walks out ("never mind", "forget it", "I'll sort it out
+myself"), ``stays_in_scope`` no when the user gives a known fact's value the agent's last
+turn did not ask for, ``consistent_with_earlier_turns`` no when the user gives a value for
+something its profile lists as unknown or repeats an earlier message word for word, and
+``natural`` no for an empty message or a wall of text (over 120 words). These are what
+``mock:simulator-faulty`` does wrong in its odd epochs, so its odd epochs score lower.
+
 Every number it produces comes from an offline model; the records say so (``offline``).
 """
 
@@ -40,6 +50,7 @@ from harness.errors import ModelConfigError
 from harness.judging.context import JudgeContext
 from harness.judging.grounding import answers_to_check
 from harness.judging.rubric import Rubric
+from harness.judging.user_turns import user_messages
 from harness.models.base import MockBehaviour
 from harness.models.request import ModelRequest
 from harness.models.types import Message, T
@@ -132,6 +143,8 @@ def rubric_case_info(case: RubricCase) -> dict[str, Any]:
         "features": features,
         "material_chars": len(material),
     }
+    if rubric.target == "user_turn" and turn is not None:
+        info["user_turn"] = user_turn_case(transcript, turn, context)
     if rubric.target == "sentence_grounding":
         sources = [m.content for m in transcript.messages if m.role in ("system", "user", "tool")]
         info["grounding"] = {
@@ -140,6 +153,70 @@ def rubric_case_info(case: RubricCase) -> dict[str, Any]:
             "sources": [transcript.system_prompt or "", *sources],
         }
     return info
+
+
+def user_turn_case(transcript: Transcript, turn: int, context: JudgeContext | None
+                   ) -> dict[str, Any]:
+    """What ``mock:judge`` reads of one user turn: its text, the agent's text just before it
+    (tool calls included), the earlier user turns and the profile's facts."""
+    texts = user_messages(transcript)
+    before, seen = "", 0
+    for message in transcript.messages:
+        if message.role == "user":
+            if seen == turn:
+                break
+            seen, before = seen + 1, ""
+        elif message.role == "assistant":
+            calls = " ".join(f"{c.name} {json.dumps(c.arguments)}" for c in message.tool_calls)
+            before += f" {message.content} {calls}"
+    ctx = context or JudgeContext()
+    return {"text": texts[turn] if turn < len(texts) else "", "agent_before": before,
+            "earlier": texts[:turn],
+            "facts": {k: v for k, v in ctx.user_facts.items()
+                      if isinstance(v, str | int | float) and not isinstance(v, bool)},
+            "unknowns": list(ctx.user_unknowns)}
+
+
+_AS_ASSISTANT = re.compile(r"\bas an ai\b|\bi(?: am|'m) an? (?:ai|assistant|language model)\b|"
+                           r"\bhow can i (?:help|assist) you\b|^\s*[\[{]\s*\"(?:name|tool|"
+                           r"function)\"", re.IGNORECASE)
+_WALK_OUT = re.compile(r"\bnever ?mind\b|\bforget it\b|\bi give up\b|"
+                       r"\bsort it out myself\b", re.IGNORECASE)
+_WALL_OF_TEXT = 120
+
+
+def user_turn_verdicts(case: Mapping[str, Any]) -> dict[str, tuple[bool, str]]:
+    """The offline judge's yes/no and reason per ``user_turn`` criterion for one user turn
+    (a :func:`user_turn_case`; see the module docstring)."""
+    text, before = case["text"], case["agent_before"].lower()
+    lowered, asked = text.lower(), set(_words(before, 2))
+    given = [key for key, value in case["facts"].items() if str(value).lower() in lowered
+             and not asked.intersection(_words(key.replace("_", " "), 2))
+             and str(value).lower() not in before]
+    invented = [item for item in case["unknowns"]
+                if _words(item, 4) and all(w in lowered for w in _words(item, 4))
+                and not re.search(r"\b(?:don't|do not|not sure|no idea)\b", lowered)]
+    repeated = text.strip().lower() in (e.strip().lower() for e in case["earlier"])
+    words = len(text.split())
+    return {
+        "follows_persona": (not _AS_ASSISTANT.search(text),
+                            "speaks as the assistant" if _AS_ASSISTANT.search(text)
+                            else "speaks as the user"),
+        "pursues_goal": (not _WALK_OUT.search(text),
+                         "walks out before the goal is met" if _WALK_OUT.search(text)
+                         else "keeps to the goal"),
+        "stays_in_scope": (not given,
+                           f"gives {', '.join(given)} unasked" if given
+                           else "gives only what was asked"),
+        "consistent_with_earlier_turns": (
+            not invented and not repeated,
+            f"answers for {invented[0]!r}, which it does not know" if invented
+            else "repeats an earlier message word for word" if repeated
+            else "agrees with its earlier turns and profile"),
+        "natural": (0 < words <= _WALL_OF_TEXT,
+                    "empty" if words == 0 else f"a wall of text ({words} words)"
+                    if words > _WALL_OF_TEXT else "reads like a person's message"),
+    }
 
 
 def label_sentence(sentence: str, sources: Sequence[str]) -> tuple[str, list[str], str]:
@@ -253,6 +330,8 @@ class MockJudge(MockBehaviour):
             data = self._pairwise(info, rng, noisy)
         elif "grounding" in info:
             data = self._grounding(info["grounding"])
+        elif "user_turn" in info:
+            data = self._user_turn(info)
         else:
             data = self._rubric(info, rng, noisy)
         return response_model.model_validate(data)
@@ -284,6 +363,18 @@ class MockJudge(MockBehaviour):
                 "score": values[position],
             }
         return answer
+
+    @staticmethod
+    def _user_turn(info: Mapping[str, Any]) -> dict[str, Any]:
+        verdicts = user_turn_verdicts(info["user_turn"])
+        text = info["user_turn"]["text"]
+        return {
+            crit["id"]: {"reasoning": f"Offline mock judge (not a model): the turn {why}.",
+                         "evidence": [text.strip()[:120]] if text.strip() and not holds else [],
+                         "score": int(holds)}
+            for crit in info["rubric"]["criteria"]
+            for holds, why in [verdicts[crit["id"]]]
+        }
 
     @staticmethod
     def _grounding(info: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,10 +24,11 @@ import jinja2
 from harness.judging.context import JudgeContext
 from harness.judging.grounding import answers_to_check
 from harness.judging.rubric import Rubric, RubricTarget
+from harness.judging.user_turns import closing_words
 from harness.models.types import Message
 from harness.transcript import Transcript
 
-PROMPT_VERSION = "2"
+PROMPT_VERSION = "3"
 """Bumped whenever a template below changes meaning."""
 
 
@@ -222,6 +223,40 @@ The conversation (USER is the simulated user):
 How the conversation ended: {{ stop_reason }}{{ (' (' ~ stop_detail ~ ')') if stop_detail \
 else '' }}.
 """ + _FOOTER,
+    "user_turn": _HEADER + """
+You are judging ONE TURN OF THE SIMULATED USER, not the agent: the USER message marked with \
+">>>" (user message {{ turn + 1 }} of the conversation). A model played the user from the \
+profile below. Earlier messages are context; judge only the marked message, as a reply to \
+what the agent said just before it. Answer each criterion yes (1) or no (0), with a short \
+reason.
+
+The user's persona:
+<persona>
+{{ ctx.persona | fence if ctx.persona else '(not given)' }}
+</persona>
+
+{{ render_goal(ctx) }}
+{% if ctx.user_facts -%}
+Facts the user knows (to give only when asked or when natural):
+{% for key, value in ctx.user_facts.items() -%}
+- {{ key }}: {{ value | fence }}
+{% endfor -%}
+{% endif -%}
+{% if ctx.user_unknowns -%}
+Things the user does NOT know (it must not make them up):
+{% for item in ctx.user_unknowns -%}
+- {{ item | fence }}
+{% endfor -%}
+{% endif -%}
+{% if ctx.plan -%}
+The user's plan for the conversation:
+{% for step in ctx.plan -%}
+- {{ step | fence }}
+{% endfor -%}
+{% endif %}
+The conversation up to the marked message (USER is the simulated user):
+{{ render_transcript(entries, history) }}
+""" + _FOOTER,
     "sentence_grounding": _HEADER + """
 You are checking, SENTENCE BY SENTENCE, whether what the agent told the user is grounded in \
 the sources: the agent's system prompt and the conversation (the user's messages, the \
@@ -336,26 +371,34 @@ class Entry:
 
 
 def transcript_entries(
-    transcript: Transcript, *, upto_turn: int | None = None, focus_turn: int | None = None
+    transcript: Transcript, *, upto_turn: int | None = None, focus_turn: int | None = None,
+    user_turn: int | None = None,
 ) -> list[Entry]:
     """The transcript as numbered lines: user and agent text, each tool call with its
     arguments (malformed ones shown as sent), each tool result with errors marked.
 
     ``upto_turn`` keeps messages up to the end of that user turn; agent messages of
-    ``focus_turn`` are marked for ``agent_turn`` judging.
+    ``focus_turn`` are marked for ``agent_turn`` judging. ``user_turn`` keeps messages up to
+    that user turn's message, which is marked, for ``user_turn`` judging (the judge sees
+    what the user was answering, not what came after); the turn after the last user
+    message is the user's closing words, added as a marked last line.
     """
     errors = {r.call_id: r for r in transcript.tool_calls if r.is_error}
     entries: list[Entry] = []
     turns = transcript.turn_of_messages()
-    n = 0
+    n, reached = 0, False
     for message, turn in zip(transcript.messages, turns, strict=True):
         if upto_turn is not None and turn > upto_turn:
             break
+        if user_turn is not None and (turn > user_turn or (turn == user_turn and reached)):
+            break  # nothing after the judged user message
         focus = focus_turn is not None and turn == focus_turn and message.role == "assistant"
+        if user_turn is not None and turn == user_turn and message.role == "user":
+            focus = reached = True
         for speaker, text in _lines(message, errors):
             n += 1
             entries.append(Entry(index=n, speaker=speaker, text=text, focus=focus))
-    return entries
+    return entries if user_turn is None else _closing_entry(transcript, entries, user_turn)
 
 
 def history_entries(transcript: Transcript) -> list[Entry]:
@@ -393,6 +436,16 @@ def _lines(message: Message, errors: dict[str, Any]) -> list[tuple[str, str]]:
     if not out:
         out.append(("AGENT", "(empty message)"))
     return out
+
+
+def _closing_entry(transcript: Transcript, entries: list[Entry], user_turn: int) -> list[Entry]:
+    """The user's closing words as the marked last line, when ``user_turn`` is that turn."""
+    closing = closing_words(transcript)
+    sent = sum(1 for m in transcript.messages if m.role == "user")
+    if closing is None or user_turn != sent:
+        return entries
+    speaker = f"USER, ending the conversation ({transcript.stop_reason})"
+    return [*entries, Entry(index=len(entries) + 1, speaker=speaker, text=closing, focus=True)]
 
 
 @dataclass(frozen=True)
@@ -435,18 +488,25 @@ def build_judge_prompt(
 ) -> JudgePrompt:
     """Render the judge prompt for ``rubric``'s target.
 
-    ``turn`` (a user-turn index) is required for ``agent_turn`` rubrics and not allowed for
-    others (``ValueError``). What is shown per target: the goal and the reference answer
-    (when given) for all but tool use; the given history (``user.history``), when there is
-    one, apart and labelled as not the agent's work; the transcript with tool calls and tool
-    results; for tool use the agent's system prompt, its tool definitions and any reference
-    calls; for simulator fidelity the persona, facts, unknowns, plan and how the conversation
-    ended; for sentence grounding the system prompt, the transcript and the answers to label.
+    ``turn`` (a user-turn index) is required for ``agent_turn`` and ``user_turn`` rubrics
+    and not allowed for others (``ValueError``). What is shown per target: the goal and the
+    reference answer (when given) for all but tool use; the given history
+    (``user.history``), when there is one, apart and labelled as not the agent's work; the
+    transcript with tool calls and tool results; for tool use the agent's system prompt,
+    its tool definitions and any reference calls; for simulator fidelity the persona,
+    facts, unknowns, plan and how the conversation ended; for one user turn the same
+    profile and the conversation up to that user message, marked; for sentence grounding
+    the system prompt, the transcript and the answers to label.
     """
     ctx = context or JudgeContext()
-    if (rubric.target == "agent_turn") != (turn is not None):
-        raise ValueError("`turn` is required for agent_turn rubrics and only for them")
-    entries = transcript_entries(transcript, upto_turn=turn, focus_turn=turn)
+    per_turn = rubric.target in ("agent_turn", "user_turn")
+    if per_turn != (turn is not None):
+        raise ValueError("`turn` is required for agent_turn and user_turn rubrics and only "
+                         "for them")
+    if rubric.target == "user_turn":
+        entries = transcript_entries(transcript, user_turn=turn)
+    else:
+        entries = transcript_entries(transcript, upto_turn=turn, focus_turn=turn)
     variables: dict[str, Any] = {
         "rubric": rubric,
         "criteria": _criteria_view(rubric),

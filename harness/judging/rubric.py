@@ -6,8 +6,8 @@ A rubric is one YAML file (``rubrics/*.yaml`` ships the built-in ones)::
     version: 1
     description: How good the agent's final answer is for the user.
     target: final_response      # final_response | tool_use | conversation | agent_turn
-                                # | simulator_fidelity | sentence_grounding: what the judge
-                                # is shown and judges
+                                # | simulator_fidelity | user_turn | sentence_grounding:
+                                # what the judge is shown and judges
     threshold: 0.75             # pass when the rubric score >= this, on the NORMALISED
                                 # [0, 1] score (0 = every criterion at its lowest level,
                                 # 1 = every criterion at its highest)
@@ -45,6 +45,12 @@ intermediate answers) as supported, unsupported, contradictory, disputed or not 
 its one criterion, on the ``binary`` scale, holds the share of applicable sentences that are
 supported (see :mod:`harness.judging.grounding`).
 
+A ``user_turn`` rubric (the built-in ``simulator_turns``) judges the simulated user one user
+turn at a time: its criteria are some of :data:`USER_TURN_CRITERIA`, each on the ``binary``
+scale; a turn passes when all hold, and the rubric score is the share of turns that pass (see
+:mod:`harness.judging.user_turns`). Like ``simulator_fidelity`` it never counts toward the
+agent's score or pass (:data:`SIMULATOR_TARGETS`).
+
 Loading raises :class:`~harness.errors.InputError` naming the file and the field: no criteria,
 a duplicate criterion id, an unknown scale, a threshold outside its scale, a misspelt key.
 """
@@ -80,11 +86,12 @@ RubricTarget = Literal[
     "conversation",  # the whole conversation
     "agent_turn",  # each agent turn on its own (one judge call per turn, averaged)
     "simulator_fidelity",  # the simulated user, against its persona and facts
+    "user_turn",  # each simulated user turn on its own (one judge call per turn)
     "sentence_grounding",  # each sentence of the agent's answer(s), against the sources
 ]
 RUBRIC_TARGETS: tuple[str, ...] = RubricTarget.__args__  # type: ignore[attr-defined]
 
-SIMULATOR_TARGETS: frozenset[str] = frozenset({"simulator_fidelity"})
+SIMULATOR_TARGETS: frozenset[str] = frozenset({"simulator_fidelity", "user_turn"})
 """Targets whose rubrics judge the simulated user, not the agent: their scores are kept and
 reported, but never count toward a sample's score or pass (``harness.runs.scoring``)."""
 
@@ -92,6 +99,21 @@ reported, but never count toward a sample's score or pass (``harness.runs.scorin
 def judges_the_simulator(target: str | None) -> bool:
     """Whether a rubric of ``target`` judges the simulated user rather than the agent."""
     return target in SIMULATOR_TARGETS
+
+
+USER_TURN_CRITERIA: dict[str, str] = {
+    "follows_persona": "speaks as the persona would (style, knowledge, mood), as the user, "
+                       "never as the assistant",
+    "pursues_goal": "works toward the stated goal and plan, without giving up on it while it "
+                    "can still be met",
+    "stays_in_scope": "asks only for what the goal covers and gives only what the agent's "
+                      "last turn calls for",
+    "consistent_with_earlier_turns": "agrees with what the user said before and with the "
+                                     "facts of its profile",
+    "natural": "reads like a real person's message at this point of the conversation",
+}
+"""The criteria a ``user_turn`` rubric may use (any of them, each on the ``binary`` scale),
+with what each asks of one user turn."""
 
 BUILTIN_RUBRICS_DIR = data_dir("rubrics")
 """Where the built-in rubrics live (``rubrics/`` at the project root, or the installed copy)."""
@@ -262,6 +284,25 @@ class Rubric(_Strict):
                 "a sentence_grounding rubric has exactly one criterion, on scale binary: it "
                 "holds the share of applicable sentences that are supported (0 to 1)",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _user_turn_shape(self) -> Rubric:
+        if self.target != "user_turn":
+            return self
+        for i, crit in enumerate(self.criteria):
+            if crit.id not in USER_TURN_CRITERIA:
+                raise RubricProblem(
+                    f"criteria[{i}].id",
+                    f"unknown criterion {crit.id!r} for target user_turn; expected one of "
+                    f"{', '.join(USER_TURN_CRITERIA)}",
+                )
+            if crit.scale != "binary" or crit.allow_na or crit.threshold is not None:
+                raise RubricProblem(
+                    f"criteria[{i}]",
+                    "a user_turn criterion is a yes/no question: scale binary, no allow_na "
+                    "and no threshold of its own (a turn passes when every criterion holds)",
+                )
         return self
 
     @model_validator(mode="after")

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.judging.rubric import Rubric
 
-# Scores are means of fractions; without a tolerance 0.7 could fail a 0.7 threshold.
-_EPS = 1e-9
+EPS = 1e-9
+"""Scores are means of fractions: without this tolerance 0.7 could fail a 0.7 threshold."""
 
 
 class RubricScore(BaseModel):
@@ -43,7 +43,7 @@ def criterion_passed(rubric: Rubric, criterion_id: str, normalised: float | None
     """Whether a criterion's normalised score reaches its threshold (``None`` when N/A)."""
     if normalised is None:
         return None
-    return normalised >= rubric.criterion_threshold(rubric.criterion(criterion_id)) - _EPS
+    return normalised >= rubric.criterion_threshold(rubric.criterion(criterion_id)) - EPS
 
 
 def score_rubric(rubric: Rubric, criterion_scores: Mapping[str, float | None]) -> RubricScore:
@@ -65,5 +65,5 @@ def score_rubric(rubric: Rubric, criterion_scores: Mapping[str, float | None]) -
             unscored_reason="not scored: no criterion of the rubric applied (all N/A)",
         )
     score = weighted / weights
-    return RubricScore(score=score, passed=score >= rubric.threshold - _EPS,
+    return RubricScore(score=score, passed=score >= rubric.threshold - EPS,
                        failed_criteria=failed)

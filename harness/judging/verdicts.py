@@ -126,6 +126,31 @@ class CriterionVerdict(OutsideText):
         return self.score is None
 
 
+TurnCheck = Literal["judge", "opening_message"]
+
+
+class UserTurnVerdict(OutsideText):
+    """The verdict on one user turn (0-based index among the conversation's user messages).
+
+    ``checked`` says how: by the judge, or compared with the message the scenario gave
+    (``opening_message``, no model call). ``value`` is 1 or 0 for one judge sample; in an
+    aggregate it is the share of votes passing the turn (``mean``) or 1/0 by majority.
+    ``failed_criteria`` lists the criteria that did not hold (in an aggregate: those that
+    failed in at least half the votes); ``reason`` explains a comparison's verdict.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    turn: int = Field(ge=0)
+    checked: TurnCheck
+    passed: bool
+    value: float = Field(ge=0, le=1)
+    failed_criteria: list[str] = Field(default_factory=list)
+    reason: str | None = None
+    votes: list[bool] = Field(default_factory=list,
+                              description="each vote's pass verdict (aggregates only)")
+
+
 class _JudgeRecord(OutsideText):
     model_config = ConfigDict(extra="forbid")
 
@@ -150,6 +175,9 @@ class Judgment(_JudgeRecord):
     applied. ``passed`` compares it with the rubric threshold (normalised units).
     ``sentences`` holds the labelled sentences of a ``sentence_grounding`` rubric (whose
     ``verdicts`` are empty: its one criterion's score is the supported share).
+    ``user_turns`` holds a ``user_turn`` rubric's verdict per user turn (its ``score`` is the
+    share of turns that pass; ``criterion_scores`` the share of judged turns on which each
+    criterion held).
     """
 
     kind: Literal["judgment"] = "judgment"
@@ -160,6 +188,7 @@ class Judgment(_JudgeRecord):
     passed: bool | None
     failed_criteria: list[str] = Field(default_factory=list)
     unscored_reason: str | None = None
+    user_turns: list[UserTurnVerdict] = Field(default_factory=list)
 
 
 class JudgeError(_JudgeRecord):

@@ -45,7 +45,7 @@ from harness.runs.sample import SampleRecord
 from harness.runs.scoring import build_sample
 from harness.runs.store import RunStore
 from harness.runs.summary_model import RunStop
-from harness.scenarios.judge_context import context_for_scenario
+from harness.scenarios.judge_context import context_for_scenario, user_turn_problem
 from harness.scenarios.schema import Scenario
 from harness.simulation.agent_factory import agent_for
 from harness.simulation.episode import run_episode
@@ -94,6 +94,7 @@ class Suite:
                     where, "user.model",
                     f"scenario {s.id!r} has a simulated user but no simulator model: set "
                     "user.model, pass --simulator MODEL, or use --offline"))
+            problems.extend(_user_turn_problems(s, rubrics))
             if s.rubrics and not design.judges and not design.no_judge:
                 problems.append(InputError(
                     where, "rubrics",
@@ -109,6 +110,13 @@ class Suite:
                           for s in scenarios},
             contexts={s.id: context_for_scenario(s) for s in scenarios},
         )
+
+
+def _user_turn_problems(scenario: Scenario, rubrics: dict[str, Rubric]) -> list[InputError]:
+    """A ``user_turn`` rubric listed where there is no simulated user turn to judge."""
+    known = {**rubrics, **{r.id: r for r in scenario.inline_rubrics}}
+    return [problem for i, rid in enumerate(scenario.rubrics) if rid in known
+            and (problem := user_turn_problem(scenario, known[rid], f"rubrics[{i}]"))]
 
 
 def _unset_env_problems(scenario: Scenario) -> list[InputError]:

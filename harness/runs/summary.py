@@ -28,6 +28,7 @@ from harness.checks.failures import JudgeFailure, analyse_failures
 from harness.checks.result import CheckReport, CheckResult
 from harness.files import atomic_write, read_text, write_text_atomic
 from harness.json_values import STORED_DEPTH, load_json
+from harness.judging.rubric import judges_the_simulator
 from harness.models.provenance import RoleCollector, roles_notice
 from harness.runs.config import RunConfig
 from harness.runs.judge_record import mixed_judge_notes, read_judge_record
@@ -159,6 +160,8 @@ class _Collector:
         for report in record.checks:
             self.check_reports.append(failure_evidence(CheckReport.model_validate(report)))
         for judgment in record.judgments:
+            if judges_the_simulator(judgment.get("target")):
+                continue  # the simulator's failing, not a lead for fixing the agent
             for criterion in judgment.get("failed_criteria", []):
                 self.judge_failures.append(JudgeFailure(
                     scenario_id=sid, epoch=record.epoch, rubric_id=judgment["rubric_id"],

@@ -4,9 +4,11 @@ Here, not in judging, because judging is below scenarios and takes the context a
 
 from __future__ import annotations
 
+from harness.errors import InputError
 from harness.judging.context import JudgeContext
+from harness.judging.rubric import Rubric
 from harness.scenarios.personas import persona_text
-from harness.scenarios.schema import Scenario
+from harness.scenarios.schema import Scenario, UserSpec
 
 
 def reference_answer_of(scenario: Scenario) -> str | None:
@@ -19,9 +21,32 @@ def reference_answer_of(scenario: Scenario) -> str | None:
     return exp.reference_answer
 
 
+def given_opening_message(user: UserSpec) -> str | None:
+    """The first live user message the scenario gives rather than the simulator writes: the
+    ``opening_message``, a history's final user message, or a script's first turn."""
+    if user.script:
+        return user.script[0]
+    return user.opening_message or user.history_opening()
+
+
+def user_turn_problem(scenario: Scenario, rubric: Rubric, field: str) -> InputError | None:
+    """Why ``rubric`` (named at ``field`` of the scenario) cannot judge this scenario's user
+    turn by turn, or ``None``: a ``user_turn`` rubric on a scripted user with no turn after
+    the first has nothing to judge (every turn is given, and the first is only compared)."""
+    script = scenario.user.script
+    if rubric.target != "user_turn" or script is None or len(script) > 1:
+        return None
+    return InputError(
+        scenario.source or scenario.id, field,
+        f"rubric {rubric.id!r} judges the simulated user's turns after the first, and this "
+        "scenario's user is scripted with one turn; drop the rubric or give the user a goal "
+        "for a simulator to play")
+
+
 def context_for_scenario(scenario: Scenario) -> JudgeContext:
     """The judge context of a scenario: its user's goal, persona (a preset's text included),
-    known and unknown facts and plan (or script), and its expectations' reference answer
+    known and unknown facts, plan (or script) and given opening message
+    (:func:`given_opening_message`), and its expectations' reference answer
     (:func:`reference_answer_of`) and reference tool calls."""
     user = scenario.user
     plan = [user.plan] if user.plan else []
@@ -36,4 +61,5 @@ def context_for_scenario(scenario: Scenario) -> JudgeContext:
         user_facts=dict(user.known_facts),
         user_unknowns=list(user.unknown_facts),
         plan=plan,
+        opening_message=given_opening_message(user),
     )

@@ -20,6 +20,7 @@ from harness.calibration.run_agreement import RunLabels, store_labels_report
 from harness.checks.result import CheckResult
 from harness.errors import InputError
 from harness.json_values import load_json
+from harness.judging.rubric import judges_the_simulator
 from harness.models.types import Message
 from harness.report.corrected import corrected_notes
 from harness.report.html.page import embedded_data, render_page, write_page
@@ -61,14 +62,16 @@ COMMAND_SUBFOLDERS = frozenset({"suite"})
 
 def failure_kinds(record: SampleRecord) -> list[str]:
     """What went wrong in a sample, for the filters: the kinds of the checks' findings, a
-    failed judge criterion, or the error's kind for an errored sample."""
+    failed judge criterion (of a rubric judging the agent), or the error's kind for an
+    errored sample."""
     kinds: set[str] = set()
     if record.error is not None:
         kinds.add(f"error: {record.error.kind}")
     for report in record.checks:
         for result in report.get("results", []):
             kinds.update(f["kind"] for f in result.get("findings", []))
-    if any(j.get("failed_criteria") for j in record.judgments):
+    if any(j.get("failed_criteria") and not judges_the_simulator(j.get("target"))
+           for j in record.judgments):
         kinds.add("judge_failed_criterion")
     return sorted(kinds)
 
@@ -114,7 +117,8 @@ def sample_view(record: SampleRecord,
     every check (value, verdict, details, findings), the reference trajectory against the
     actual one, and every rubric with each criterion's votes and each judge sample's score,
     reasoning and quoted evidence (for a grounding rubric, each sentence with its label,
-    reasoning and evidence). The simulated user's findings (kind, turn, evidence) come
+    reasoning and evidence; for a ``user_turn`` rubric, each user turn's combined verdict
+    under ``user_turns``). The simulated user's findings (kind, turn, evidence) come
     under ``simulator_findings``, apart from the agent's. A given history
     (``user.history``) comes apart from the conversation, under ``history``.
     ``failed_because`` names what failed a failed sample, and each rubric's ``rule`` says
@@ -141,12 +145,16 @@ def sample_view(record: SampleRecord,
                           for v in s.get("sentences", [])],
         } for s in j.get("judgments", [])]
         judgments.append({
-            "rubric_id": j.get("rubric_id"), "score": j.get("score"),
+            "rubric_id": j.get("rubric_id"), "target": j.get("target"),
+            "judges_simulator": judges_the_simulator(j.get("target")), "score": j.get("score"),
             "passed": j.get("passed"), "status": j.get("status"),
             "unscored_reason": j.get("unscored_reason"), "error": j.get("error"),
             "criteria": [{k: c.get(k) for k in ("criterion_id", "value", "passed", "votes")}
                          for c in j.get("criteria", [])],
             "samples": samples, "rule": rubric_rule_text(j, rules),
+            "user_turns": [{k: t.get(k) for k in ("turn", "checked", "passed", "value",
+                                                  "failed_criteria", "reason", "votes")}
+                           for t in j.get("user_turns", [])],
         })
     # ``gating`` spelled out for the page (the stored JSON leaves it out where it is implied)
     checks = [{**r, "gating": CheckResult.model_validate(r).gating}

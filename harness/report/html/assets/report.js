@@ -139,6 +139,18 @@
             (v.unverified_evidence || []).map(function (e) { return h("blockquote", { title: "not found in the transcript" }, "(not found in the transcript) " + e); })));
       })));
   }
+  // A user_turn rubric's verdict per simulated user turn (the simulator's, not the agent's).
+  function userTurns(j) {
+    var list = j.user_turns || [];
+    if (!list.length) return null;
+    return h("table", { "class": "user-turns" }, h("thead", null, h("tr", null, h("th", { "class": "num" }, "user turn"), h("th", null, "checked"), h("th", null, "verdict"), h("th", null, "failed criteria or reason"))),
+      h("tbody", null, list.map(function (t) {
+        return h("tr", { "data-user-turn": String(t.turn), "data-passed": String(t.passed) }, h("td", { "class": "num" }, String(t.turn)),
+          h("td", null, t.checked === "opening_message" ? "compared with the opening message" : "by the judge"),
+          h("td", null, t.passed ? tag("pass", "good") : tag("fail", "bad"), (t.votes || []).length > 1 ? h("span", { "class": "muted small" }, " " + t.votes.filter(Boolean).length + " of " + t.votes.length + " votes") : null),
+          h("td", null, (t.failed_criteria || []).join(", ") || t.reason || ""));
+      })));
+  }
   function judges(s) {
     if (!s.judgments.length) return null;
     var out = [h("h3", null, "Judges")];
@@ -147,7 +159,8 @@
         j.passed === null ? tag(j.status) : (j.passed ? tag("pass", "good") : tag("fail", "bad")),
         j.unscored_reason ? h("span", { "class": "muted" }, " " + j.unscored_reason) : null,
         j.error ? h("span", { "class": "muted" }, " error: " + j.error) : null,
-        j.rule ? h("div", { "class": "muted small rule" }, j.rule) : null);
+        j.rule ? h("div", { "class": "muted small rule" }, j.rule) : null,
+        j.judges_simulator ? h("div", { "class": "muted small simulator-rubric" }, "Judges the simulated user, not the agent: reported, never part of the agent's score or pass.") : null);
       var crit = h("table", null, h("thead", null, h("tr", null, h("th", null, "criterion"), h("th", { "class": "num" }, "value"), h("th", null, "verdict"), h("th", null, "votes"))),
         h("tbody", null, j.criteria.map(function (c) {
           return h("tr", null, h("td", null, c.criterion_id), h("td", { "class": "num" }, num(c.value)),
@@ -160,14 +173,14 @@
           js.error ? h("p", null, js.error) : null,
           js.verdicts.map(function (v) {
             return h("div", { "class": "verdict" + (v.normalised !== null && v.normalised < 0.5 ? " low" : "") },
-              h("div", null, h("strong", null, v.criterion_id), " score " + (v.score === null ? "n/a" : v.score) + (v.turn !== null ? " (turn " + v.turn + ")" : "")),
+              h("div", null, h("strong", null, v.criterion_id), " score " + (v.score === null ? "n/a" : v.score) + (v.turn !== null ? (j.target === "user_turn" ? " (user turn " : " (turn ") + v.turn + ")" : "")),
               h("div", null, v.reasoning),
               (v.evidence || []).map(function (e) { return h("blockquote", null, e); }),
               (v.unverified_evidence || []).map(function (e) { return h("blockquote", { title: "not found in the transcript" }, "(not found in the transcript) " + e); }));
           }),
           sentences(js.sentences || []));
       });
-      out.push(h("div", { "class": "rubric", "data-rubric": j.rubric_id }, head, crit, samples));
+      out.push(h("div", { "class": "rubric", "data-rubric": j.rubric_id }, head, crit, userTurns(j), samples));
     });
     return out;
   }
