@@ -296,3 +296,19 @@ def test_simulator_fidelity_on_imported_lines_is_unscored_with_the_reason(
     warned = [w for w in out["warnings"] if "simulator_fidelity" in w]
     assert len(warned) == 1 and "2 transcript(s) (x, y)" in warned[0]
     assert "not applicable" in result.stderr
+
+
+def test_the_per_turn_simulator_judge_on_imported_lines_is_unscored_with_the_reason(
+        tmp_path: Path) -> None:
+    # No user profile: nothing to judge the user's turns against, so no call and the
+    # not-applicable reason of the target, not "no user turn" (the lines have one).
+    from harness.judging.judge import NO_USER_PROFILE_FOR_TURNS
+
+    path = _write(tmp_path, _line(), _line(id="y"))
+    result = _run(str(path), "--json", "--judge", "mock:judge", "--samples", "2",
+                  "--rubric", "simulator_turns")
+    assert result.exit_code == 0, result.output
+    for row in json.loads(result.stdout)["transcripts"]:
+        turns = next(j for j in row["judgments"] if j["rubric_id"] == "simulator_turns")
+        assert turns["status"] == "not_scored"
+        assert turns["unscored_reason"] == NO_USER_PROFILE_FOR_TURNS

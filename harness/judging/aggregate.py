@@ -274,10 +274,17 @@ def _finish_user_turns(
         rubric, votes, method, scored=[result for _, result in turn_votes])
     turns = combine_turn_votes([t for t, _ in turn_votes], method)
     result = score_user_turns(rubric, turns, {c.criterion_id: c.value for c in criteria})
+    reason = result.unscored_reason
+    if result.score is None:
+        # The votes' own reason ("not applicable: ..." for a transcript with no profile) when
+        # they agree on it, as _finish keeps it, rather than the generic one of no turns.
+        given = {vote.unscored_reason for _, vote in turn_votes}
+        if len(given) == 1 and None not in given:
+            reason = given.pop()
     return AggregatedJudgment(
         status="scored" if result.score is not None else "not_scored",
         score=result.score, passed=result.passed, failed_criteria=result.failed_criteria,
-        unscored_reason=result.unscored_reason, criteria=criteria, vote_scores=scores,
+        unscored_reason=reason, criteria=criteria, vote_scores=scores,
         disagreement=disagreement, user_turns=turns, **common,
     )
 
