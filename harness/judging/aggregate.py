@@ -249,19 +249,25 @@ def _finish(
         return _finish_user_turns(rubric, votes, method, turn_votes, common)
     criteria, disagreement, scores = aggregate_votes(rubric, votes, method)
     result = score_rubric(rubric, {c.criterion_id: c.value for c in criteria})
-    reason = result.unscored_reason
-    if result.score is None:
-        # Keep the votes' own reason (e.g. "not applicable: ...") when they all agree on it,
-        # rather than the generic "no criterion applied" of the recomputed score.
-        given = {v.unscored_reason for v in (judgments or []) + (members or [])}
-        if len(given) == 1 and None not in given:
-            reason = given.pop()
+    reason = _unscored_reason(result, [v.unscored_reason
+                                       for v in (judgments or []) + (members or [])])
     return AggregatedJudgment(
         status="scored" if result.score is not None else "not_scored",
         score=result.score, passed=result.passed, failed_criteria=result.failed_criteria,
         unscored_reason=reason, criteria=criteria, vote_scores=scores,
         disagreement=disagreement, **common,
     )
+
+
+def _unscored_reason(result: RubricScore, given: Sequence[str | None]) -> str | None:
+    """Why the aggregate is unscored: the votes' own reason (e.g. "not applicable: ...")
+    when they all agree on it, rather than the generic one of the recomputed score."""
+    if result.score is not None:
+        return result.unscored_reason
+    reasons = set(given)
+    if len(reasons) == 1 and None not in reasons:
+        return reasons.pop()
+    return result.unscored_reason
 
 
 def _finish_user_turns(
@@ -274,13 +280,7 @@ def _finish_user_turns(
         rubric, votes, method, scored=[result for _, result in turn_votes])
     turns = combine_turn_votes([t for t, _ in turn_votes], method)
     result = score_user_turns(rubric, turns, {c.criterion_id: c.value for c in criteria})
-    reason = result.unscored_reason
-    if result.score is None:
-        # The votes' own reason ("not applicable: ..." for a transcript with no profile) when
-        # they agree on it, as _finish keeps it, rather than the generic one of no turns.
-        given = {vote.unscored_reason for _, vote in turn_votes}
-        if len(given) == 1 and None not in given:
-            reason = given.pop()
+    reason = _unscored_reason(result, [vote.unscored_reason for _, vote in turn_votes])
     return AggregatedJudgment(
         status="scored" if result.score is not None else "not_scored",
         score=result.score, passed=result.passed, failed_criteria=result.failed_criteria,
