@@ -121,6 +121,33 @@ Criteria:
 Answer every criterion listed, keyed by its id.
 """
 
+# The simulated user's profile, as both judges of the simulator read it.
+_USER_PROFILE = """The user's persona:
+<persona>
+{{ ctx.persona | fence if ctx.persona else '(not given)' }}
+</persona>
+
+{{ render_goal(ctx) }}
+{% if ctx.user_facts -%}
+Facts the user knows (to give only when asked or when natural):
+{% for key, value in ctx.user_facts.items() -%}
+- {{ key }}: {{ value | fence }}
+{% endfor -%}
+{% endif -%}
+{% if ctx.user_unknowns -%}
+Things the user does NOT know (it must not make them up):
+{% for item in ctx.user_unknowns -%}
+- {{ item | fence }}
+{% endfor -%}
+{% endif -%}
+{% if ctx.plan -%}
+The user's plan for the conversation:
+{% for step in ctx.plan -%}
+- {{ step | fence }}
+{% endfor -%}
+{% endif %}
+"""
+
 TARGET_TEMPLATES: dict[str, str] = {
     "final_response": _HEADER + """
 You are judging the agent's FINAL RESPONSE to the user, in the light of the conversation \
@@ -193,31 +220,7 @@ below. Judge whether it stayed in persona, pursued the stated goal, revealed the
 knows only when asked or when natural, invented no facts beyond its profile, and did not end \
 the conversation before the task was finished (or drag it on after).
 
-The user's persona:
-<persona>
-{{ ctx.persona | fence if ctx.persona else '(not given)' }}
-</persona>
-
-{{ render_goal(ctx) }}
-{% if ctx.user_facts -%}
-Facts the user knows (to give only when asked or when natural):
-{% for key, value in ctx.user_facts.items() -%}
-- {{ key }}: {{ value | fence }}
-{% endfor -%}
-{% endif -%}
-{% if ctx.user_unknowns -%}
-Things the user does NOT know (it must not make them up):
-{% for item in ctx.user_unknowns -%}
-- {{ item | fence }}
-{% endfor -%}
-{% endif -%}
-{% if ctx.plan -%}
-The user's plan for the conversation:
-{% for step in ctx.plan -%}
-- {{ step | fence }}
-{% endfor -%}
-{% endif %}
-The conversation (USER is the simulated user):
+""" + _USER_PROFILE + """The conversation (USER is the simulated user):
 {{ render_transcript(entries, history) }}
 
 How the conversation ended: {{ stop_reason }}{{ (' (' ~ stop_detail ~ ')') if stop_detail \
@@ -230,31 +233,7 @@ profile below. Earlier messages are context; judge only the marked message, as a
 what the agent said just before it. Answer each criterion yes (1) or no (0), with a short \
 reason.
 
-The user's persona:
-<persona>
-{{ ctx.persona | fence if ctx.persona else '(not given)' }}
-</persona>
-
-{{ render_goal(ctx) }}
-{% if ctx.user_facts -%}
-Facts the user knows (to give only when asked or when natural):
-{% for key, value in ctx.user_facts.items() -%}
-- {{ key }}: {{ value | fence }}
-{% endfor -%}
-{% endif -%}
-{% if ctx.user_unknowns -%}
-Things the user does NOT know (it must not make them up):
-{% for item in ctx.user_unknowns -%}
-- {{ item | fence }}
-{% endfor -%}
-{% endif -%}
-{% if ctx.plan -%}
-The user's plan for the conversation:
-{% for step in ctx.plan -%}
-- {{ step | fence }}
-{% endfor -%}
-{% endif %}
-The conversation up to the marked message (USER is the simulated user):
+""" + _USER_PROFILE + """The conversation up to the marked message (USER is the simulated user):
 {{ render_transcript(entries, history) }}
 """ + _FOOTER,
     "sentence_grounding": _HEADER + """
