@@ -30,7 +30,7 @@ REPORTS = (ROOT / "docs" / "reports.md").read_text(encoding="utf-8")
 
 # Keys docs/reports.md documents as present only when asked for.
 CONDITIONAL_SUMMARY_KEYS = {"adaptive", "gate", "shards"}
-CONDITIONAL_SAMPLE_KEYS = {"judge_scores", "simulator_findings"}
+CONDITIONAL_SAMPLE_KEYS = {"judge_scores", "simulator_findings", "attribution", "rerun"}
 
 
 def _run_outputs_bullet(name: str) -> str:
@@ -107,7 +107,9 @@ def test_summary_and_sample_keys_are_the_documented_ones(tmp_path: Path) -> None
         f"undocumented: {sorted(set(summary) - documented)}; documented but missing: "
         f"{sorted(documented - CONDITIONAL_SUMMARY_KEYS - set(summary))}")
     for line in _lines(plain):
-        assert set(line) == documented_line - CONDITIONAL_SAMPLE_KEYS
+        failed = line["passed"] is False or line["status"] == "errored"
+        assert set(line) == (documented_line - CONDITIONAL_SAMPLE_KEYS
+                             | ({"attribution"} if failed else set()))
 
     # Everything asked for: adaptive sampling, a gate, repeated judging, and a simulated user
     # that misbehaves (its findings are listed only on the samples that have some).
@@ -125,7 +127,8 @@ def test_summary_and_sample_keys_are_the_documented_ones(tmp_path: Path) -> None
     lines = _lines(full)
     assert all(documented_line - CONDITIONAL_SAMPLE_KEYS <= set(x) <= documented_line
                for x in lines)
-    assert set().union(*(set(x) for x in lines)) == documented_line
+    # `rerun` needs --rerun-simulator-faults (tests/test_failure_attribution_runs.py)
+    assert set().union(*(set(x) for x in lines)) == documented_line - {"rerun"}
 
 
 # -- harness stats on a run's samples.jsonl -------------------------------------------------

@@ -272,7 +272,7 @@ def _problems(summary: RunSummary, run_dir: Path) -> list[tuple[int, str]]:
 # printed, never what a finished sample means. Everything else is the stored configuration.
 RESUME_OPTIONS = frozenset({
     "resume", "concurrency", "workers", "executor", "ray_address", "max_cost", "max_calls",
-    "episode_timeout", "retry_errors",
+    "episode_timeout", "retry_errors", "rerun_simulator_faults",
     "as_json", "min_pass_rate", "min_score", "gate_on", "labels", "verbose",
 })
 
@@ -306,8 +306,8 @@ def _check_option_combinations(ctx: typer.Context, *, resume: Path | None,
                 f"--resume continues {resume} with its stored configuration, so "
                 f"{', '.join(fixed)} cannot be given with it. Only --concurrency, --workers, "
                 "--executor, --ray-address, --max-cost, --max-calls, --episode-timeout, "
-                "--retry-errors and the output and gate options (--json, --min-pass-rate, "
-                "--min-score, --gate-on, --labels) may change; "
+                "--retry-errors, --rerun-simulator-faults and the output and gate options "
+                "(--json, --min-pass-rate, --min-score, --gate-on, --labels) may change; "
                 "start a new run (--out DIR) to change the others"
             )
         return
@@ -404,6 +404,9 @@ def run(
         help="continue the run in this directory")] = None,
     retry_errors: Annotated[bool, typer.Option(
         rich_help_panel=OUTPUT_PANEL, help="with --resume, run errored samples again")] = False,
+    rerun_simulator_faults: Annotated[bool, typer.Option(
+        rich_help_panel=SAMPLING_PANEL,
+        help="run samples the simulator spoiled again, once, new seed")] = False,
     errors_as_failures: Annotated[bool, typer.Option(
         rich_help_panel=SAMPLING_PANEL,
         help="count errored samples as failures instead of excluding them")] = False,
@@ -488,7 +491,8 @@ def run(
             overrides = {name: value for name, value in given.items() if value is not None}
             coro = resume_run(resume, overrides=overrides, retry_errors=retry_errors,
                               on_start=progress.start, on_sample=progress.sample,
-                              tune_collector=True)
+                              tune_collector=True,
+                              rerun_simulator_faults=rerun_simulator_faults)
         else:
             assert paths is not None
             config = _config(
@@ -514,7 +518,8 @@ def run(
             # This process exists for the run: its collector is tuned for it (a library
             # caller's is not; see run_suite).
             coro = run_suite(config, run_dir, on_start=progress.start,
-                             on_sample=progress.sample, tune_collector=True)
+                             on_sample=progress.sample, tune_collector=True,
+                             rerun_simulator_faults=rerun_simulator_faults)
         result = _run_to_end(coro, progress, run_dir)
         finish_run(result.run_dir, result.summary, as_json=as_json,
                    min_pass_rate=min_pass_rate, min_score=min_score, gate_on=gate_on,

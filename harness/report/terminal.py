@@ -103,9 +103,10 @@ def render_run(summary: RunSummary, console: Console, *, run_dir: str | None = N
     _metrics_table(summary.metrics, console, max_rows)
     _errors(summary, console)
     _failures(summary.failure_analysis, console, run_dir=run_dir)
-    from harness.report.simulator import render_simulator
+    from harness.report.simulator import render_attribution, render_simulator
 
     render_simulator(summary.simulator, console)
+    render_attribution(summary.attribution, summary.score, console)
     _usage(summary.usage, console)
     # imported here: those tables are built with this module's helpers
     from harness.report.latency import render_latency, render_tools

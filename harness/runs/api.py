@@ -34,6 +34,7 @@ from harness.runs.engine import (
     epochs_plan,
 )
 from harness.runs.judge_record import judge_definition, record_judge
+from harness.runs.reruns import simulator_faults
 from harness.runs.sample import SampleRecord
 from harness.runs.settings import models_config_for, resolve_settings
 from harness.runs.shards import check_fits_grid, coverage, in_shard
@@ -81,6 +82,7 @@ async def run_suite(
     on_start: OnStart | None = None,
     on_sample: OnSample | None = None,
     tune_collector: bool = False,
+    rerun_simulator_faults: bool = False,
 ) -> RunResult:
     """Start a new run in ``run_dir``. Everything is checked (scenarios, rubrics, models,
     keys) before the store is created or any model is called. The store records ``config``
@@ -90,7 +92,11 @@ async def run_suite(
     The calling process's garbage collector is left as it is unless ``tune_collector``
     (:func:`~harness.runs.engine.collector_tuned_for_run`, from before worker processes
     start until the summary is written, then restored): for a process that exists to run
-    the suite, as ``harness run``'s does. Worker processes tune their own either way."""
+    the suite, as ``harness run``'s does. Worker processes tune their own either way.
+
+    ``rerun_simulator_faults``: once the planned samples are done, run each sample whose
+    failure is attributed to the simulator again, once, with a new seed; the rerun takes its
+    place in the figures and the first record is kept (:mod:`harness.runs.reruns`)."""
     config = resolve_settings(config)
     _check_executor(config)
     suite = Suite.load(config.design)
@@ -104,7 +110,8 @@ async def run_suite(
         hub.close()
         raise
     return await _execute(config, suite, store, hub, run_dir, on_start=on_start,
-                          on_sample=on_sample, tune_collector=tune_collector)
+                          on_sample=on_sample, tune_collector=tune_collector,
+                          rerun_simulator_faults=rerun_simulator_faults)
 
 
 async def resume_run(
@@ -115,9 +122,12 @@ async def resume_run(
     on_start: OnStart | None = None,
     on_sample: OnSample | None = None,
     tune_collector: bool = False,
+    rerun_simulator_faults: bool = False,
 ) -> RunResult:
     """Continue a stopped run with its stored configuration; no finished sample is repeated
-    (errored ones are, with ``retry_errors``). ``overrides`` may change only settings that do
+    (errored ones are, with ``retry_errors``; samples attributed to the simulator and not
+    re-run yet are re-run once, with ``rerun_simulator_faults``, as for :func:`run_suite`).
+    ``overrides`` may change only settings that do
     not change finished results: concurrency, worker processes, the executor and its Ray
     address, budgets and the episode timeout (a run stalled by a hung agent can be resumed
     with one). ``tune_collector``: as for :func:`run_suite`."""
@@ -147,13 +157,14 @@ async def resume_run(
     store.log_event("resumed", {"retry_errors": retry_errors, "overrides": overrides or {}})
     return await _execute(config, suite, store, hub, run_dir, retry_errors=retry_errors,
                           on_start=on_start, on_sample=on_sample,
-                          tune_collector=tune_collector)
+                          tune_collector=tune_collector,
+                          rerun_simulator_faults=rerun_simulator_faults)
 
 
 async def _execute(
     config: RunConfig, suite: Suite, store: RunStore, hub: ModelHub, run_dir: Path, *,
     retry_errors: bool = False, on_start: OnStart | None, on_sample: OnSample | None,
-    tune_collector: bool,
+    tune_collector: bool, rerun_simulator_faults: bool = False,
 ) -> RunResult:
     try:
         # When asked for, the collector is tuned from before worker processes are forked
@@ -162,7 +173,8 @@ async def _execute(
         with collector_tuned_for_run() if tune_collector else nullcontext():
             return await _run_and_summarise(config, suite, store, hub, run_dir,
                                             retry_errors=retry_errors, on_start=on_start,
-                                            on_sample=on_sample)
+                                            on_sample=on_sample,
+                                            rerun_simulator_faults=rerun_simulator_faults)
     finally:
         # However the session ended (an error, Ctrl-C included), a reader now knows that
         # no process runs it; a failing write must not hide the error on its way out.
@@ -174,6 +186,7 @@ async def _execute(
 async def _run_and_summarise(
     config: RunConfig, suite: Suite, store: RunStore, hub: ModelHub, run_dir: Path, *,
     retry_errors: bool, on_start: OnStart | None, on_sample: OnSample | None,
+    rerun_simulator_faults: bool = False,
 ) -> RunResult:
     runner = Runner(config, suite, store, hub, executor_for(config, suite, hub),
                     on_sample=on_sample)
@@ -205,6 +218,10 @@ async def _run_and_summarise(
                     in_shard(epochs_plan(suite, design.epochs, done), design.shard))
             else:
                 adaptive = await _adaptive(runner, store, done)
+            if rerun_simulator_faults and not runner.stopped:
+                faults = simulator_faults(store.iter_samples())
+                store.log_event("rerun_simulator_faults", {"samples": len(faults)})
+                await runner.run_samples(faults)
     except (KeyboardInterrupt, asyncio.CancelledError) as err:
         # Stopped from outside (Ctrl-C, SIGTERM, a cancelled task): the samples in flight
         # are abandoned, but what finished is summarised, so `harness report` works and

@@ -40,7 +40,9 @@ from harness.models.base import ChatModel, ModelSpec
 from harness.models.hub import ModelHub
 from harness.models.usage import UsageStats
 from harness.runs.config import RunConfig, RunDesign
+from harness.runs.failure_attribution import attribute
 from harness.runs.judge_record import rubric_as_judged
+from harness.runs.reruns import as_rerun, split_epoch
 from harness.runs.sample import SampleRecord
 from harness.runs.scoring import build_sample
 from harness.runs.store import RunStore
@@ -284,6 +286,7 @@ class SampleWork:
                 started_at=started, finished_at=time.time(),
             )
         record.tags = list(scenario.tags)
+        record.attribution = attribute(record)
         return record
 
 
@@ -361,7 +364,12 @@ class Runner:
             return
         if self.state.stop is not None and self.state.stop.reason == "model_configuration":
             return
-        self.store.write_sample(outcome)
+        epoch, attempt = split_epoch(outcome.epoch)
+        if attempt:  # a rerun: back at its own epoch, the first record kept
+            outcome = as_rerun(outcome, self.store.sample(outcome.scenario_id, epoch))
+            self.store.replace_sample(outcome)
+        else:
+            self.store.write_sample(outcome)
         self.state.finished += 1
         self.state.errored += int(outcome.status == "errored")
         if self.on_sample is not None:

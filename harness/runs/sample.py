@@ -15,6 +15,18 @@ from harness.transcript import ErrorInfo, Transcript, UsageTotals
 SampleStatus = Literal["scored", "errored", "unscored"]
 
 
+class RerunInfo(BaseModel):
+    """A sample run again (``--rerun-simulator-faults``): which attempt (1 for the first
+    rerun), the sample index its model calls used (a new seed), and the attribution of the
+    record it replaced (kept in the store's ``replaced_samples``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempt: int = Field(ge=1)
+    sample_index: int
+    replaced: Attribution | None = None
+
+
 class SampleRecord(BaseModel):
     """A finished sample.
 
@@ -33,7 +45,8 @@ class SampleRecord(BaseModel):
     kept). ``simulator_findings`` are what the simulated user did wrong (for a scripted
     user only the checks of its profile, ``user_checks.SCRIPTED_KINDS``; empty in stores
     written before they were kept); ``attribution`` names the party a
-    failed or errored sample's failure belongs to (``None`` for a passed sample).
+    failed or errored sample's failure belongs to (``None`` for a passed sample);
+    ``rerun`` is set on a sample run again in place of one the simulator spoiled.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -54,6 +67,7 @@ class SampleRecord(BaseModel):
     usage: dict[Role, UsageTotals] = Field(default_factory=dict)
     simulator_findings: list[SimulatorFinding] = Field(default_factory=list)
     attribution: Attribution | None = None
+    rerun: RerunInfo | None = None
     models: dict[Role, list[str]] = Field(default_factory=dict)
     offline: bool = False
     started_at: float = 0.0

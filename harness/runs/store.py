@@ -69,6 +69,16 @@ CREATE TABLE IF NOT EXISTS labels (
 );
 CREATE INDEX IF NOT EXISTS labels_by_key ON labels (scenario_id, epoch, annotator, target);
 """
+# The first record of each sample run again (--rerun-simulator-faults), kept when the rerun
+# takes its place in ``samples``; created when first written, as the labels are.
+_REPLACED_SCHEMA = """
+CREATE TABLE IF NOT EXISTS replaced_samples (
+    scenario_id TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    replaced_at REAL NOT NULL,
+    record TEXT NOT NULL
+);
+"""
 # How long a writer waits for another one (the run, a second reviewer) before giving up.
 BUSY_TIMEOUT_S = 30.0
 _SCENARIOS_KEY = "scenario_definitions"
@@ -272,6 +282,42 @@ class RunStore:
                 record.finished_at,
             ),
         )
+
+    def replace_sample(self, record: SampleRecord) -> None:
+        """Store ``record`` (a rerun) in place of the sample at its key, keeping the record it
+        replaces in ``replaced_samples``, in one transaction. Raises :class:`StoreError`
+        when the write fails; nothing is then changed."""
+        db = self._db
+        try:
+            db.executescript(_REPLACED_SCHEMA)
+            with db:
+                db.execute(
+                    "INSERT INTO replaced_samples (scenario_id, epoch, replaced_at, record) "
+                    "SELECT scenario_id, epoch, ?, record FROM samples "
+                    "WHERE scenario_id = ? AND epoch = ?",
+                    (time.time(), record.scenario_id, record.epoch))
+                db.execute(
+                    "INSERT OR REPLACE INTO samples "
+                    "(scenario_id, epoch, status, score, passed, record, finished_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (record.scenario_id, record.epoch, record.status, record.score,
+                     None if record.passed is None else int(record.passed),
+                     record.model_dump_json(), record.finished_at))
+        except sqlite3.Error as err:
+            raise StoreError(f"{self.path}: cannot store the rerun of {record.scenario_id} "
+                             f"epoch {record.epoch} ({err}); the first record is kept") from None
+
+    def replaced_samples(self) -> list[SampleRecord]:
+        """The records that reruns replaced, in the order replaced (none in a store without
+        reruns). Raises :class:`StoreError` when one does not parse."""
+        try:
+            rows = self._db.execute("SELECT record FROM replaced_samples ORDER BY rowid").fetchall()
+        except sqlite3.OperationalError:  # never written: the table does not exist
+            return []
+        try:
+            return [SampleRecord.model_validate_json(r[0], context=SCRUBBED) for r in rows]
+        except ValueError as err:
+            raise StoreError(f"{self.path}: a replaced sample does not parse ({err})") from err
 
     def log_event(self, kind: str, detail: dict[str, Any]) -> None:
         """Record a run-level event (budget reached, interrupted, adaptive round ...). Raises

@@ -11,7 +11,9 @@ are not ``scored``)::
      "usage": {role: {calls, cached_calls, input_tokens, output_tokens, latency_s, cost_usd,
                       unpriced_calls}},
      "duration_s": float, "models": {role: [model, ...]}, "offline": bool,
-     "simulator_findings": [{"kind", "turn", "evidence"}, ...]   (only when there are some)}
+     "simulator_findings": [{"kind", "turn", "evidence"}, ...]   (only when there are some),
+     "attribution": {"party", "reason", "evidence"}   (only for a failed or errored sample),
+     "rerun": {"attempt", "sample_index", "replaced"}   (only for a sample run again)}
 
 ``summary.json`` is a :class:`~harness.runs.summary_model.RunSummary` (its keys are documented
 in docs/reports.md, "Run outputs").
@@ -30,7 +32,9 @@ from harness.files import atomic_write, read_text, write_text_atomic
 from harness.json_values import STORED_DEPTH, load_json
 from harness.judging.rubric import judges_the_simulator
 from harness.models.provenance import RoleCollector, roles_notice
+from harness.runs.attribution_figures import AttributionCollector, without_simulator_figures
 from harness.runs.config import RunConfig
+from harness.runs.failure_attribution import attribute
 from harness.runs.judge_record import mixed_judge_notes, read_judge_record
 from harness.runs.latency import LatencyCollector
 from harness.runs.sample import SampleRecord
@@ -85,6 +89,10 @@ def sample_line(record: SampleRecord) -> dict[str, Any]:
     if record.simulator_findings:
         line["simulator_findings"] = [f.model_dump(mode="json")
                                       for f in record.simulator_findings]
+    if record.attribution is not None:
+        line["attribution"] = record.attribution.model_dump(mode="json")
+    if record.rerun is not None:
+        line["rerun"] = record.rerun.model_dump(mode="json")
     return line
 
 
@@ -127,6 +135,10 @@ class _Collector:
         self.latency = LatencyCollector()
         self.tools = ToolCollector()
         self.simulator = SimulatorCollector()
+        self.attribution = AttributionCollector()
+        # per scenario, lined up with ``scores``: whether that sample's failure is the
+        # simulator's (for the agent's figures without those samples)
+        self.simulator_fault: dict[str, list[bool]] = defaultdict(list)
 
     def add(self, record: SampleRecord) -> None:
         sid = record.scenario_id
@@ -134,6 +146,10 @@ class _Collector:
         self.latency.add(record)
         self.tools.add(record)
         self.simulator.add(record)
+        if record.attribution is None:  # a store written before attributions were kept
+            record.attribution = attribute(record)
+        attribution = record.attribution
+        self.attribution.add(record, attribution)
         self.status[record.status] += 1
         for tag in record.tags:
             self.tag_scenarios[tag].add(sid)
@@ -154,6 +170,7 @@ class _Collector:
             if self.config.design.error_policy == "as_failures":
                 self.scores[sid].append(0.0)
                 self.passed[sid].append(False)
+                self.simulator_fault[sid].append(False)
             return
         for name, value in record.metrics.items():
             self.metrics[name][sid].append(value)
@@ -171,6 +188,8 @@ class _Collector:
             self.scores[sid].append(record.score)
             self.passed[sid].append(record.passed)
             self.judge_scores[sid].append(record.score_by_judge_sample)
+            self.simulator_fault[sid].append(attribution is not None
+                                             and attribution.party == "simulator")
 
 
 def summarise(store: RunStore, config: RunConfig, *, run_dir: Path,
@@ -350,6 +369,11 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
         shards=shards,
         judge=judge,
         simulator=c.simulator.figures(config.design.confidence),
+        attribution=c.attribution.figures(
+            without_simulator_figures(c.scores, c.passed, c.simulator_fault,
+                                      confidence=config.design.confidence,
+                                      seed=config.design.seed),
+            config.design.confidence),
     )
 
 

@@ -35,6 +35,7 @@ from pydantic import (
 from harness.checks.failures import FailureAnalysis
 from harness.errors import InputError
 from harness.models.provenance import RoleModels
+from harness.runs.attribution_figures import AttributionFigures
 from harness.runs.config import ErrorPolicy, RunConfig
 from harness.runs.gate import GateResult
 from harness.runs.judge_record import JudgeRecord
@@ -195,7 +196,12 @@ class AdaptiveRoundEvent(AdaptiveRound, _Event):
     kind: Literal["adaptive_round"]
 
 
-RunEvent = Annotated[StopEvent | ResumeEvent | InterruptEvent | AdaptiveRoundEvent,
+class RerunEvent(_Event):
+    kind: Literal["rerun_simulator_faults"]
+    samples: int = Field(description="samples attributed to the simulator, run again")
+
+
+RunEvent = Annotated[StopEvent | ResumeEvent | InterruptEvent | AdaptiveRoundEvent | RerunEvent,
                      Field(discriminator="kind")]
 
 # Written only when asked for (absent otherwise, as docs/reports.md documents).
@@ -243,6 +249,10 @@ class RunSummary(_Part):
     simulator: SimulatorFigures | None = Field(
         default=None, description="the simulated user's findings, apart from the agent's "
         "figures (None: no sample was checked, or a run written before they were)")
+    attribution: AttributionFigures | None = Field(
+        default=None, description="the party each failed or errored sample is attributed to, "
+        "and the agent's figures without the samples attributed to the simulator (None: no "
+        "sample failed)")
 
     @model_validator(mode="after")
     def _offline_runs_carry_their_notice(self) -> RunSummary:

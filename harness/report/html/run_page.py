@@ -43,6 +43,7 @@ from harness.report.html.sample_outcome import (
 )
 from harness.report.run_labels import STATISTIC_NAMES, agreement_notes, labels_line
 from harness.report.terminal import handful_of_k
+from harness.runs.failure_attribution import attribute
 from harness.runs.latency import LatencyCollector
 from harness.runs.sample import SampleRecord
 from harness.runs.store import RunStore
@@ -174,6 +175,8 @@ def sample_view(record: SampleRecord,
             record, trajectory["reference"] if trajectory else None, rules),
         "checks": checks, "judgments": judgments,
         "simulator_findings": [f.model_dump(mode="json") for f in record.simulator_findings],
+        "attribution": _attribution(record),
+        "rerun": None if record.rerun is None else record.rerun.model_dump(mode="json"),
         "duration_s": round(record.finished_at - record.started_at, 3),
     }
 
@@ -190,6 +193,13 @@ class SampleRow:
     tags: list[str]
     error: str | None
     failed_because: list[str]  # the names of what failed a failed sample
+
+
+def _attribution(record: SampleRecord) -> dict[str, Any] | None:
+    """The party the sample's failure is attributed to (worked out now for a store written
+    before attributions were kept), or ``None`` for a passed or unscored sample."""
+    found = record.attribution or attribute(record)
+    return None if found is None else found.model_dump(mode="json")
 
 
 def _outcome(record: SampleRecord) -> str:

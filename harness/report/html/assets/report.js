@@ -195,6 +195,20 @@
         return h("li", { "class": "sim-finding", "data-kind": f.kind }, tag(f.kind, "warn"), " user turn " + f.turn + ": ", f.evidence);
       })));
   }
+  // Who the sample's failure is attributed to, why, and the evidence.
+  function attributionBanner(s) {
+    var a = s.attribution;
+    if (!a) return null;
+    return h("section", { "class": "attribution banner" + (a.party === "agent" ? "" : " warn"), "data-party": a.party },
+      h("p", null, h("strong", null, "Attributed to the " + a.party + ": "), a.reason),
+      a.evidence && a.evidence.length ? h("ul", { "class": "small" }, a.evidence.map(function (e) { return h("li", null, e); })) : null);
+  }
+  function rerunNote(s) {
+    var r = s.rerun;
+    if (!r) return null;
+    return h("p", { "class": "rerun banner" }, h("strong", null, "A rerun: "),
+      "attempt " + r.attempt + " (sample index " + r.sample_index + ") in place of a sample attributed to the " + (r.replaced ? r.replaced.party : "simulator") + (r.replaced ? " (" + r.replaced.reason + ")" : "") + "; the first record is kept in the run's store (replaced_samples).");
+  }
   function sampleView(s) {
     var outcome = outcomeOf(s);
     return h("div", { "class": "sample" },
@@ -206,6 +220,8 @@
           s.failed_because.map(function (r) { return r.name; }).join(", ") + (s.failed_because.length > 1 ? " failed." : " failed.")),
         h("ul", { "class": "small" }, s.failed_because.map(function (r) { return h("li", { "class": "reason", "data-name": r.name }, r.text); }))) : null,
       s.error ? h("p", { "class": "banner bad" }, h("strong", null, "Errored (" + s.error.kind + (s.error.role ? ", " + s.error.role : "") + "): "), s.error.message, h("br"), "Not a score: the run's error policy decides how it counts.") : null,
+      rerunNote(s),
+      attributionBanner(s),
       simulatorFindings(s),
       h("h3", null, "Conversation"), conversation(s), trajectory(s), checks(s), judges(s));
   }
