@@ -176,6 +176,24 @@ def finish_run(run_dir: Path, summary: RunSummary, *, as_json: bool,
     the most telling code (:func:`_problems`). ``labels`` (a contract-10 file) replaces the
     run's stored labels for the gate on the corrected lower bound."""
     from harness.report.terminal import render_run
+
+    summary = apply_gate(run_dir, summary, min_pass_rate=min_pass_rate,
+                         min_score=min_score, gate_on=gate_on, labels=labels)
+    html = write_html_report(run_dir)
+    if as_json:
+        _print_json(summary)
+    else:
+        render_run(summary, terminal_console(), run_dir=str(run_dir))
+        also = ", samples.jsonl and report.html" if html else " and samples.jsonl"
+        ERR.print(f"[dim]wrote {terminal_text(run_dir)}/summary.json{also}[/]")
+    exit_with(run_problems(summary, run_dir))
+
+
+def apply_gate(run_dir: Path, summary: RunSummary, *, min_pass_rate: float | None,
+               min_score: float | None, gate_on: RunGateBasis,
+               labels: Path | None = None) -> RunSummary:
+    """``summary`` with the gate's result, rewritten to summary.json when a gate was asked
+    for (``summary`` as it is otherwise)."""
     from harness.runs.gate import evaluate_gate
 
     corrected = None
@@ -184,27 +202,31 @@ def finish_run(run_dir: Path, summary: RunSummary, *, as_json: bool,
         corrected = _corrected(run_dir, summary, labels)
     gate = evaluate_gate(summary.score, min_pass_rate=min_pass_rate,
                          min_score=min_score, gate_on=gate_on, corrected=corrected)
-    if gate is not None:
-        summary = summary.model_copy(update={"gate": gate})
-        from harness.runs.summary import write_summary
+    if gate is None:
+        return summary
+    summary = summary.model_copy(update={"gate": gate})
+    from harness.runs.summary import write_summary
 
-        write_summary(run_dir, summary)
-    html = write_html_report(run_dir)
-    if as_json:
-        _print_json(summary)
-    else:
-        render_run(summary, terminal_console(), run_dir=str(run_dir))
-        also = ", samples.jsonl and report.html" if html else " and samples.jsonl"
-        ERR.print(f"[dim]wrote {terminal_text(run_dir)}/summary.json{also}[/]")
+    write_summary(run_dir, summary)
+    return summary
+
+
+def run_problems(summary: RunSummary, run_dir: Path) -> list[int]:
+    """Print one line per problem of a finished run (:func:`_problems`) and return the exit
+    codes they set, a missed gate's included."""
     codes = []
     for code, problem in _problems(summary, run_dir):
         ERR.print(f"[bold red]error:[/] {terminal_text(problem)}")
         codes.append(code)
-    if gate is not None and not gate.passed:
+    if summary.gate is not None and not summary.gate.passed:
         codes.append(EXIT_GATE_FAILED)
+    return codes
+
+
+def exit_with(codes: list[int]) -> None:
+    """Exit with the most telling of ``codes`` (return when there is none): a configuration
+    to fix, a budget stop, a lost worker, nothing scored, the gate."""
     if codes:
-        # Most telling first: a configuration to fix, a budget stop, a lost worker, nothing
-        # scored, the gate.
         order = (EXIT_INPUT_ERROR, EXIT_BUDGET_STOP, EXIT_WORKER_LOST, EXIT_NOTHING_SCORED,
                  EXIT_GATE_FAILED)
         raise typer.Exit(min(codes, key=order.index))
@@ -354,8 +376,10 @@ def run(
     agent_base_url: Annotated[str | None, typer.Option(
         metavar="URL", rich_help_panel=MODELS_PANEL,
         help="base URL for --agent (an OpenAI-compatible server)")] = None,
-    simulator: Annotated[str | None, typer.Option(
-        metavar="MODEL", rich_help_panel=MODELS_PANEL, help="user simulator model")] = None,
+    simulator: Annotated[list[str] | None, typer.Option(
+        metavar="MODEL", rich_help_panel=MODELS_PANEL,
+        help="user simulator model; repeat for a panel (one run per simulator, compared)")
+    ] = None,
     judge: Annotated[list[str] | None, typer.Option(
         metavar="MODEL", rich_help_panel=JUDGES_PANEL,
         help="judge model; repeat for a panel")] = None,
@@ -467,6 +491,14 @@ def run(
     check_gate_labels(gate_on, labels)
     if resume is None and not paths:
         raise HarnessError("give at least one scenario file or folder (or --resume DIR)")
+    simulators = simulator or []
+    panel = len(simulators) > 1 or (resume is not None and _is_panel(resume))
+    if panel:
+        from harness.cli.run_panel import check_panel_options
+
+        check_panel_options({"shard": shard is not None,
+                             "target_ci_width": target_ci_width is not None,
+                             "labels": labels is not None}, simulators)
     from harness.runs.shards import parse_shard
 
     shard_spec = None if shard is None else parse_shard(shard)
@@ -486,6 +518,14 @@ def run(
                 "max_cost_usd": max_cost, "max_calls": max_calls,
                 "episode_timeout_s": episode_timeout}
             overrides = {name: value for name, value in given.items() if value is not None}
+            if panel:
+                from harness.cli.run_panel import run_panel
+                from harness.runs.simulator_panel import read_plan
+
+                run_panel(read_plan(resume), resume, resume=True, overrides=overrides,
+                          retry_errors=retry_errors, as_json=as_json,
+                          min_pass_rate=min_pass_rate, min_score=min_score, gate_on=gate_on)
+                return
             coro = resume_run(resume, overrides=overrides, retry_errors=retry_errors,
                               on_start=progress.start, on_sample=progress.sample,
                               tune_collector=True)
@@ -493,7 +533,8 @@ def run(
             assert paths is not None
             config = _config(
                 paths=paths, select=scenario_filter(tag, exclude_tag, keyword), agent=agent,
-                agent_base_url=agent_base_url, simulator=simulator,
+                agent_base_url=agent_base_url,
+                simulator=simulators[0] if len(simulators) == 1 else None,
                 judges=judge or [], no_judge=no_judge, judge_samples=judge_samples,
                 judge_temperature=judge_temperature, judge_aggregation=judge_aggregation,
                 rubric_paths=[str(p) for p in rubrics or []], offline=offline, epochs=epochs,
@@ -511,6 +552,14 @@ def run(
                     "max_epochs_per_scenario": max_epochs},
                 shard=shard_spec,
             )
+            if panel:
+                from harness.cli.run_panel import run_panel, start_panel
+
+                plan = start_panel(config, simulators, run_dir)
+                run_panel(plan, run_dir, resume=False, overrides={}, retry_errors=False,
+                          as_json=as_json, min_pass_rate=min_pass_rate, min_score=min_score,
+                          gate_on=gate_on)
+                return
             # This process exists for the run: its collector is tuned for it (a library
             # caller's is not; see run_suite).
             coro = run_suite(config, run_dir, on_start=progress.start,
@@ -521,10 +570,17 @@ def run(
                    labels=labels)
 
 
+def _is_panel(run_dir: Path) -> bool:
+    from harness.runs.simulator_panel import is_panel
+
+    return is_panel(run_dir)
+
+
 def _run_to_end(coro: Coroutine[Any, Any, RunResult], progress: RunProgress,
-                run_dir: Path) -> RunResult:
+                run_dir: Path, *, resume_dir: Path | None = None) -> RunResult:
     """Run ``coro`` (a new or resumed run). Ctrl-C or SIGTERM (harness.cli.interrupts) stops
-    it: what finished is kept and summarised, and the terminal says how to continue."""
+    it: what finished is kept and summarised, and the terminal says how to continue (with
+    ``--resume resume_dir``, the panel a sub-run belongs to, else ``run_dir``)."""
     from harness.runs.store import STORE_FILENAME
 
     try:
@@ -537,7 +593,8 @@ def _run_to_end(coro: Coroutine[Any, Any, RunResult], progress: RunProgress,
             if (run_dir / "summary.json").exists():
                 write_html_report(run_dir)
             ERR.print(f"[yellow]{signal_name(stop)}: finished samples are stored and "
-                      f"summarised; continue with harness run --resume {terminal_text(run_dir)}[/]")
+                      "summarised; continue with harness run --resume "
+                      f"{terminal_text(resume_dir or run_dir)}[/]")
         else:
             ERR.print(f"[yellow]{signal_name(stop)} before the run started: nothing was "
                       "written[/]")
@@ -588,7 +645,8 @@ def _config(*, paths: list[Path], adaptive: dict[str, Any] | None, **fields: Any
     ("the judge against a file of human labels, and the figures they correct",
      "harness report runs/first --labels labels.jsonl")))
 def report(
-    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    ctx: typer.Context,
+    run_dir: Annotated[Path, typer.Argument(help="a run directory (or a simulator panel's)")],
     as_json: Annotated[bool, typer.Option(
         "--json", rich_help_panel=OUTPUT_PANEL, help="print summary.json")] = False,
     target_mdd: Annotated[float | None, typer.Option(
@@ -619,6 +677,12 @@ def report(
     from harness.runs.summary import read_summary, summarise_selection
 
     selector = scenario_filter(tag, exclude_tag, keyword)
+    if _is_panel(run_dir) and not (run_dir / "summary.json").exists():
+        from harness.cli.run_panel import report_panel
+
+        report_panel(run_dir, as_json=as_json, html=html, refused=_given(
+            ctx, {"target_mdd", "tag", "exclude_tag", "keyword", "labels"}))
+        return
     if html is not None and selector.active:
         raise HarnessError(f"{selector.describe()} applies to the tables and --json; the "
                            "HTML report always shows the whole run")
