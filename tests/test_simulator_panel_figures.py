@@ -73,9 +73,9 @@ def test_without_a_gate_the_line_needs_an_interval_that_excludes_zero(
     if word is None:
         assert line is None
     else:
-        assert line == (f"{FLIP_LEAD}: the agent's mean score is {word} under b than under a "
-                        f"by {abs(value):.3f} [{low:.3f}, {high:.3f}], an interval that "
-                        "excludes 0")
+        assert line == (f"{FLIP_LEAD}: the agent's mean score is {word} under b than under a: "
+                        f"difference {value:+.3f} [{low:+.3f}, {high:+.3f}], an interval "
+                        "that excludes 0")
 
 
 def test_with_a_gate_only_the_gate_decides() -> None:

@@ -378,7 +378,7 @@ def flip_line(members: list[PanelMember], differences: list[PanelDifference],
         assert d.difference.ci_high is not None
         word = "higher" if d.difference.value > 0 else "lower"
         parts.append(f"the agent's mean score is {word} under {d.simulator} than under "
-                     f"{d.baseline} by {abs(d.difference.value):.3f} "
-                     f"[{d.difference.ci_low:.3f}, {d.difference.ci_high:.3f}], an interval "
-                     "that excludes 0")
+                     f"{d.baseline}: difference {d.difference.value:+.3f} "
+                     f"[{d.difference.ci_low:+.3f}, {d.difference.ci_high:+.3f}], an "
+                     "interval that excludes 0")
     return f"{FLIP_LEAD}: " + "; ".join(parts)
