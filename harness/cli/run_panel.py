@@ -74,7 +74,7 @@ def run_panel(plan: PanelPlan, run_dir: Path, *, resume: bool, overrides: dict[s
               min_score: float | None, gate_on: RunGateBasis) -> None:
     """Run (or resume) every sub-run, then gate each, write the panel's figures and page,
     print its table, and exit with the most telling code over the sub-runs."""
-    from harness.cli.run_cmd import ERR, RunProgress, _run_to_end
+    from harness.cli.run_finish import ERR, RunProgress, run_to_end
     from harness.runs.api import resume_run, run_suite
     from harness.runs.store import STORE_FILENAME
 
@@ -94,7 +94,7 @@ def run_panel(plan: PanelPlan, run_dir: Path, *, resume: bool, overrides: dict[s
                 config = config.with_execution(**overrides)
             coro = run_suite(config, sub, on_start=progress.start, on_sample=progress.sample,
                              tune_collector=True)
-        results[sim.slug] = _run_to_end(coro, progress, sub, resume_dir=run_dir)
+        results[sim.slug] = run_to_end(coro, progress, sub, resume_dir=run_dir)
     finish_panel(plan, run_dir, {slug: r.summary for slug, r in results.items()},
                  as_json=as_json, min_pass_rate=min_pass_rate, min_score=min_score,
                  gate_on=gate_on)
@@ -107,7 +107,7 @@ def finish_panel(plan: PanelPlan, run_dir: Path, summaries: dict[str, Any], *,
     the panel's ``simulator_panel.json``, its page (``RUN_DIR/report.html``) and its table;
     exit with the most telling code of all the sub-runs (the gate: 1 when it fails under
     any simulator)."""
-    from harness.cli.run_cmd import (
+    from harness.cli.run_finish import (
         ERR,
         apply_gate,
         exit_with,
@@ -148,7 +148,7 @@ def report_panel(run_dir: Path, *, as_json: bool, html: str | None,
     """``harness report RUN_DIR`` on a panel: its table again, ``--json`` its
     ``simulator_panel.json``, ``--html`` its page. Options that read one run's samples are
     refused, naming the sub-runs that take them."""
-    from harness.cli.run_cmd import ERR
+    from harness.cli.run_finish import ERR
     from harness.report.simulator_panel import render_panel
     from harness.runs.simulator_panel import PANEL_FILENAME, read_panel
 
