@@ -138,3 +138,28 @@ def test_the_panel_file_refuses_a_key_it_does_not_know(tmp_path: Path) -> None:
         read_panel(out)
     shown = run_cli("report", out)
     assert shown.returncode == 2 and shown.stderr.count("\n") == 1
+
+
+def test_the_table_shows_outside_text_safely() -> None:
+    import io
+
+    from rich.console import Console
+
+    from harness.report.simulator_panel import render_panel
+    from harness.runs.simulator_panel import SimulatorPanel
+
+    members = [_member("\x1b[31mred"), _member("[bold]b[/bold]")]
+    panel = SimulatorPanel.model_validate({
+        "schema": "agent-eval-harness/simulator-panel", "schema_version": 1,
+        "harness_version": "0", "confidence": 0.95,
+        "members": [m.model_dump(mode="json") for m in members],
+        "differences": [_difference("[bold]b[/bold]", 0.1, 0.05, 0.2).model_dump(
+            mode="json")],
+        "variance": None, "flip": "flips \x1b]8;;http://x\x07 [red]x[/red]",
+        "scripted_scenarios": [], "offline": False, "notes": ["\x1b[2J [link=x]y[/link]"]})
+    out = io.StringIO()
+    render_panel(panel, Console(file=out, width=80, force_terminal=False), run_dir="r\x1b")
+    text = out.getvalue()
+    assert "\x1b" not in text
+    assert "[bold]b[/bold]" in text and "[red]x[/red]" in text and "[link=x]y[/link]" in text
+    assert max(len(line) for line in text.splitlines()) <= 80

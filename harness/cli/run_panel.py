@@ -107,6 +107,7 @@ def finish_panel(plan: PanelPlan, run_dir: Path, summaries: dict[str, Any], *,
     the panel's ``simulator_panel.json``, its page (``RUN_DIR/report.html``) and its table;
     exit with the most telling code of all the sub-runs (the gate: 1 when it fails under
     any simulator)."""
+    from harness.cli.app import EXIT_GATE_FAILED
     from harness.cli.run_finish import (
         ERR,
         apply_gate,
@@ -140,6 +141,9 @@ def finish_panel(plan: PanelPlan, run_dir: Path, summaries: dict[str, Any], *,
         ERR.print(f"[dim]wrote {terminal_text(run_dir)}/simulator_panel.json{also}; each "
                   f"simulator's run in {terminal_text(run_dir)}/simulators/ (harness report "
                   "DIR shows its tables)[/]")
+    if any(code != EXIT_GATE_FAILED for code in codes):
+        ERR.print(f"[yellow]the lines above name a simulator's run; continue the whole panel "
+                  f"with harness run --resume {terminal_text(run_dir)}[/]")
     exit_with(codes)
 
 
