@@ -15,8 +15,8 @@ from harness.cli.run_cmd import (
     MinPassRate,
     MinScore,
     check_gate_labels,
-    finish_run,
 )
+from harness.cli.run_finish import finish_run
 
 
 @app.command(epilog=examples(

@@ -114,6 +114,25 @@ async def run_suite(
                           rerun_simulator_faults=rerun_simulator_faults)
 
 
+def preflight_run(config: RunConfig) -> RunConfig:
+    """Every check :func:`run_suite` makes before it creates the store (scenarios, rubrics,
+    models, keys, the executor, the shard against the grid), with nothing written and no
+    model called; returns ``config`` as :func:`run_suite` would store it. For a caller that
+    starts several runs one after the other (a simulator panel), so that a later run's bad
+    configuration stops the whole before the first run starts. Raises what
+    :func:`run_suite` raises for them."""
+    config = resolve_settings(config)
+    _check_executor(config)
+    suite = Suite.load(config.design)
+    check_fits_grid(config.design.shard, len(suite.scenarios), config.design.epochs)
+    hub = ModelHub(models_config_for(config))
+    try:
+        Runner.preflight(config, suite, hub)
+    finally:
+        hub.close()
+    return config
+
+
 async def resume_run(
     run_dir: Path,
     *,

@@ -454,11 +454,20 @@ def scores_by_scenario(
     adaptive sampling and paired comparison)."""
     scores: dict[str, list[float]] = defaultdict(list)
     passed: dict[str, list[bool]] = defaultdict(list)
-    for sid, _epoch, status, score, ok in store.score_rows():
-        if status == "scored" and score is not None:
-            scores[sid].append(score)
-            passed[sid].append(bool(ok))
-        elif status == "errored" and policy == "as_failures":
-            scores[sid].append(0.0)
-            passed[sid].append(False)
+    for sid, _epoch, score, ok in sample_scores(store, policy):
+        scores[sid].append(score)
+        passed[sid].append(ok)
     return dict(scores), dict(passed)
+
+
+def sample_scores(store: RunStore, policy: str) -> list[tuple[str, int, float, bool]]:
+    """``(scenario_id, epoch, score, passed)`` of every sample that counts under the error
+    policy, by scenario then epoch: scored samples, and errored ones as failures (score 0)
+    when ``policy`` is ``as_failures``. The one rule every paired or crossed figure reads."""
+    rows = []
+    for sid, epoch, status, score, ok in store.score_rows():
+        if status == "scored" and score is not None:
+            rows.append((sid, epoch, score, bool(ok)))
+        elif status == "errored" and policy == "as_failures":
+            rows.append((sid, epoch, 0.0, False))
+    return rows
