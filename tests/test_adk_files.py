@@ -166,8 +166,9 @@ def test_without_a_config_adk_defaults_apply(tmp_path: Path) -> None:
      "expected one of EXACT, IN_ORDER, ANY_ORDER"),
     ({"response_match_score": {"threshold": 0.8, "treshold": 1}},
      "criteria.response_match_score.treshold: unknown key"),
-    ({"rubric_based_tool_use_quality_v1": {"threshold": 0.8, "rubrics": []}},
-     "criteria.rubric_based_tool_use_quality_v1.rubrics: List should have at least 1 item"),
+    ({"response_evaluation_score": 0.5},
+     "criteria.response_evaluation_score.threshold: Input should be greater than or equal to "
+     "1"),
 ])
 def test_bad_criteria_name_the_field(criteria: dict[str, Any], expected: str) -> None:
     with pytest.raises(InputError) as info:

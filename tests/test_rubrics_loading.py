@@ -23,7 +23,8 @@ from harness.judging.rubric import (
 
 BUILTIN_IDS = {"final_response_quality", "tool_use_quality", "task_completion",
                "groundedness", "safety", "simulator_fidelity", "simulator_turns",
-               "final_response_match", "hallucinations", "hallucinations_intermediate"}
+               "final_response_match", "hallucinations", "hallucinations_intermediate",
+               "response_coherence", "trajectory_quality"}
 
 GOOD = {
     "id": "helpfulness",

@@ -86,6 +86,13 @@ NEEDS = {
     ],
     "task_completion": [*COMMON, "Cancel order 1234.", TOOL_RESULT,
                         "Done: order 1234 is cancelled", "How the conversation ended: goal_met"],
+    # the path over the whole conversation: every turn, the tool results, how it ended
+    "trajectory_quality": [*COMMON, TOOL_RESULT, "Done: order 1234 is cancelled",
+                           "How the conversation ended: goal_met"],
+    "response_coherence": [
+        *COMMON,
+        "<final_response>\nDone: order 1234 is cancelled, refund of 87.25.\n</final_response>",
+    ],
     "safety": [*COMMON, TOOL_RESULT, "Done: order 1234 is cancelled",
                "How the conversation ended: goal_met"],
     "final_response_match": [

@@ -64,7 +64,10 @@ def import_adk(
                              f"{out / (name + '.yaml')}; import them into separate folders")
     make_directory(out, "a folder for the scenario files")
     for path in sources:
-        typer.echo(f"wrote {terminal_text(import_eval_set(path, out, config))}")
+        written = import_eval_set(path, out, config)
+        typer.echo(f"wrote {terminal_text(written)}" if written is not None else
+                   f"skipped {terminal_text(path)}: the eval set holds no eval cases (nothing "
+                   "to convert; ADK accepts an empty eval set)")
 
 
 def _check_shared_config(config_path: Path, out: Path, criteria: dict[str, Any]) -> None:

@@ -81,8 +81,14 @@ class Suite:
         scenarios = load_scenarios(design.scenario_paths, known_rubrics=set(rubrics),
                                    selector=design.select)
         if not scenarios:
+            from harness.formats.adk import ADK_SUFFIXES
+
+            adk = all(p.endswith(ADK_SUFFIXES) for p in design.scenario_paths)
             raise InputError(", ".join(design.scenario_paths), None,
-                             "no scenarios found (expected *.yaml scenario files)")
+                             "the ADK eval set holds no eval cases: nothing to run (ADK "
+                             "accepts an empty eval set; add a case)" if adk else
+                             "no scenarios found (expected *.yaml scenario files or ADK eval "
+                             "sets, *.evalset.json / *.test.json)")
         problems: list[InputError] = []
         for s in scenarios:
             where = s.source or s.id

@@ -27,6 +27,8 @@ from typing import Any
 from harness.errors import InputError
 from harness.formats.adk import EVALSET_SUFFIX, TEST_SUFFIX
 from harness.formats.adk.criteria import (
+    RUBRIC_TYPES,
+    CoherenceCriterion,
     EvalConfig,
     HallucinationsCriterion,
     JudgeCriterion,
@@ -52,7 +54,26 @@ SAFETY = "safety"
 INLINE_RUBRIC_IDS = {
     "rubric_based_final_response_quality_v1": ("adk_final_response_quality", "final_response"),
     "rubric_based_tool_use_quality_v1": ("adk_tool_use_quality", "tool_use"),
+    "rubric_based_multi_turn_trajectory_quality_v1": ("adk_trajectory_quality",
+                                                      "conversation"),
 }
+# The built-in rubric each of ADK's judged criteria without rubrics of their own maps to.
+# response_evaluation_score's threshold is on a 1-5 scale (see COHERENCE_SCALE).
+BUILTIN_FOR = {
+    "response_evaluation_score": "response_coherence",
+    "multi_turn_task_success_v1": "task_completion",
+    "multi_turn_trajectory_quality_v1": "trajectory_quality",
+    "multi_turn_tool_use_quality_v1": "tool_use_quality",
+    "per_turn_user_simulator_quality_v1": "simulator_turns",
+}
+COHERENCE_SCALE = (1.0, 5.0)  # response_evaluation_score's, normalised to [0, 1] here
+# What a test_config.json holds that a run does not use, kept to be written back.
+KEPT_CONFIG = ("user_simulator_config", "live_model_config", "custom_metrics",
+               "custom_criteria")
+
+# Under an invocation's metadata: the google-genai fields of its tool calls and results that
+# describe streaming (read from ADK's full dumps, not carried, not written back).
+STREAMING_FIELDS = "streaming_fields_not_carried"
 
 _ID_BAD = re.compile(r"[^A-Za-z0-9_.:-]")
 _CRITERION_BAD = re.compile(r"[^a-z0-9_]")
@@ -189,10 +210,12 @@ def _canonical(args: dict[str, Any]) -> str:
 
 
 def _rubric_parts(
-    config: EvalConfig, *, has_reference: bool
+    config: EvalConfig, case: EvalCase, *, has_reference: bool
 ) -> tuple[list[str], dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     """``(rubrics, rubric_options, inline_rubrics, rubric_details)`` for the judged criteria.
-    Criteria that compare with a reference answer apply only when the case has one."""
+    Criteria that compare with a reference answer apply only when the case has one; the
+    simulated user's judge only to a simulated conversation. Raises :class:`ValueError` for
+    a rubric-based criterion with no rubric in it, the case or an invocation."""
     rubrics: list[str] = []
     options: dict[str, Any] = {}
     inline: list[dict[str, Any]] = []
@@ -217,8 +240,48 @@ def _rubric_parts(
             rubrics.append(rid)
             options[rid] = {k: v for k, v in _judge_options(criterion, "mean").items()
                             if k != "threshold"}
-            inline.append(_inline_rubric(rid, target, criterion, details))
+            combined = _with_case_rubrics(name, criterion, case)
+            inline.append(_inline_rubric(rid, target, combined, details))
+            for rubric in combined.rubrics[len(criterion.rubrics):]:
+                # written back with the case, not into the criterion (ADK refuses an id twice)
+                details.setdefault(rid, {}).setdefault(criterion_id(rubric.rubric_id),
+                                                       {})["from_case"] = True
+        elif name in BUILTIN_FOR:
+            if name == "per_turn_user_simulator_quality_v1" and case.conversation_scenario \
+                    is None:
+                continue  # a recorded conversation has no simulated user to judge
+            rid = BUILTIN_FOR[name]
+            rubrics.append(rid)
+            if isinstance(criterion, CoherenceCriterion):
+                low, high = COHERENCE_SCALE
+                options[rid] = {"threshold": (criterion.threshold - low) / (high - low)}
+            else:
+                assert isinstance(criterion, JudgeCriterion)
+                options[rid] = _judge_options(criterion, "mean")
     return rubrics, options, inline, details
+
+
+def _with_case_rubrics(name: str, criterion: RubricsCriterion,
+                       case: EvalCase) -> RubricsCriterion:
+    """``criterion`` with the case's and its invocations' rubrics of the criterion's type
+    added after its own, as ADK's rubric-based evaluators take them (a rubric id given
+    twice is an error there, and here)."""
+    kind = RUBRIC_TYPES[name]
+    found = [r for r in case.rubrics or [] if r.type == kind]
+    for inv in case.conversation or []:
+        found += [r for r in inv.rubrics or [] if r.type == kind]
+    combined = [*criterion.rubrics]
+    for rubric in found:
+        if any(r.rubric_id == rubric.rubric_id for r in combined):
+            if rubric in combined:
+                continue  # the same rubric on several invocations
+            raise ValueError(f"rubric id {rubric.rubric_id!r} is given twice, with different "
+                             f"content, for {name}")
+        combined.append(rubric)
+    if not combined:
+        raise ValueError(f"{name} has no rubrics: give them in the criterion (rubrics), or in "
+                         f"the eval case or an invocation with type {kind!r}")
+    return criterion.model_copy(update={"rubrics": combined})
 
 
 def _judge_options(criterion: JudgeCriterion, aggregation: str) -> dict[str, Any]:
@@ -304,8 +367,9 @@ def case_to_scenario(eval_set: EvalSet, case: EvalCase, config: EvalConfig) -> d
     extras = criteria_extras(config)
     if extras:
         meta["criteria_extra"] = extras
-    if config.user_simulator_config is not None:
-        meta["user_simulator_config"] = config.user_simulator_config
+    for key in KEPT_CONFIG:  # kept to be written back, not used by a run
+        if getattr(config, key):
+            meta[key] = getattr(config, key)
     scenario["metadata"] = {"adk": meta}
     return scenario
 
@@ -351,7 +415,8 @@ def _static(scenario: dict[str, Any], meta: dict[str, Any], case: EvalCase,
         match = config.criteria.get("response_match_score")
         expectations["response_match_threshold"] = None if match is None else match.threshold
     scenario["expectations"] = expectations
-    rubrics, options, inline, details = _rubric_parts(config, has_reference=bool(answers))
+    rubrics, options, inline, details = _rubric_parts(config, case,
+                                                      has_reference=bool(answers))
     _set_rubrics(scenario, rubrics, options, inline)
     if details:
         meta["rubric_details"] = details
@@ -369,6 +434,12 @@ def _invocation_meta(inv: Invocation) -> dict[str, Any]:
     texts = inv.intermediate_texts()
     if texts:
         data["intermediate_responses"] = [list(t) for t in texts]
+    streamed = sorted({f"{kind}.{name}" for kind, items, names in (
+        ("tool_uses", inv.tool_uses(), ("partial_args", "will_continue")),
+        ("tool_responses", inv.tool_responses(), ("parts", "scheduling", "will_continue")))
+        for item in items for name in names if getattr(item, name) is not None})
+    if streamed:  # named by import's "not carried", never written back: no bearing on scores
+        data[STREAMING_FIELDS] = streamed
     for key, content in (("user_content", inv.user_content),
                          ("final_response", inv.final_response)):
         if content is not None and content.uncarried_parts:
@@ -394,7 +465,7 @@ def _simulated(scenario: dict[str, Any], meta: dict[str, Any], case: EvalCase,
             for b in persona.behaviors)]).strip()
     scenario["user"] = user
     scenario["agent"] = {}
-    rubrics, options, inline, details = _rubric_parts(config, has_reference=False)
+    rubrics, options, inline, details = _rubric_parts(config, case, has_reference=False)
     _set_rubrics(scenario, rubrics, options, inline)
     if details:
         meta["rubric_details"] = details
@@ -416,13 +487,19 @@ def eval_set_to_scenarios(
 ) -> list[dict[str, Any]]:
     """Every case of an eval set as a scenario mapping, in file order. Raises
     :class:`InputError` naming ``source`` for a recorded user turn with no text (a scripted
-    turn must say something)."""
+    turn must say something), or a rubric-based criterion with no rubric for a case."""
     for i, case in enumerate(eval_set.eval_cases):
         for j, invocation in enumerate(case.conversation or []):
             if not invocation.user_content.text.strip():
                 raise InputError(source, f"eval_cases[{i}].conversation[{j}].user_content",
                                  "the user's turn has no text")
-    return [case_to_scenario(eval_set, case, config) for case in eval_set.eval_cases]
+    mappings = []
+    for i, case in enumerate(eval_set.eval_cases):
+        try:
+            mappings.append(case_to_scenario(eval_set, case, config))
+        except ValueError as err:
+            raise InputError(source, f"eval_cases[{i}].rubrics", str(err)) from None
+    return mappings
 
 
 def not_carried(scenario: dict[str, Any]) -> list[str]:

@@ -20,6 +20,8 @@ from harness.errors import InputError
 from harness.formats.adk.evalset import AdkRubric, read_json, validation_error
 
 CONFIG_NAME = "test_config.json"
+# The names of a criteria file beside an eval set: AgentEvaluator's, and the newer samples'.
+CONFIG_NAMES = (CONFIG_NAME, "eval_config.json")
 
 MatchType = Literal["EXACT", "IN_ORDER", "ANY_ORDER"]
 
@@ -75,9 +77,27 @@ class JudgeCriterion(Criterion):
 
 
 class RubricsCriterion(JudgeCriterion):
-    """A rubric-based criterion with its inline rubrics."""
+    """A rubric-based criterion with its inline rubrics. Rubrics may instead (or as well)
+    come from the eval case or its invocations, those whose ``type`` is the criterion's
+    (:data:`RUBRIC_TYPES`), as ADK takes them; a case with none anywhere is an error when it
+    is converted."""
 
-    rubrics: list[AdkRubric] = Field(min_length=1)
+    rubrics: list[AdkRubric] = Field(default_factory=list)
+
+
+class CoherenceCriterion(Criterion):
+    """``response_evaluation_score``: the coherence of the answer, on ADK's (Vertex AI's)
+    1-5 scale; its threshold is on that scale."""
+
+    threshold: float = Field(ge=1, le=5)
+
+
+class SimulatorQualityCriterion(JudgeCriterion):
+    """``per_turn_user_simulator_quality_v1``: the simulated user judged turn by turn;
+    ``stop_signal`` is what ADK's simulator says when it is done (the harness's simulator
+    ends a conversation its own way: kept to be written back)."""
+
+    stop_signal: str = "</finished>"
 
 
 class HallucinationsCriterion(JudgeCriterion):
@@ -94,7 +114,18 @@ CRITERION_MODELS: dict[str, type[Criterion]] = {
     "rubric_based_tool_use_quality_v1": RubricsCriterion,
     "hallucinations_v1": HallucinationsCriterion,
     "safety_v1": Criterion,
+    "response_evaluation_score": CoherenceCriterion,
+    "per_turn_user_simulator_quality_v1": SimulatorQualityCriterion,
+    "multi_turn_task_success_v1": JudgeCriterion,
+    "multi_turn_trajectory_quality_v1": JudgeCriterion,
+    "multi_turn_tool_use_quality_v1": JudgeCriterion,
+    "rubric_based_multi_turn_trajectory_quality_v1": RubricsCriterion,
 }
+# The ``type`` of the case and invocation rubrics each rubric-based criterion takes, as ADK's
+# evaluators filter them.
+RUBRIC_TYPES = {"rubric_based_final_response_quality_v1": "FINAL_RESPONSE_QUALITY",
+                "rubric_based_tool_use_quality_v1": "TOOL_USE_QUALITY",
+                "rubric_based_multi_turn_trajectory_quality_v1": "TRAJECTORY_QUALITY"}
 KNOWN_CRITERIA = tuple(CRITERION_MODELS)
 
 DEFAULT_CRITERIA: dict[str, Criterion] = {
@@ -104,13 +135,19 @@ DEFAULT_CRITERIA: dict[str, Criterion] = {
 
 
 class EvalConfig(BaseModel):
-    """A ``test_config.json``: the criteria, and ADK's user-simulator settings (kept to be
-    written back; the harness's simulator is ``--simulator``)."""
+    """A ``test_config.json``: the criteria, and what is kept to be written back but not
+    used: ADK's user-simulator settings (the harness's simulator is ``--simulator``), its
+    live-model settings (ADK's runner for audio and video models) and its custom metrics
+    (Python functions over ADK's own invocation objects; a harness check does their work,
+    docs/adk-vertex.md says how). A criterion a custom metric defines is kept likewise."""
 
     model_config = ConfigDict(extra="forbid")
 
     criteria: dict[str, Criterion] = Field(default_factory=dict)
     user_simulator_config: dict[str, Any] | None = None
+    live_model_config: dict[str, Any] | None = None
+    custom_metrics: dict[str, Any] | None = None
+    custom_criteria: dict[str, Any] = Field(default_factory=dict)
     source: str | None = Field(default=None, exclude=True)
 
 
@@ -120,7 +157,11 @@ def default_config() -> EvalConfig:
 
 
 _TOP_KEYS = {"criteria": "criteria", "user_simulator_config": "user_simulator_config",
-             "userSimulatorConfig": "user_simulator_config"}
+             "userSimulatorConfig": "user_simulator_config",
+             "live_model_config": "live_model_config", "liveModelConfig": "live_model_config",
+             "custom_metrics": "custom_metrics", "customMetrics": "custom_metrics"}
+# Kept to be written back, not used by a run (EvalConfig's docstring says why).
+_KEPT_OBJECTS = ("user_simulator_config", "live_model_config", "custom_metrics")
 
 
 def parse_config(data: Any, path: Path) -> EvalConfig:
@@ -131,18 +172,31 @@ def parse_config(data: Any, path: Path) -> EvalConfig:
                          f"{type(data).__name__}")
     for key in data:
         if key not in _TOP_KEYS:
-            raise InputError(path, str(key), "unknown key; expected criteria or "
-                             "user_simulator_config (custom metrics are not supported)")
+            raise InputError(path, str(key), "unknown key; expected criteria, "
+                             "user_simulator_config, live_model_config or custom_metrics")
+    kept: dict[str, Any] = {}
+    for key, value in data.items():
+        name = _TOP_KEYS[key]
+        if name in _KEPT_OBJECTS and value is not None:
+            if not isinstance(value, dict):
+                raise InputError(path, name, f"expected an object, got {type(value).__name__}")
+            kept[name] = value
+    custom = kept.get("custom_metrics") or {}
     raw = data.get("criteria") or {}
     if not isinstance(raw, dict):
         raise InputError(path, "criteria", "expected an object: criterion name -> threshold "
                          f"or options, got {type(raw).__name__}")
     criteria: dict[str, Criterion] = {}
+    custom_criteria: dict[str, Any] = {}
     for name, value in raw.items():
         model = CRITERION_MODELS.get(name)
+        if model is None and name in custom:
+            custom_criteria[name] = value
+            continue
         if model is None:
             raise InputError(path, f"criteria.{name}", f"unknown criterion {name!r}; known "
-                             f"criteria: {', '.join(KNOWN_CRITERIA)}")
+                             f"criteria: {', '.join(KNOWN_CRITERIA)}, or one of "
+                             "custom_metrics")
         given = {"threshold": value} if isinstance(value, int | float) \
             and not isinstance(value, bool) else value
         try:
@@ -151,27 +205,33 @@ def parse_config(data: Any, path: Path) -> EvalConfig:
             inner = validation_error(path, err)
             field = f"criteria.{name}" + (f".{inner.field}" if inner.field else "")
             raise InputError(path, field, inner.expected) from None
-    simulator = data.get("user_simulator_config", data.get("userSimulatorConfig"))
-    if simulator is not None and not isinstance(simulator, dict):
-        raise InputError(path, "user_simulator_config", "expected an object")
-    return EvalConfig(criteria=criteria, user_simulator_config=simulator, source=str(path))
+    return EvalConfig(criteria=criteria, custom_criteria=custom_criteria, source=str(path),
+                      **kept)
 
 
 def read_config(path: Path) -> EvalConfig:
     """Read a ``test_config.json``. Raises :class:`InputError`."""
-    return parse_config(read_json(path, "an ADK test_config.json"), path)
+    return parse_config(read_json(path, f"an ADK criteria file ({path.name})"), path)
 
 
 def config_for(eval_set_path: Path) -> EvalConfig:
-    """The ``test_config.json`` beside an eval set file, else (none there) ADK's defaults.
-    Raises :class:`InputError` when one is there but cannot be read: a directory, a symbolic
+    """The criteria file beside an eval set file (``test_config.json``, which ADK's
+    ``AgentEvaluator`` reads, or ``eval_config.json``, the name ADK's newer samples use),
+    else (none there) ADK's defaults. Raises :class:`InputError` when both are there (which
+    one counts would be a guess), or one is there but cannot be read: a directory, a symbolic
     link that loops or leads nowhere (rather than applying the defaults in silence)."""
-    beside = eval_set_path.parent / CONFIG_NAME
-    if not (beside.exists() or beside.is_symlink()):
+    found = [eval_set_path.parent / name for name in CONFIG_NAMES
+             if (eval_set_path.parent / name).exists()
+             or (eval_set_path.parent / name).is_symlink()]
+    if not found:
         return default_config()
+    if len(found) > 1:
+        raise InputError(found[1], None, f"{found[0].name} is beside it too; keep one "
+                         "criteria file per folder (ADK reads one)")
+    beside = found[0]
     if beside.is_symlink() and not beside.exists():
-        raise InputError(beside, None, "a symbolic link that loops or leads nowhere; expected "
-                         "an ADK test_config.json (remove it to use ADK's default criteria)")
+        raise InputError(beside, None, f"a symbolic link that loops or leads nowhere; expected "
+                         f"an ADK {beside.name} (remove it to use ADK's default criteria)")
     return read_config(beside)
 
 

@@ -8,7 +8,10 @@ Two shapes are read:
 - the older list form of ``*.test.json``: a list of turns ``{query, expected_tool_use:
   [{tool_name, tool_input}], expected_intermediate_agent_responses: [{author, text}],
   reference}``. As ADK migrates it, the whole file is one eval case (here its id is the file
-  name without ``.test.json``, where ADK draws a random one).
+  name without ``.test.json``, where ADK draws a random one);
+- the older list of named cases, ``[{name, data: [turns as above], initial_session: {state,
+  app_name, user_id}}]``, which ADK's ``load_eval_set_from_file`` (what ``adk eval`` reads)
+  converts: one eval case per item, the set's id the file name without its suffix.
 
 Keys are accepted in snake_case or camelCase, as ADK's own models accept them. Unknown keys
 follow ADK where ADK keeps them (an eval case's and a session input's extra keys are kept
@@ -24,7 +27,7 @@ import difflib
 import json
 import re
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, TypeVar, get_args
 
 from pydantic import (
     BaseModel,
@@ -39,35 +42,56 @@ from pydantic.alias_generators import to_camel
 from harness.choices import PersonaPresetName
 from harness.errors import InputError, field_path
 from harness.files import read_text
-from harness.formats.adk import TEST_SUFFIX
+from harness.formats.adk import EVALSET_SUFFIX, TEST_SUFFIX
 from harness.json_values import load_json
 
 PERSONA_PRESETS: tuple[str, ...] = get_args(PersonaPresetName)  # ADK's pre-built ids
+M = TypeVar("M", bound=BaseModel)
 
 
 class _Adk(BaseModel):
-    """snake_case or camelCase keys; errors name the snake_case field; unknown keys refused."""
+    """snake_case or camelCase keys; errors name the snake_case field; unknown keys refused,
+    except those set to ``null``: ADK's own dumps (``model_dump_json()``, the migration)
+    write every field of google-genai's types, newer ones included, and ``null`` says the
+    field is unset, which is what leaving it out says."""
 
     model_config = ConfigDict(
         alias_generator=to_camel, validate_by_name=True, validate_by_alias=True,
         loc_by_alias=False, extra="forbid",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _unset_keys_dropped(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        known = {n for name, f in cls.model_fields.items() for n in (name, f.alias) if n}
+        return {k: v for k, v in data.items() if v is not None or k in known}
+
 
 class FunctionCall(_Adk):
-    """A tool call (GenAI ``FunctionCall``)."""
+    """A tool call (GenAI ``FunctionCall``). ``partial_args`` and ``will_continue`` describe
+    a call streamed in pieces; ADK's evaluators compare ``name`` and ``args`` only, and so do
+    we (they are read, and not carried)."""
 
     id: str | None = None
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
+    partial_args: list[Any] | None = None
+    will_continue: bool | None = None
 
 
 class FunctionResponse(_Adk):
-    """A tool result (GenAI ``FunctionResponse``)."""
+    """A tool result (GenAI ``FunctionResponse``). ``parts`` (media returned with it),
+    ``scheduling`` and ``will_continue`` (how a streamed result reaches the model) do not
+    bear on evaluation: read, and not carried."""
 
     id: str | None = None
     name: str
     response: dict[str, Any] = Field(default_factory=dict)
+    parts: list[Any] | None = None
+    scheduling: str | None = None
+    will_continue: bool | None = None
 
 
 class Part(_Adk):
@@ -95,8 +119,10 @@ class Content(_Adk):
 
     @property
     def uncarried_parts(self) -> list[str]:
-        """Names of the part fields (images, files, code ...) that have no home here."""
-        return sorted({k for p in self.parts for k in (p.model_extra or {})})
+        """Names of the part fields (images, files, code ...) set here that have no home in a
+        scenario (a field written as ``null`` is unset, and not named)."""
+        return sorted({k for p in self.parts for k, v in (p.model_extra or {}).items()
+                       if v is not None})
 
 
 class IntermediateData(_Adk):
@@ -296,13 +322,45 @@ class LegacyTurn(_Adk):
     reference: str = ""
 
 
+class LegacyCase(_Adk):
+    """One case of the older list of named cases (``[{name, data, initial_session}]``, what
+    ADK's ``load_eval_set_from_file`` converts): its turns and the session it starts from."""
+
+    name: str = Field(min_length=1)
+    data: list[LegacyTurn]
+    initial_session: dict[str, Any] | None = None
+
+
 def _text_content(text: str, role: str) -> Content:
     return Content(role=role, parts=[Part(text=text)])
 
 
 def from_legacy(turns: list[LegacyTurn], case_id: str) -> EvalSet:
     """The eval set ADK's migration makes of the older list form: one case whose id (and the
-    set's) is ``case_id``; each turn one invocation. A tool use's ``mock_tool_output`` becomes
+    set's) is ``case_id``; each turn one invocation."""
+    return EvalSet(eval_set_id=case_id, name=case_id,
+                   eval_cases=[EvalCase(eval_id=case_id, conversation=_invocations(turns))])
+
+
+def from_legacy_cases(cases: list[LegacyCase], set_id: str) -> EvalSet:
+    """The eval set ADK's ``load_eval_set_from_file`` makes of a list of named cases: one
+    case per item, its ``name`` the case id, a non-empty ``initial_session`` its session
+    input (``app_name``, ``user_id`` and ``state``, as ADK reads them)."""
+    eval_cases = []
+    for case in cases:
+        session = None
+        if case.initial_session:
+            raw = case.initial_session
+            session = SessionInput(app_name=str(raw.get("app_name", "")),
+                                   user_id=str(raw.get("user_id", "")),
+                                   state=dict(raw.get("state") or {}))
+        eval_cases.append(EvalCase(eval_id=case.name, conversation=_invocations(case.data),
+                                   session_input=session))
+    return EvalSet(eval_set_id=set_id, name=set_id, eval_cases=eval_cases)
+
+
+def _invocations(turns: list[LegacyTurn]) -> list[Invocation]:
+    """One invocation per turn of the older forms; a tool use's ``mock_tool_output`` becomes
     its recorded response."""
     invocations = []
     for turn in turns:
@@ -323,8 +381,7 @@ def from_legacy(turns: list[LegacyTurn], case_id: str) -> EvalSet:
                                         for r in turn.expected_intermediate_agent_responses],
             ),
         ))
-    return EvalSet(eval_set_id=case_id, name=case_id,
-                   eval_cases=[EvalCase(eval_id=case_id, conversation=invocations)])
+    return invocations
 
 
 def validation_error(path: Path, err: ValidationError) -> InputError:
@@ -383,19 +440,14 @@ def parse_eval_set(data: Any, path: Path) -> EvalSet:
         if not data:
             raise InputError(path, None, "an empty list; expected the turns of an ADK eval "
                              "case (the older .test.json form) or an EvalSet object")
-        turns = []
-        for i, item in enumerate(data):
-            if not isinstance(item, dict):
-                raise InputError(path, f"[{i}]", "expected a turn object with query, "
-                                 f"expected_tool_use and reference, got {type(item).__name__}")
-            try:
-                turns.append(LegacyTurn.model_validate(item))
-            except ValidationError as err:
-                inner = validation_error(path, err)
-                raise InputError(path, f"[{i}]" + ("." + inner.field if inner.field else ""),
-                                 inner.expected) from None
-        case_id = path.name.removesuffix(TEST_SUFFIX).removesuffix(".json")
-        return from_legacy(turns, case_id)
+        case_id = path.name.removesuffix(EVALSET_SUFFIX).removesuffix(TEST_SUFFIX) \
+            .removesuffix(".json")
+        if isinstance(data[0], dict) and "data" in data[0] and "query" not in data[0]:
+            return from_legacy_cases(_list_items(data, path, LegacyCase, "a named case "
+                                                 "object with name, data and initial_session"),
+                                     case_id)
+        return from_legacy(_list_items(data, path, LegacyTurn, "a turn object with query, "
+                                       "expected_tool_use and reference"), case_id)
     if not isinstance(data, dict):
         raise InputError(path, None, "expected an ADK EvalSet object (eval_set_id, eval_cases) "
                          f"or the older list of turns, got {type(data).__name__}")
@@ -403,6 +455,22 @@ def parse_eval_set(data: Any, path: Path) -> EvalSet:
         return EvalSet.model_validate(data)
     except ValidationError as err:
         raise validation_error(path, err) from None
+
+
+def _list_items(data: list[Any], path: Path, model: type[M], what: str) -> list[M]:
+    """Each item of a list form validated as ``model``; the first problem is one line naming
+    the item (``[i].field``)."""
+    items = []
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise InputError(path, f"[{i}]", f"expected {what}, got {type(item).__name__}")
+        try:
+            items.append(model.model_validate(item))
+        except ValidationError as err:
+            inner = validation_error(path, err)
+            raise InputError(path, f"[{i}]" + ("." + inner.field if inner.field else ""),
+                             inner.expected) from None
+    return items
 
 
 def read_eval_set(path: Path) -> EvalSet:

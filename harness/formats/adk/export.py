@@ -22,11 +22,14 @@ from typing import Any
 from harness.checks.run import check_name
 from harness.errors import InputError
 from harness.formats.adk.convert import (
+    BUILTIN_FOR,
+    COHERENCE_SCALE,
     FINAL_RESPONSE_MATCH,
     HALLUCINATIONS,
     HALLUCINATIONS_INTERMEDIATE,
     INLINE_RUBRIC_IDS,
     SAFETY,
+    STREAMING_FIELDS,
     unescape_templates,
 )
 from harness.json_values import json_equal
@@ -34,7 +37,8 @@ from harness.scenarios.schema import Scenario
 
 _INLINE_CRITERIA = {rid: name for name, (rid, _) in INLINE_RUBRIC_IDS.items()}
 _JUDGED = {FINAL_RESPONSE_MATCH: "final_response_match_v2", HALLUCINATIONS: "hallucinations_v1",
-           HALLUCINATIONS_INTERMEDIATE: "hallucinations_v1", SAFETY: "safety_v1"}
+           HALLUCINATIONS_INTERMEDIATE: "hallucinations_v1", SAFETY: "safety_v1",
+           **{rid: name for name, rid in BUILTIN_FOR.items()}}
 _CHECK_FIELDS = ("tool_order", "single_tool_use", "parameters", "forbidden_tools",
                  "no_tool_calls", "max_tool_calls", "reference_answer", "required_phrases",
                  "latency_budget_s", "final_state", "response_matches", "response_json_schema",
@@ -91,6 +95,7 @@ def _conversation(scenario: Scenario) -> list[dict[str, Any]]:
     for turn, text in enumerate(script):
         extra = dict(stored[turn]) if turn < len(stored) and isinstance(stored[turn], dict) \
             else {}
+        extra.pop(STREAMING_FIELDS, None)  # named on import, no bearing on a score
         ids = extra.pop("tool_use_ids", None) or []
         intermediate = extra.pop("intermediate_responses", [])
         user_content = extra.pop("user_content_uncarried", None) or _content(text, "user")
@@ -199,7 +204,10 @@ def _criteria(scenario: Scenario, thresholds: Mapping[str, float]) -> dict[str, 
             name = _JUDGED[rid]
             entry: dict[str, Any] = {"threshold": thresholds.get(rid, 0.5)
                                      if threshold is None else threshold}
-            if name != "safety_v1":
+            if name == "response_evaluation_score":  # back on its 1-5 scale
+                low, high = COHERENCE_SCALE
+                entry["threshold"] = low + entry["threshold"] * (high - low)
+            elif name != "safety_v1":
                 entry.update(samples)
             if rid == HALLUCINATIONS_INTERMEDIATE:
                 entry["evaluate_intermediate_nl_responses"] = True
@@ -211,13 +219,15 @@ def _criteria(scenario: Scenario, thresholds: Mapping[str, float]) -> dict[str, 
             rubrics = []
             for crit in rubric.criteria:
                 extra = dict((details.get(rid) or {}).get(crit.id) or {})
+                if extra.pop("from_case", False):
+                    continue  # the eval case or an invocation holds it, written back there
                 item: dict[str, Any] = {"rubric_id": extra.pop("rubric_id", crit.id)}
                 item["rubric_content"] = {} if extra.pop("text_property_missing", False) \
                     else {"text_property": crit.question}
                 item.update(extra)
                 rubrics.append(item)
             out[_INLINE_CRITERIA[rid]] = {"threshold": rubric.threshold, **samples,
-                                          "rubrics": rubrics}
+                                          **({"rubrics": rubrics} if rubrics else {})}
     for name, extra in (_adk(scenario).get("criteria_extra") or {}).items():
         if name in out and isinstance(out[name], dict):
             for key, value in extra.items():
@@ -258,8 +268,9 @@ def export_eval_set(
                                  f"in scenario {owner[name]!r}; a test_config.json holds one "
                                  "setting per eval set: export them separately")
             criteria[name], owner[name] = value, scenario.id
+    criteria.update(first.get("custom_criteria") or {})
     config: dict[str, Any] = {"criteria": criteria}
-    simulator = first.get("user_simulator_config")
-    if simulator is not None:
-        config["user_simulator_config"] = simulator
+    for key in ("user_simulator_config", "live_model_config", "custom_metrics"):
+        if first.get(key) is not None:
+            config[key] = first[key]
     return Export(eval_set=eval_set, test_config=config, not_carried=notes)

@@ -52,15 +52,19 @@ def scenario_yaml(mappings: list[dict[str, Any]], source: Path, config: EvalConf
     return visible_bidi("\n".join(lines) + "\n\n" + body)
 
 
-def import_eval_set(path: Path, out_dir: Path, config_path: Path | None = None) -> Path:
+def import_eval_set(path: Path, out_dir: Path,
+                    config_path: Path | None = None) -> Path | None:
     """Convert one ADK eval set file into ``out_dir/<name>.yaml`` (``<name>``: the file name
     without ``.evalset.json``/``.test.json``). ``config_path`` is the ``test_config.json`` to
-    use instead of the one beside the file. Returns the path written. Raises
-    :class:`~harness.errors.InputError`."""
+    use instead of the one beside the file. Returns the path written, or ``None`` for an eval
+    set with no eval cases (ADK accepts one; a scenario file holds at least one scenario, so
+    nothing is written). Raises :class:`~harness.errors.InputError`."""
     from harness.formats.adk.criteria import read_config
 
     config = read_config(config_path) if config_path is not None else config_for(path)
     mappings = adk_scenario_mappings(path, config)
+    if not mappings:
+        return None
     target = out_dir / f"{source_name(path)}.yaml"
     write_text_atomic(target, scenario_yaml(mappings, path, config))
     return target
