@@ -41,6 +41,7 @@ from harness.models.retry import (
     RetryPolicy,
     TransientFailure,
     classify,
+    http_status,
     unreachable,
 )
 from harness.models.types import (
@@ -320,7 +321,7 @@ class RemoteChatModel(ChatModel):
                 ledger.record_failed_request(role, label)
                 if failure is None:
                     raise
-                if getattr(err, "status_code", None) is not None:
+                if http_status(err) is not None:
                     endpoint.answered = True  # an HTTP status: something is there
                 elif not endpoint.answered:
                     failure = unreachable(err, ctx, role) or failure
