@@ -139,7 +139,7 @@ class ModelHub:
         if provider not in _OFFICIAL:
             raise ModelConfigError(f"provider {provider!r} has no HTTP endpoint")
         settings: ProviderConfig = getattr(self.config, provider)
-        target = self._gemini_target() if provider == "gemini" else None
+        target = self._gemini_target() if provider == "gemini" else None  # needs its SDK
         official, env_base_url = _OFFICIAL[provider], _ENV_BASE_URL[provider]
         if target is not None and target.vertexai:
             from harness.models.gemini_provider import vertex_base_url
@@ -192,8 +192,16 @@ class ModelHub:
 
     def _gemini_target(self) -> GeminiTarget:
         """Gemini API or Vertex AI, from the config, else google-genai's environment
-        variables. Vertex AI with no project is express mode (a key)."""
-        from harness.models.gemini_provider import GeminiTarget
+        variables. Vertex AI with no project is express mode (a key). Raises
+        :class:`ModelConfigError` when google-genai is not installed."""
+        try:
+            from harness.models.gemini_provider import GeminiTarget
+        except ImportError as err:
+            if not (err.name or "").startswith("google"):
+                raise
+            raise ModelConfigError(
+                "gemini: models need the google-genai SDK; install it with "
+                "pip install 'agent-eval-harness[gemini]'") from None
 
         settings = self.config.gemini
         vertexai = settings.vertexai
