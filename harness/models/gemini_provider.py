@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from harness.errors import StructuredOutputError
 from harness.models.endpoint import ClientFactory
 from harness.models.formats import gemini_parts_to_message, to_gemini_contents, to_gemini_tools
-from harness.models.remote import _CURRENT, RemoteChatModel
+from harness.models.remote import RemoteChatModel
 from harness.models.retry import TransientFailure
 from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
 from harness.redact import redact
@@ -197,12 +197,11 @@ class GeminiChatModel(RemoteChatModel):
             return message, "tool_calls"
         return message, FINISH_REASONS.get(reason, reason.lower()) if reason else None
 
-    async def _run_instructor(self, messages: Sequence[Message], response_model: type[T],
-                              params: GenerationParams, max_reasks: int) -> T:
+    async def _structured_value(self, messages: Sequence[Message], response_model: type[T],
+                                params: GenerationParams, max_reasks: int) -> T:
         """Gemini's JSON mode with the response model's schema; an answer that does not
         validate is re-asked (the errors in a user turn) up to ``max_reasks`` times, then a
         :class:`StructuredOutputError` worded as for the other providers."""
-        role, tally = _CURRENT.get()
         request = self._structured_request(messages, params)
         request["config"].update(response_mime_type="application/json",
                                  response_json_schema=response_model.model_json_schema())
@@ -210,7 +209,7 @@ class GeminiChatModel(RemoteChatModel):
         name = getattr(response_model, "__name__", "the response model")
         attempts = max(0, max_reasks) + 1
         for attempt in range(1, attempts + 1):
-            raw = await self._send(request, role, tally)
+            raw = await self._send_in_call(**request)
             text, reason = _reply_text(raw)
             try:
                 return response_model.model_validate_json(text or "", strict=False)
