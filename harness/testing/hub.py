@@ -81,5 +81,8 @@ def loopback_environ(server: LoopbackServer) -> dict[str, str]:
         "GOOGLE_GEMINI_BASE_URL": server.gemini_base_url,
         "OPENAI_API_KEY": TEST_KEYS["openai"],
         "ANTHROPIC_API_KEY": TEST_KEYS["anthropic"],
-        "GEMINI_API_KEY": TEST_KEYS["gemini"],
+        # the variable google-genai reads first, so a real GEMINI_API_KEY set too is not used
+        "GOOGLE_API_KEY": TEST_KEYS["gemini"],
+        # the Gemini API's route of the server, even where Vertex AI is set up for real
+        "GOOGLE_GENAI_USE_VERTEXAI": "false",
     }
