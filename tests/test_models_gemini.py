@@ -8,6 +8,7 @@ tests/test_judging_loopback.py, tests/test_models_retry.py.)"""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import traceback
@@ -142,7 +143,10 @@ async def test_a_tool_call_round_trip_in_an_episode(loopback: LoopbackServer, ma
     assert first.body["toolConfig"] == {"functionCallingConfig": {"mode": "AUTO"}}
     # the mock's result went back as a function response in a user turn
     assert second.messages[-2]["role"] == "model"
-    assert second.messages[-2]["parts"][0]["functionCall"]["name"] == "cancel_order"
+    call_part = second.messages[-2]["parts"][0]
+    assert call_part["functionCall"]["name"] == "cancel_order"
+    # its thought signature went back with it, as Gemini 3 requires
+    assert base64.b64decode(call_part["thoughtSignature"]).startswith(b"loopback-signature-")
     assert second.messages[-1] == {"role": "user", "parts": [{"functionResponse": {
         "name": "cancel_order", "response": {"output": {"cancelled": "A-1"}}}}]}
     # the simulator answered in Gemini's JSON mode

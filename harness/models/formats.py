@@ -8,7 +8,7 @@ Used for requests, for parsing replies, and for importing existing conversations
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.errors import InputError
@@ -285,11 +285,15 @@ def _gemini_function_response(m: Message) -> dict[str, Any]:
 
 
 
-def to_gemini_contents(messages: Iterable[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+def to_gemini_contents(
+    messages: Iterable[Message], signatures: Mapping[str, bytes] | None = None,
+) -> tuple[str | None, list[dict[str, Any]]]:
     """Return ``(system_instruction, contents)``: Gemini takes the system prompt apart, calls
     the assistant ``model``, and takes tool results as ``function_response`` parts of a user
     turn (named by the tool, which is looked up from the call when the result has no name);
-    consecutive same-role parts are merged into one turn, as for Anthropic."""
+    consecutive same-role parts are merged into one turn, as for Anthropic. ``signatures``
+    maps a tool call's id to the thought signature its part came with, sent back with it."""
+    signatures = signatures or {}
     system_parts: list[str] = []
     contents: list[dict[str, Any]] = []
     names_by_id: dict[str, str] = {}
@@ -316,7 +320,10 @@ def to_gemini_contents(messages: Iterable[Message]) -> tuple[str | None, list[di
                 call: dict[str, Any] = {"name": c.name, "args": c.arguments}
                 if not c.id.startswith(GEMINI_CALL_ID_PREFIX):
                     call["id"] = c.id
-                parts.append({"function_call": call})
+                part: dict[str, Any] = {"function_call": call}
+                if c.id in signatures:
+                    part["thought_signature"] = signatures[c.id]
+                parts.append(part)
             append("model", parts or [{"text": ""}])
     return ("\n\n".join(system_parts) if system_parts else None), contents
 
@@ -333,12 +340,15 @@ def to_gemini_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     ]}]
 
 
-def gemini_parts_to_message(parts: Iterable[Any], reply_id: str = "") -> Message:
+def gemini_parts_to_message(parts: Iterable[Any],
+                            reply_id: str = "") -> tuple[Message, dict[str, bytes]]:
     """Parse the parts of a Gemini reply's content (dicts or SDK objects): text (thought
     summaries left out), and function calls, named ``gemini-call-<reply_id>-<n>`` when they
-    have no id of their own."""
+    have no id of their own. Returns the message and the thought signatures of its calls,
+    by call id (Gemini 3 wants them back with the calls)."""
     texts: list[str] = []
     calls: list[ToolCall] = []
+    signatures: dict[str, bytes] = {}
     for raw in parts:
         part = raw if isinstance(raw, dict) else raw.model_dump(exclude_none=True)
         call = part.get("function_call")
@@ -347,6 +357,9 @@ def gemini_parts_to_message(parts: Iterable[Any], reply_id: str = "") -> Message
             calls.append(ToolCall(
                 id=str(call.get("id") or f"{GEMINI_CALL_ID_PREFIX}{reply_id}-{len(calls)}"),
                 name=str(call.get("name", "")), arguments=arguments, raw_arguments=invalid))
+            if isinstance(part.get("thought_signature"), bytes):
+                signatures[calls[-1].id] = part["thought_signature"]
         elif part.get("text") is not None and not part.get("thought"):
             texts.append(str(part["text"]))
-    return Message(role="assistant", content="".join(texts), tool_calls=tuple(calls))
+    message = Message(role="assistant", content="".join(texts), tool_calls=tuple(calls))
+    return message, signatures

@@ -20,6 +20,7 @@ models use, and they re-ask in a model turn rather than a user one.
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,9 +32,10 @@ from google.genai import types
 from pydantic import ValidationError
 
 from harness.errors import StructuredOutputError
-from harness.models.endpoint import ClientFactory
+from harness.models.base import ModelSpec
+from harness.models.endpoint import ClientFactory, Endpoint
 from harness.models.formats import gemini_parts_to_message, to_gemini_contents, to_gemini_tools
-from harness.models.remote import RemoteChatModel
+from harness.models.remote import ModelServices, RemoteChatModel
 from harness.models.retry import TransientFailure
 from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
 from harness.redact import redact
@@ -137,8 +139,29 @@ def usage_tokens(raw: Any) -> tuple[int, int]:
     return int(prompt), int(output)
 
 
+# Thought signatures kept per model, by tool call id: enough for every conversation in
+# flight (a signature is a few hundred bytes to a few kilobytes).
+_SIGNATURES_KEPT = 4096
+
+
 class GeminiChatModel(RemoteChatModel):
-    """``gemini:<model>``."""
+    """``gemini:<model>``.
+
+    Gemini 3 models that think sign their function calls (``thought_signature``) and refuse
+    a conversation that sends a call of the current turn back without its signature. The
+    neutral :class:`Message` has no place for one, so the model keeps the signatures of the
+    calls it answered, by call id, and puts them back on those calls in later requests. (A
+    reply replayed from the response cache has none: its next request is most likely
+    replayed too.)"""
+
+    def __init__(self, spec: ModelSpec, endpoint: Endpoint, services: ModelServices) -> None:
+        super().__init__(spec, endpoint, services)
+        self._signatures: OrderedDict[str, bytes] = OrderedDict()
+
+    def _keep_signatures(self, signatures: dict[str, bytes]) -> None:
+        self._signatures.update(signatures)
+        while len(self._signatures) > _SIGNATURES_KEPT:
+            self._signatures.popitem(last=False)
 
     def _create_function(self, client: Any) -> Callable[..., Any]:
         return generate_content_sender(client)
@@ -163,7 +186,7 @@ class GeminiChatModel(RemoteChatModel):
 
     def _chat_request(self, messages: Sequence[Message], tools: Sequence[ToolSpec],
                       tool_choice: ToolChoice, params: GenerationParams) -> dict[str, Any]:
-        system, contents = to_gemini_contents(messages)
+        system, contents = to_gemini_contents(messages, self._signatures)
         config = self._config(system, params)
         if tools:
             config["tools"] = to_gemini_tools(tools)
@@ -191,7 +214,9 @@ class GeminiChatModel(RemoteChatModel):
             return Message(role="assistant"), "content_filter"
         candidate = raw.candidates[0]
         parts = candidate.content.parts if candidate.content is not None else None
-        message = gemini_parts_to_message(parts or (), raw.response_id or uuid.uuid4().hex[:12])
+        message, signatures = gemini_parts_to_message(
+            parts or (), raw.response_id or uuid.uuid4().hex[:12])
+        self._keep_signatures(signatures)
         reason = candidate.finish_reason.value if candidate.finish_reason else None
         if message.tool_calls and reason in (None, "STOP"):
             return message, "tool_calls"

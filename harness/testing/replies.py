@@ -8,6 +8,7 @@ sensibly from the request itself, for benchmarks and load tests.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import time
@@ -369,13 +370,17 @@ def _gemini_body(request: RecordedRequest, text: str,
                  calls: list[tuple[str, dict[str, Any] | str]],
                  in_tokens: int, out_tokens: int, finish_reason: str | None) -> dict[str, Any]:
     parts: list[dict[str, Any]] = [{"text": text}] if text else []
-    for name, args in calls:
+    for i, (name, args) in enumerate(calls):
         if isinstance(args, str):  # Gemini's arguments are always an object
             try:
                 args = json.loads(args)
             except ValueError:
                 args = {}
-        parts.append({"functionCall": {"name": name, "args": args}})
+        part: dict[str, Any] = {"functionCall": {"name": name, "args": args}}
+        if i == 0:  # Gemini 3 signs the first call of a step
+            signature = f"loopback-signature-{next(_ids)}".encode()
+            part["thoughtSignature"] = base64.b64encode(signature).decode()
+        parts.append(part)
     return {
         "candidates": [{
             "content": {"role": "model", "parts": parts},
