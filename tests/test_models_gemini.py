@@ -204,6 +204,21 @@ async def test_a_refused_key_is_a_config_error_naming_the_provider(loopback: Loo
     assert TEST_KEYS["gemini"] not in text and loopback.request_count == 1
 
 
+@pytest.mark.parametrize(("status", "expected"), [
+    (400, "request rejected (400)"),
+    (403, "not allowed to use this model (403"),
+    (404, "model not found (404): check the model name at http://127.0.0.1:"),
+])
+async def test_client_errors_are_config_errors_at_once(status: int, expected: str,
+                                                       loopback: LoopbackServer,
+                                                       make_hub) -> None:
+    loopback.enqueue(Reply.error(status, message="details from Google"))
+    with pytest.raises(ModelConfigError) as caught:
+        await make_hub(max_attempts=5).get(FLASH).chat(ModelRequest(HI, "agent"))
+    assert expected in str(caught.value) and "details from Google" in str(caught.value)
+    assert loopback.request_count == 1
+
+
 GEMINI_KEY = "gm-SECRETgeminiKEY0123456789"  # in no known key shape: only its value hides it
 
 

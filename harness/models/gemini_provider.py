@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from harness.errors import StructuredOutputError
 from harness.models.base import ModelSpec
-from harness.models.endpoint import ClientFactory, Endpoint
+from harness.models.endpoint import NO_KEY_NEEDED, ClientFactory, Endpoint
 from harness.models.formats import gemini_parts_to_message, to_gemini_contents, to_gemini_tools
 from harness.models.remote import ModelServices, RemoteChatModel
 from harness.models.retry import TransientFailure
@@ -97,7 +97,6 @@ def make_client(api_key: str | None, base_url: str, http_client: httpx2.AsyncCli
 def client_factory(target: GeminiTarget) -> ClientFactory:
     """The endpoint's client factory for ``target`` (the key placeholder of keyless
     endpoints is dropped: Vertex AI authenticates with credentials)."""
-    from harness.models.endpoint import NO_KEY_NEEDED
 
     def make(api_key: str, base_url: str, http_client: httpx2.AsyncClient,
              timeout_s: float) -> genai.Client:
