@@ -22,7 +22,12 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.errors import HarnessError, ModelConfigError, ModelUnavailableError
+from harness.errors import (
+    HarnessError,
+    ModelConfigError,
+    ModelUnavailableError,
+    StructuredOutputError,
+)
 from harness.models.config import GeminiProviderConfig, ModelsConfig
 from harness.models.formats import to_gemini_contents
 from harness.models.gemini_provider import gemini_tool_config, make_client, usage_tokens
@@ -168,6 +173,20 @@ async def test_structured_output_is_re_asked_then_validated(loopback: LoopbackSe
     assert second.messages[-2] == {"role": "model", "parts": [{"text": '{"score": "high"}'}]}
     assert second.messages[-1]["role"] == "user"
     assert "reason" in second.messages[-1]["parts"][0]["text"]
+
+
+async def test_finish_reasons_in_the_neutral_words(loopback: LoopbackServer, make_hub) -> None:
+    model = make_hub().get(FLASH)
+    for gemini_reason, neutral in (("MAX_TOKENS", "length"), ("SAFETY", "content_filter"),
+                                   ("MALFORMED_FUNCTION_CALL", "malformed_function_call")):
+        loopback.enqueue(Reply.text_reply("partial", finish_reason=gemini_reason))
+        reply = await model.chat(ModelRequest(HI, "agent"))
+        assert reply.finish_reason == neutral
+    # a structured answer cut off by max_tokens is not re-asked: it would be cut off again
+    loopback.enqueue(Reply("json", data='{"score": 4, "rea', finish_reason="MAX_TOKENS"))
+    with pytest.raises(StructuredOutputError, match="cut off at max_tokens=1024"):
+        await model.structured(ModelRequest(HI, "judge"), Verdict)
+    assert loopback.request_count == 4
 
 
 async def test_a_malformed_body_is_retried_then_reported(loopback: LoopbackServer,
