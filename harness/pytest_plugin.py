@@ -376,10 +376,10 @@ def harness_loopback(_harness_loopback_server: LoopbackServer) -> Iterator[Loopb
 @pytest.fixture
 def harness_hub(harness_loopback: LoopbackServer,
                 monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelHub]:
-    """A :class:`~harness.models.hub.ModelHub` whose ``openai:`` and ``anthropic:`` models
-    are the loopback server (test keys, fast retries, no cache). For this test the
-    environment points there too (base URLs and test keys), so ``harness.testing.evaluate``
-    with ``openai:``/``anthropic:`` models calls the server, never a real service."""
+    """A :class:`~harness.models.hub.ModelHub` whose ``openai:``, ``anthropic:`` and
+    ``gemini:`` models are the loopback server (test keys, fast retries, no cache). For this
+    test the environment points there too (base URLs and test keys), so
+    ``harness.testing.evaluate`` with those models calls the server, never a real service."""
     from harness.models.hub import ModelHub
     from harness.testing.hub import loopback_config, loopback_environ
 

@@ -11,7 +11,10 @@ import re
 from collections.abc import Iterable
 
 _KEY_SHAPES = re.compile(
-    r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+\S+|(?:x-api-key|api[_-]key|authorization)"
+    # OpenAI and Anthropic keys (sk-...), Google API keys (AIza...), bearer tokens, and
+    # the value after a key header's or field's name.
+    r"(sk-[A-Za-z0-9_\-]{8,}|AIza[A-Za-z0-9_\-]{16,}|Bearer\s+\S+|"
+    r"(?:x-goog-api-key|x-api-key|api[_-]key|authorization)"
     r"[\"']?\s*[:=]\s*[\"']?(?:Bearer\s+)?[^\s,\"'}]+)",
     re.IGNORECASE,
 )

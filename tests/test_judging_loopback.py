@@ -1,7 +1,7 @@
-"""Judges through the loopback server with the real openai and anthropic SDKs (instructor
-structured output): verdicts parsed per criterion, one invalid reply re-asked, a persistently
-invalid reply recorded as a judge error, n samples aggregated, a panel, pairwise with swap,
-and score-transcripts --judge end to end."""
+"""Judges through the loopback server with the real openai, anthropic and google-genai SDKs
+(instructor structured output; Gemini's own JSON mode): verdicts parsed per criterion, one
+invalid reply re-asked, a persistently invalid reply recorded as a judge error, n samples
+aggregated, a panel, pairwise with swap, and score-transcripts --judge end to end."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ GOOD = {"correct": criterion_reply(4, "Matches the tool.", ["21.5°C and sunny"]
         "grounded": criterion_reply(1, "Quotes the result.", ['"temp_c": 21.5'])}
 INVALID = {"correct": criterion_reply(7, "Off the scale."), "grounded": criterion_reply(1)}
 
-PROVIDERS = ["openai", "anthropic"]
+PROVIDERS = ["openai", "anthropic", "gemini"]
 
 
 def request_text(request: RecordedRequest) -> str:
@@ -43,6 +43,8 @@ def request_text(request: RecordedRequest) -> str:
 
 
 def schema_of(request: RecordedRequest) -> dict[str, Any]:
+    if request.api == "gemini":  # Gemini's JSON mode, not a forced tool
+        return request.body["generationConfig"]["responseJsonSchema"]
     tool = request.tools[0]
     return tool.get("input_schema") or tool["function"]["parameters"]
 
@@ -117,7 +119,8 @@ async def test_n_samples_aggregated(loopback, make_hub, provider: str) -> None:
     correct = result.criteria[0]
     assert sorted(correct.votes) == [0.5, 0.75, 1.0]  # type: ignore[type-var]
     assert correct.value == pytest.approx(0.75) and correct.stdev == pytest.approx(0.25)
-    assert {r.body.get("temperature") for r in loopback.requests} == {0.9}
+    assert {(r.body.get("generationConfig") or r.body).get("temperature")
+            for r in loopback.requests} == {0.9}
 
 
 async def test_a_panel_of_both_providers(loopback, make_hub) -> None:

@@ -1,4 +1,5 @@
-"""The loopback model server on its own: wire formats, scripting, faults, load, subprocess."""
+"""The loopback model server on its own: wire formats (OpenAI, Anthropic, Gemini), scripting,
+faults, load, subprocess."""
 
 from __future__ import annotations
 
@@ -74,6 +75,57 @@ async def test_auto_anthropic(loopback):
                                              tools=[ANTHROPIC_TOOL])
         assert reply.content[0].type == "text"
         assert reply.stop_reason == "end_turn"
+
+
+def _gemini(server: LoopbackServer):
+    from google import genai
+    from google.genai import types
+
+    # over httpx2, as the harness sends (harness.models.gemini_provider)
+    return genai.Client(api_key="AIza-x", vertexai=False, http_options=types.HttpOptions(
+        base_url=server.gemini_base_url, retry_options=types.HttpRetryOptions(attempts=1),
+        httpx_async_client=httpx2.AsyncClient()))
+
+
+async def test_auto_gemini(loopback):
+    from google.genai import errors, types
+
+    models = _gemini(loopback).aio.models
+    tool = types.Tool(function_declarations=[types.FunctionDeclaration(
+        name="forecast", parameters_json_schema=SCHEMA)])
+    user = [{"role": "user", "parts": [{"text": "weather please"}]}]
+    # Tools offered, last turn the user's: a call to the first tool, valid arguments.
+    reply = await models.generate_content(model="gemini-x", contents=user,
+                                          config={"tools": [tool]})
+    [part] = reply.candidates[0].content.parts
+    assert part.function_call.name == "forecast"
+    jsonschema.validate(part.function_call.args, SCHEMA)
+    # After the function's response: text.
+    history = [*user, reply.candidates[0].content.model_dump(exclude_none=True),
+               {"role": "user", "parts": [{"function_response": {
+                   "name": "forecast", "response": {"output": "sunny"}}}]}]
+    reply = await models.generate_content(model="gemini-x", contents=history,
+                                          config={"tools": [tool]})
+    assert reply.text.startswith("auto reply to: weather please")
+    assert reply.candidates[0].finish_reason == types.FinishReason.STOP
+    # JSON mode with a schema: a schema-valid object as the text, usage counted.
+    reply = await models.generate_content(model="gemini-x", contents=user, config={
+        "response_mime_type": "application/json", "response_json_schema": SCHEMA})
+    jsonschema.validate(json.loads(reply.text), SCHEMA)
+    usage = reply.usage_metadata
+    assert usage.prompt_token_count > 0 and usage.candidates_token_count > 0
+    assert reply.model_version == "gemini-x"
+    # Google's error bodies: the status name, and a 429's wait as RetryInfo, not a header.
+    loopback.enqueue(Reply.rate_limited(retry_after=2.5), Reply.unauthorized())
+    with pytest.raises(errors.ClientError) as limited:
+        await models.generate_content(model="gemini-x", contents=user)
+    assert (limited.value.code, limited.value.status) == (429, "RESOURCE_EXHAUSTED")
+    assert limited.value.details["error"]["details"][0]["retryDelay"] == "2.5s"
+    assert "retry-after" not in limited.value.response.headers
+    with pytest.raises(errors.ClientError) as refused:
+        await models.generate_content(model="gemini-x", contents=user)
+    assert (refused.value.code, refused.value.status) == (401, "UNAUTHENTICATED")
+    assert loopback.requests[0].headers["x-goog-api-key"] == "<redacted>"
 
 
 async def test_queue_then_responder_then_auto(loopback):

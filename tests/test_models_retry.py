@@ -19,7 +19,10 @@ from harness.testing.replies import Reply
 from harness.testing.server import LoopbackServer
 
 HI = [Message(role="user", content="hi")]
-PROVIDERS = ["openai", "anthropic"]
+PROVIDERS = ["openai", "anthropic", "gemini"]
+# The variables a missing key is asked for in, per provider.
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
+                 "gemini": "GOOGLE_API_KEY or GEMINI_API_KEY"}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -111,8 +114,7 @@ async def test_missing_key_fails_before_any_request(provider, loopback, make_hub
         model = hub.get("openai:gpt-4o", base_url="https://api.openai.com/v1")
     with pytest.raises(ModelConfigError) as caught:
         await model.chat(ModelRequest(HI, role="agent"))
-    env_var = f"{provider.upper()}_API_KEY"
-    assert f"no {env_var} set" in str(caught.value)
+    assert f"no {KEY_VARIABLES[provider]} set" in str(caught.value)
     assert loopback.request_count == 0
 
 

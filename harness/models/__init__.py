@@ -1,4 +1,4 @@
-"""The model layer: one async interface over Anthropic, OpenAI(-compatible) and offline
+"""The model layer: one async interface over Anthropic, OpenAI(-compatible), Gemini and offline
 ``mock:`` models, with retries, bounded concurrency, a response cache and usage accounting.
 
 Start with :class:`~harness.models.hub.ModelHub`; the neutral types are in

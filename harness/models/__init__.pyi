@@ -2,7 +2,14 @@
 # lazy_loader.attach_stub (see __init__.py): each is imported on first use.
 from .base import ChatModel, MockBehaviour, ModelSpec
 from .cache import ResponseCache
-from .config import BudgetConfig, CacheConfig, ModelsConfig, ProviderConfig, RetryConfig
+from .config import (
+    BudgetConfig,
+    CacheConfig,
+    GeminiProviderConfig,
+    ModelsConfig,
+    ProviderConfig,
+    RetryConfig,
+)
 from .hub import ModelHub
 from .mock import register_mock
 from .prices import Price, PriceTable

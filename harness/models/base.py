@@ -1,8 +1,8 @@
 """The one async interface every model offers, and how models are named.
 
 A model is named ``provider:model``: ``anthropic:claude-sonnet-4-5``, ``openai:gpt-4o``,
-``openai:llama3.1`` with a base URL for any OpenAI-compatible server, or ``mock:<behaviour>``
-for offline runs.
+``gemini:gemini-2.5-flash`` (the Gemini API or Vertex AI), ``openai:llama3.1`` with a base URL
+for any OpenAI-compatible server, or ``mock:<behaviour>`` for offline runs.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from harness.errors import ModelConfigError
 from harness.models.request import ModelRequest
 from harness.models.types import ChatResponse, Message, StructuredResponse, T
 
-Provider = Literal["anthropic", "openai", "mock"]
-PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "mock")
+Provider = Literal["anthropic", "openai", "gemini", "mock"]
+PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "gemini", "mock")
 
 
 class ModelSpec(BaseModel):
     """A parsed model name. ``base_url`` is only meaningful for ``openai`` (and ``anthropic``
-    when pointed at a compatible gateway or the loopback test server)."""
+    or ``gemini`` when pointed at a compatible gateway or the loopback test server)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -2,12 +2,15 @@
 retries, the response cache, budgets and extra prices.
 
 Everything has a working default, so ``ModelsConfig()`` is a valid configuration; keys and
-base URLs not set here come from ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` and
-``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``. Loadable from YAML with
+base URLs not set here come from ``OPENAI_API_KEY``/``OPENAI_BASE_URL``,
+``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL`` and ``GOOGLE_API_KEY`` or
+``GEMINI_API_KEY``/``GOOGLE_GEMINI_BASE_URL`` (Vertex AI: ``GOOGLE_GENAI_USE_VERTEXAI``,
+``GOOGLE_CLOUD_PROJECT``, ``GOOGLE_CLOUD_LOCATION``). Loadable from YAML with
 :meth:`ModelsConfig.from_yaml`::
 
     openai: {base_url: http://localhost:8000/v1, concurrency: 32}
     anthropic: {concurrency: 8}
+    gemini: {vertexai: true, project: my-project, location: europe-west4}
     timeout_s: 60
     retry: {max_attempts: 5, backoff_initial_s: 1}
     cache: {path: .harness/cache.sqlite, mode: read-write}
@@ -57,6 +60,21 @@ class ProviderConfig(_Config):
     concurrency: int = Field(default=16, ge=1, le=4096)
 
 
+class GeminiProviderConfig(ProviderConfig):
+    """The ``gemini`` provider: a :class:`ProviderConfig`, plus Vertex AI.
+
+    ``vertexai`` true sends requests to Vertex AI rather than the Gemini API (``None``: as
+    ``GOOGLE_GENAI_USE_VERTEXAI`` says, else the Gemini API). On Vertex, ``project`` and
+    ``location`` (else ``GOOGLE_CLOUD_PROJECT``/``GOOGLE_CLOUD_LOCATION``; the location
+    defaults to ``global``) pick the endpoint, and the credentials are Google's application
+    default credentials; with no project, an ``api_key`` is Vertex AI express mode's key.
+    """
+
+    vertexai: bool | None = None
+    project: str | None = None
+    location: str | None = None
+
+
 def share_of(bound: int, share: tuple[int, int]) -> int:
     """Process ``index``'s part of a bound split over ``count`` processes, ``share = (index,
     count)``: the parts add up to ``bound`` (each at least 1, so a bound below ``count`` is
@@ -101,6 +119,7 @@ class ModelsConfig(_Config):
 
     openai: ProviderConfig = ProviderConfig(concurrency=32)
     anthropic: ProviderConfig = ProviderConfig(concurrency=16)
+    gemini: GeminiProviderConfig = GeminiProviderConfig(concurrency=16)
     timeout_s: float = Field(default=120.0, gt=0)
     retry: RetryConfig = RetryConfig()
     cache: CacheConfig = CacheConfig()

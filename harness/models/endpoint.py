@@ -58,6 +58,7 @@ class Endpoint:
         timeout_s: float,
         client_factory: ClientFactory,
         http_client_class: HttpClientClass,
+        missing_key_hint: str = "",
     ) -> None:
         self.provider = provider
         self.base_url = base_url
@@ -68,6 +69,7 @@ class Endpoint:
         self.key_source = key_source
         self.env_var = env_var
         self.key_required = key_required
+        self.missing_key_hint = missing_key_hint
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self._client_factory = client_factory
@@ -94,7 +96,7 @@ class Endpoint:
         if self._api_key is None and self.key_required:
             raise ModelConfigError(
                 f"no {self.env_var} set; export {self.env_var} or set {self.provider}.api_key "
-                "in the models config",
+                f"in the models config{self.missing_key_hint}",
                 model=model,
             )
 

@@ -1,5 +1,6 @@
-"""Conversions between the neutral :class:`Message` type and the OpenAI Chat Completions and
-Anthropic Messages wire formats (plain JSON-like dicts, which both SDKs accept and return).
+"""Conversions between the neutral :class:`Message` type and the OpenAI Chat Completions,
+Anthropic Messages and Gemini ``generateContent`` wire formats (plain JSON-like dicts, which
+the SDKs accept and return).
 
 Used for requests, for parsing replies, and for importing existing conversations.
 """
@@ -7,7 +8,7 @@ Used for requests, for parsing replies, and for importing existing conversations
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.errors import InputError
@@ -260,3 +261,105 @@ def from_anthropic_messages(
         else:
             raise ValueError(f"message {i}: unknown role {role!r}")
     return out
+
+
+# --- Gemini generateContent --------------------------------------------------------------
+
+# Gemini API replies usually carry no function call id; the harness names such calls
+# ``gemini-call-<reply>-<n>`` and leaves these ids out when sending the calls back.
+GEMINI_CALL_ID_PREFIX = "gemini-call-"
+
+
+def _gemini_function_response(m: Message) -> dict[str, Any]:
+    """A tool result as a ``function_response`` part. Gemini wants an object: ``output``
+    holds the result (parsed when it is JSON, else the text), ``error`` a failed call's."""
+    try:
+        value: Any = json.loads(m.content) if m.content else ""
+    except ValueError:
+        value = m.content
+    response = {"error": value} if m.is_error else {"output": value}
+    part: dict[str, Any] = {"name": m.name or "", "response": response}
+    if m.tool_call_id and not m.tool_call_id.startswith(GEMINI_CALL_ID_PREFIX):
+        part["id"] = m.tool_call_id
+    return {"function_response": part}
+
+
+
+def to_gemini_contents(
+    messages: Iterable[Message], signatures: Mapping[str, bytes] | None = None,
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """Return ``(system_instruction, contents)``: Gemini takes the system prompt apart, calls
+    the assistant ``model``, and takes tool results as ``function_response`` parts of a user
+    turn (named by the tool, which is looked up from the call when the result has no name);
+    consecutive same-role parts are merged into one turn, as for Anthropic. ``signatures``
+    maps a tool call's id to the thought signature its part came with, sent back with it."""
+    signatures = signatures or {}
+    system_parts: list[str] = []
+    contents: list[dict[str, Any]] = []
+    names_by_id: dict[str, str] = {}
+
+    def append(role: str, parts: list[dict[str, Any]]) -> None:
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+
+    for m in messages:
+        if m.role == "system":
+            system_parts.append(m.content)
+        elif m.role == "user":
+            append("user", [{"text": m.content}])
+        elif m.role == "tool":
+            if m.name is None and m.tool_call_id in names_by_id:
+                m = m.model_copy(update={"name": names_by_id[m.tool_call_id]})
+            append("user", [_gemini_function_response(m)])
+        else:
+            parts: list[dict[str, Any]] = [{"text": m.content}] if m.content else []
+            for c in m.tool_calls:
+                names_by_id[c.id] = c.name
+                call: dict[str, Any] = {"name": c.name, "args": c.arguments}
+                if not c.id.startswith(GEMINI_CALL_ID_PREFIX):
+                    call["id"] = c.id
+                part: dict[str, Any] = {"function_call": call}
+                if c.id in signatures:
+                    part["thought_signature"] = signatures[c.id]
+                parts.append(part)
+            append("model", parts or [{"text": ""}])
+    return ("\n\n".join(system_parts) if system_parts else None), contents
+
+
+def to_gemini_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """One ``Tool`` of function declarations. The arguments' schema goes as
+    ``parameters_json_schema`` (JSON Schema as it is: ``$defs``, formats, ``anyOf``) rather
+    than ``parameters``, Gemini's OpenAPI subset, which refuses much of what tools declare."""
+    if not tools:
+        return []
+    return [{"function_declarations": [
+        {"name": t.name, "description": t.description, "parameters_json_schema": t.parameters}
+        for t in tools
+    ]}]
+
+
+def gemini_parts_to_message(parts: Iterable[Any],
+                            reply_id: str = "") -> tuple[Message, dict[str, bytes]]:
+    """Parse the parts of a Gemini reply's content (dicts or SDK objects): text (thought
+    summaries left out), and function calls, named ``gemini-call-<reply_id>-<n>`` when they
+    have no id of their own. Returns the message and the thought signatures of its calls,
+    by call id (Gemini 3 wants them back with the calls)."""
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    signatures: dict[str, bytes] = {}
+    for raw in parts:
+        part = raw if isinstance(raw, dict) else raw.model_dump(exclude_none=True)
+        call = part.get("function_call")
+        if call:
+            arguments, invalid = parse_tool_arguments(call.get("args"))
+            calls.append(ToolCall(
+                id=str(call.get("id") or f"{GEMINI_CALL_ID_PREFIX}{reply_id}-{len(calls)}"),
+                name=str(call.get("name", "")), arguments=arguments, raw_arguments=invalid))
+            if isinstance(part.get("thought_signature"), bytes):
+                signatures[calls[-1].id] = part["thought_signature"]
+        elif part.get("text") is not None and not part.get("thought"):
+            texts.append(str(part["text"]))
+    message = Message(role="assistant", content="".join(texts), tool_calls=tuple(calls))
+    return message, signatures

@@ -11,10 +11,12 @@ instances by name::
 
 Where keys and base URLs come from, first match wins: the ``base_url`` given to :meth:`get`;
 the config (``openai.base_url``, ``anthropic.api_key``, ...); the environment
-(``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``); the
-provider's official URL. A missing key is reported when a call needs it (a cached answer
-needs none), before any request. An OpenAI-compatible server at a custom base URL may need no
-key.
+(``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``,
+``GOOGLE_API_KEY`` then ``GEMINI_API_KEY`` as google-genai reads them,
+``GOOGLE_GEMINI_BASE_URL`` or on Vertex AI ``GOOGLE_VERTEX_BASE_URL``); the provider's
+official URL. A missing key is reported when a call needs it (a cached answer needs none),
+before any request. An OpenAI-compatible server at a custom base URL may need no key, and
+Vertex AI with a project needs none (it uses Google's application default credentials).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import importlib
 import os
 from collections.abc import Mapping
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from harness.errors import ModelConfigError
 from harness.models.base import ChatModel, ModelSpec
@@ -35,14 +38,23 @@ from harness.models.remote import ModelServices
 from harness.models.retry import RetryPolicy
 from harness.models.usage import UsageLedger
 
-_OFFICIAL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
-_ENV_KEY = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+if TYPE_CHECKING:
+    from harness.models.gemini_provider import GeminiTarget
+
+_OFFICIAL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com",
+             "gemini": "https://generativelanguage.googleapis.com"}
+# The environment variables a key is read from, first set wins (google-genai's own order).
+_ENV_KEY = {"openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",),
+            "gemini": ("GOOGLE_API_KEY", "GEMINI_API_KEY")}
 # Each provider's module (its ``make_client``, ``HTTP_CLIENT`` and model class), imported when
 # a model of the provider is first asked for; the fork server of --workers imports the ones a
 # suite uses ahead.
 PROVIDER_MODULES = {"openai": "harness.models.openai_provider",
-                    "anthropic": "harness.models.anthropic_provider"}
-_ENV_BASE_URL = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+                    "anthropic": "harness.models.anthropic_provider",
+                    "gemini": "harness.models.gemini_provider"}
+_ENV_BASE_URL = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL",
+                 "gemini": "GOOGLE_GEMINI_BASE_URL"}
+_TRUE = ("1", "true")
 
 
 def _normalise_url(url: str) -> str:
@@ -110,6 +122,10 @@ class ModelHub:
                 from harness.models.openai_provider import OpenAIChatModel
 
                 model = OpenAIChatModel(spec, endpoint, self.services)
+            elif spec.provider == "gemini":
+                from harness.models.gemini_provider import GeminiChatModel
+
+                model = GeminiChatModel(spec, endpoint, self.services)
             else:
                 from harness.models.anthropic_provider import AnthropicChatModel
 
@@ -123,25 +139,33 @@ class ModelHub:
         if provider not in _OFFICIAL:
             raise ModelConfigError(f"provider {provider!r} has no HTTP endpoint")
         settings: ProviderConfig = getattr(self.config, provider)
+        target = self._gemini_target() if provider == "gemini" else None  # needs its SDK
+        official, env_base_url = _OFFICIAL[provider], _ENV_BASE_URL[provider]
+        if target is not None and target.vertexai:
+            from harness.models.gemini_provider import vertex_base_url
+
+            official = vertex_base_url(target.location or "global")
+            env_base_url = "GOOGLE_VERTEX_BASE_URL"
         resolved = _normalise_url(
-            base_url
-            or settings.base_url
-            or self._environ.get(_ENV_BASE_URL[provider])
-            or _OFFICIAL[provider]
+            base_url or settings.base_url or self._environ.get(env_base_url) or official
         )
         endpoint = self._endpoints.get((provider, resolved))
         if endpoint is not None:
             return endpoint
-        custom = resolved != _OFFICIAL[provider]
-        env_var = _ENV_KEY[provider]
+        custom = resolved != official
+        env_vars = _ENV_KEY[provider]
+        env_var = " or ".join(env_vars)
         if settings.api_key is not None:
             api_key: str | None = settings.api_key.get_secret_value() or None
             key_source = f"the {provider} api_key in the models config"
         else:
-            api_key = self._environ.get(env_var) or None
-            key_source = env_var
+            found = next((v for v in env_vars if self._environ.get(v)), None)
+            api_key = self._environ.get(found) if found else None
+            key_source = found or env_var
         module = importlib.import_module(PROVIDER_MODULES[provider])
         factory: ClientFactory = module.make_client
+        if target is not None:
+            factory = module.client_factory(target)
         http_client_class: HttpClientClass = module.HTTP_CLIENT
         endpoint = Endpoint(
             provider=provider,
@@ -150,15 +174,44 @@ class ModelHub:
             api_key=api_key,
             key_source=key_source,
             env_var=env_var,
-            # Local OpenAI-compatible servers usually need no key; hosted APIs always do.
-            key_required=not (provider == "openai" and custom),
+            # Local OpenAI-compatible servers usually need no key, nor does Vertex AI with a
+            # project (credentials); hosted APIs otherwise always do.
+            key_required=not ((provider == "openai" and custom)
+                              or (target is not None and target.project is not None)),
             concurrency=settings.concurrency,
             timeout_s=self.config.timeout_s,
             client_factory=factory,
             http_client_class=http_client_class,
+            missing_key_hint=(
+                "" if target is None else
+                " (or, for Vertex AI, set GOOGLE_GENAI_USE_VERTEXAI=true and "
+                "GOOGLE_CLOUD_PROJECT, or gemini.vertexai and gemini.project)"),
         )
         self._endpoints[(provider, resolved)] = endpoint
         return endpoint
+
+    def _gemini_target(self) -> GeminiTarget:
+        """Gemini API or Vertex AI, from the config, else google-genai's environment
+        variables. Vertex AI with no project is express mode (a key). Raises
+        :class:`ModelConfigError` when google-genai is not installed."""
+        try:
+            from harness.models.gemini_provider import GeminiTarget
+        except ImportError as err:
+            if not (err.name or "").startswith("google"):
+                raise
+            raise ModelConfigError(
+                "gemini: models need the google-genai SDK; install it with "
+                "pip install 'agent-eval-harness[gemini]'") from None
+
+        settings = self.config.gemini
+        vertexai = settings.vertexai
+        if vertexai is None:
+            vertexai = self._environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower() in _TRUE
+        if not vertexai:
+            return GeminiTarget()
+        project = settings.project or self._environ.get("GOOGLE_CLOUD_PROJECT") or None
+        location = settings.location or self._environ.get("GOOGLE_CLOUD_LOCATION") or "global"
+        return GeminiTarget(vertexai=True, project=project, location=location)
 
     # --- lifecycle ------------------------------------------------------------------------
 

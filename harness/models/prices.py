@@ -52,6 +52,12 @@ DEFAULT_PRICES: dict[str, Price] = {
     "openai:gpt-4o-mini": _p(0.15, 0.60),
     "openai:o3": _p(2.0, 8.0),
     "openai:o4-mini": _p(1.10, 4.40),
+    # Gemini API paid tier as listed at ai.google.dev/gemini-api/docs/pricing in 2025 (text
+    # input; Vertex AI lists the same): 2.5 Pro's price is for prompts up to 200k tokens (it
+    # is 2.50/15.0 above); thinking tokens are billed as output, and are counted as output.
+    "gemini:gemini-2.5-pro": _p(1.25, 10.0),
+    "gemini:gemini-2.5-flash": _p(0.30, 2.50),
+    "gemini:gemini-2.5-flash-lite": _p(0.10, 0.40),
 }
 
 # Dated snapshots and aliases of a listed model share its price: claude-sonnet-4-5-20250929,

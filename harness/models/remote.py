@@ -1,7 +1,8 @@
 """What every real provider shares: the response cache, budgets, the key check, the
 concurrency bound, the per-request timeout, retries, usage accounting, and structured output
 through instructor. Subclasses supply only the wire format (:mod:`.openai_provider`,
-:mod:`.anthropic_provider`).
+:mod:`.anthropic_provider`, :mod:`.gemini_provider`, which also has its own structured-output
+loop).
 
 Structured output: instructor's re-ask loop is wrapped around *our* request function, not the
 SDK's, so each HTTP request (first answer or re-ask) goes through the semaphore, the timeout
@@ -41,6 +42,7 @@ from harness.models.retry import (
     RetryPolicy,
     TransientFailure,
     classify,
+    http_status,
     unreachable,
 )
 from harness.models.types import (
@@ -250,8 +252,8 @@ class RemoteChatModel(ChatModel):
         try:
             self.endpoint.require_key(self.label)
             ledger.begin_call()
-            value = await self._run_instructor(messages, response_model, params,
-                                               request.max_reasks)
+            value = await self._structured_value(messages, response_model, params,
+                                                 request.max_reasks)
         except ModelError:
             ledger.record_error(role, self.label, time.perf_counter() - started)
             raise
@@ -320,7 +322,7 @@ class RemoteChatModel(ChatModel):
                 ledger.record_failed_request(role, label)
                 if failure is None:
                     raise
-                if getattr(err, "status_code", None) is not None:
+                if http_status(err) is not None:
                     endpoint.answered = True  # an HTTP status: something is there
                 elif not endpoint.answered:
                     failure = unreachable(err, ctx, role) or failure
@@ -334,9 +336,16 @@ class RemoteChatModel(ChatModel):
 
         return await self.services.retry.run(attempt, model=label)
 
-    async def _instructor_send(self, **request: Any) -> Any:
+    async def _send_in_call(self, **request: Any) -> Any:
+        """:meth:`_send` for the structured call in progress (its role and tally)."""
         role, tally = _CURRENT.get()
         return await self._send(request, role, tally)
+
+    async def _structured_value(self, messages: Sequence[Message], response_model: type[T],
+                                params: GenerationParams, max_reasks: int) -> T:
+        """The validated answer of a structured call, re-asked up to ``max_reasks`` times:
+        instructor's loop around :meth:`_send_in_call` (a provider may have its own)."""
+        return await self._run_instructor(messages, response_model, params, max_reasks)
 
     async def _run_instructor(self, messages: Sequence[Message], response_model: type[T],
                               params: GenerationParams, max_reasks: int) -> T:
@@ -344,7 +353,7 @@ class RemoteChatModel(ChatModel):
 
         if self._instructor_create is None:
             memoise_async_validator_check()
-            self._instructor_create = self._patch_for_instructor(self._instructor_send)
+            self._instructor_create = self._patch_for_instructor(self._send_in_call)
         request = self._structured_request(messages, params)
         name = getattr(response_model, "__name__", "the response model")
         try:

@@ -72,7 +72,7 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
 
 
 def _server_message(body: Any) -> str:
-    """The human part of a provider's error body (both SDKs' shapes)."""
+    """The human part of a provider's error body (the three SDKs' shapes)."""
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):
@@ -106,6 +106,11 @@ def classify(err: BaseException, ctx: ErrorContext) -> TransientFailure | ModelC
         return TransientFailure(f"timed out after {ctx.timeout_s:g}s")
     if isinstance(err, json.JSONDecodeError):
         return TransientFailure("malformed response body")
+    genai_errors = sys.modules.get("google.genai.errors")
+    if genai_errors is not None:
+        failure = _classify_genai(err, genai_errors, ctx)
+        if failure is not None:
+            return failure
     # Only SDKs already imported can have raised; importing the other one costs a second.
     for sdk in (sys.modules.get("openai"), sys.modules.get("anthropic")):
         if sdk is None:
@@ -118,6 +123,55 @@ def classify(err: BaseException, ctx: ErrorContext) -> TransientFailure | ModelC
             return TransientFailure("connection failed or dropped")
         if isinstance(err, sdk.APIResponseValidationError):
             return TransientFailure("malformed response body")
+    return None
+
+
+def http_status(err: BaseException) -> int | None:
+    """The HTTP status an SDK exception carries (``status_code`` for openai and anthropic,
+    ``code`` for google-genai's ``APIError``), ``None`` when it is not an HTTP answer."""
+    status = getattr(err, "status_code", None)
+    if status is None:
+        genai_errors = sys.modules.get("google.genai.errors")
+        if genai_errors is not None and isinstance(err, genai_errors.APIError):
+            status = err.code
+    return status if isinstance(status, int) else None
+
+
+def _classify_genai(err: BaseException, genai_errors: Any,
+                    ctx: ErrorContext) -> TransientFailure | ModelConfigError | None:
+    """google-genai raises its own ``APIError`` for an HTTP status, and lets the transport's
+    exceptions (httpx2's, over aiohttp) through unwrapped, where the other SDKs wrap them."""
+    if isinstance(err, genai_errors.APIError):
+        headers = getattr(getattr(err, "response", None), "headers", None) or {}
+        retry_after = retry_after_seconds(headers)
+        if retry_after is None and err.code == 429:
+            retry_after = _google_retry_delay(err.details)
+        if retry_after is not None:
+            headers = {"retry-after": f"{retry_after:g}"}
+        return _classify_status(int(err.code or 0), headers, err.details, ctx)
+    httpx2 = sys.modules.get("httpx2")
+    if httpx2 is not None:
+        if isinstance(err, httpx2.TimeoutException) and connection_failure(err) is None:
+            return TransientFailure(f"timed out after {ctx.timeout_s:g}s")
+        if isinstance(err, httpx2.TransportError):
+            return TransientFailure("connection failed or dropped")
+        if isinstance(err, httpx2.DecodingError):
+            return TransientFailure("malformed response body")
+    return None
+
+
+def _google_retry_delay(details: Any) -> float | None:
+    """The wait a Google 429 asks for: ``error.details[].retryDelay`` (``"20s"``) of its
+    ``google.rpc.RetryInfo``, which Google APIs send instead of ``Retry-After``."""
+    inner = details.get("error", details) if isinstance(details, dict) else None
+    items = inner.get("details") if isinstance(inner, dict) else None
+    for item in items if isinstance(items, list) else ():
+        delay = item.get("retryDelay") if isinstance(item, dict) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return max(0.0, float(delay[:-1]))
+            except ValueError:
+                return None
     return None
 
 

@@ -515,7 +515,7 @@ def _worker_models(config: RunConfig, share: tuple[int, int]) -> ModelsConfig:
     return models.model_copy(update={
         provider: getattr(models, provider).model_copy(update={
             "concurrency": share_of(getattr(models, provider).concurrency, share)})
-        for provider in ("openai", "anthropic")})
+        for provider in PROVIDER_MODULES})
 
 
 async def _serve(index: int, count: int, config: RunConfig, conn: Connection,

@@ -1,5 +1,5 @@
 """Model hubs pointed at the loopback server (:mod:`harness.testing.server`), for tests of
-agents that must not reach a real model service: both providers at the server, test keys
+agents that must not reach a real model service: every provider at the server, test keys
 and retries fast enough for tests. The pytest plugin's ``harness_hub`` fixture and this
 project's own tests build their hubs here."""
 
@@ -12,6 +12,7 @@ from harness.choices import CacheMode
 from harness.models.config import (
     BudgetConfig,
     CacheConfig,
+    GeminiProviderConfig,
     ModelsConfig,
     ProviderConfig,
     RetryConfig,
@@ -22,6 +23,7 @@ from harness.testing.server import LoopbackServer
 TEST_KEYS = {
     "openai": "sk-test-openai-0123456789abcdef",
     "anthropic": "sk-ant-test-0123456789abcdef",
+    "gemini": "AIzaSy-test-gemini-0123456789abcdef",
 }
 
 
@@ -41,7 +43,7 @@ def loopback_config(
     max_calls: int | None = None,
     prices: dict[str, Any] | None = None,
 ) -> ModelsConfig:
-    """A models config with both providers at ``server``, test keys (unless
+    """A models config with every provider at ``server``, test keys (unless
     ``keys=False``), no cache unless ``cache_path``, and retries fast enough for tests."""
     return ModelsConfig.model_validate({
         "openai": ProviderConfig(
@@ -52,6 +54,11 @@ def loopback_config(
         "anthropic": ProviderConfig(
             api_key=TEST_KEYS["anthropic"] if keys else None,
             base_url=server.anthropic_base_url,
+            concurrency=concurrency,
+        ),
+        "gemini": GeminiProviderConfig(
+            api_key=TEST_KEYS["gemini"] if keys else None,
+            base_url=server.gemini_base_url,
             concurrency=concurrency,
         ),
         "timeout_s": timeout_s,
@@ -67,10 +74,15 @@ def loopback_config(
 
 def loopback_environ(server: LoopbackServer) -> dict[str, str]:
     """The environment variables that point ``harness run`` (and :func:`evaluate`) at
-    ``server``: both providers' base URLs and test keys."""
+    ``server``: every provider's base URL and test key."""
     return {
         "OPENAI_BASE_URL": server.openai_base_url,
         "ANTHROPIC_BASE_URL": server.anthropic_base_url,
+        "GOOGLE_GEMINI_BASE_URL": server.gemini_base_url,
         "OPENAI_API_KEY": TEST_KEYS["openai"],
         "ANTHROPIC_API_KEY": TEST_KEYS["anthropic"],
+        # the variable google-genai reads first, so a real GEMINI_API_KEY set too is not used
+        "GOOGLE_API_KEY": TEST_KEYS["gemini"],
+        # the Gemini API's route of the server, even where Vertex AI is set up for real
+        "GOOGLE_GENAI_USE_VERTEXAI": "false",
     }

@@ -1,13 +1,14 @@
 """What the loopback model server answers, and how an answer is written on the wire.
 
 A :class:`Reply` is provider-neutral (text, tool calls, a structured JSON answer, or a fault);
-:func:`render` turns it into an OpenAI Chat Completions or Anthropic Messages body for the
-request it answers. :func:`auto_reply` answers any request sensibly from the request itself,
-for benchmarks and load tests.
+:func:`render` turns it into an OpenAI Chat Completions, Anthropic Messages or Gemini
+``generateContent`` body for the request it answers. :func:`auto_reply` answers any request
+sensibly from the request itself, for benchmarks and load tests.
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import time
@@ -16,7 +17,7 @@ from typing import Any, Literal
 
 from harness.models.schema_example import example_from_schema
 
-Api = Literal["openai", "anthropic"]
+Api = Literal["openai", "anthropic", "gemini"]
 ReplyKind = Literal["text", "tool_calls", "json", "status", "slow", "malformed"]
 
 
@@ -33,11 +34,25 @@ class RecordedRequest:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
+        """The conversation: ``messages``, or Gemini's ``contents``."""
+        if self.api == "gemini":
+            return list(self.body.get("contents") or [])
         return list(self.body.get("messages") or [])
 
     @property
     def tools(self) -> list[dict[str, Any]]:
+        """The tools offered (for Gemini, the function declarations of every tool)."""
+        if self.api == "gemini":
+            return [declaration for tool in self.body.get("tools") or []
+                    for declaration in tool.get("functionDeclarations") or []]
         return list(self.body.get("tools") or [])
+
+    @property
+    def model(self) -> str:
+        """The model asked for (in the body, or for Gemini in the path)."""
+        if self.api == "gemini":
+            return self.path.rsplit("/", 1)[-1].split(":", 1)[0]
+        return str(self.body.get("model", "loopback"))
 
     @property
     def last_role(self) -> str | None:
@@ -45,6 +60,11 @@ class RecordedRequest:
         if not messages:
             return None
         last = messages[-1]
+        if self.api == "gemini":
+            parts = last.get("parts") or []
+            if any(isinstance(p, dict) and "functionResponse" in p for p in parts):
+                return "tool"
+            return "assistant" if last.get("role") == "model" else str(last.get("role"))
         if self.api == "anthropic" and last.get("role") == "user":
             content = last.get("content")
             # Anthropic sends tool results in a user turn; treat it as a tool turn.
@@ -159,6 +179,11 @@ def estimate_tokens(value: Any) -> int:
 
 def _forced_tool(request: RecordedRequest) -> str | None:
     """The tool the request forces, ``""`` when any tool is forced, else ``None``."""
+    if request.api == "gemini":
+        config = (request.body.get("toolConfig") or {}).get("functionCallingConfig") or {}
+        if config.get("mode") == "ANY":
+            return str((config.get("allowedFunctionNames") or [""])[0])
+        return None
     choice = request.body.get("tool_choice")
     if isinstance(choice, dict):
         if choice.get("type") == "tool":  # anthropic
@@ -179,6 +204,10 @@ def _tool_name(tool: dict[str, Any]) -> str:
 def _tool_schema(tool: dict[str, Any]) -> dict[str, Any]:
     if "input_schema" in tool:
         return dict(tool["input_schema"])
+    # gemini (the SDK sends the JSON Schema field under its Python name)
+    for key in ("parametersJsonSchema", "parameters_json_schema", "parameters"):
+        if key in tool:
+            return dict(tool[key] or {})
     return dict((tool.get("function") or {}).get("parameters") or {})
 
 
@@ -194,6 +223,10 @@ def _find_tool(request: RecordedRequest, name: str | None) -> dict[str, Any] | N
 
 
 def _response_format_schema(request: RecordedRequest) -> dict[str, Any] | None:
+    generation = request.body.get("generationConfig") or {}  # gemini
+    if generation.get("responseMimeType") == "application/json":
+        return dict(generation.get("responseJsonSchema") or generation.get("responseSchema")
+                    or {"type": "object"})
     fmt = request.body.get("response_format")
     if isinstance(fmt, dict):
         if fmt.get("type") == "json_schema":
@@ -210,12 +243,13 @@ def _last_user_text(request: RecordedRequest) -> str:
     for message in reversed(request.messages):
         if message.get("role") != "user":
             continue
-        content = message.get("content")
+        content = message.get("content", message.get("parts"))
         if isinstance(content, str):
             return content
         if isinstance(content, list):
             texts = [b.get("text", "") for b in content
-                     if isinstance(b, dict) and b.get("type") == "text"]
+                     if isinstance(b, dict) and (b.get("type") == "text" or "type" not in b)
+                     and "text" in b]
             if texts:
                 return "".join(texts)
     return ""
@@ -266,6 +300,8 @@ def render(reply: Reply, request: RecordedRequest) -> Rendered:
     )
     if request.api == "openai":
         body = _openai_body(request, text, calls, in_tokens, out_tokens, reply.finish_reason)
+    elif request.api == "gemini":
+        body = _gemini_body(request, text, calls, in_tokens, out_tokens, reply.finish_reason)
     else:
         body = _anthropic_body(request, text, calls, in_tokens, out_tokens, reply.finish_reason)
     return Rendered(200, json.dumps(body).encode(), {"Content-Type": "application/json"})
@@ -291,7 +327,7 @@ def _openai_body(request: RecordedRequest, text: str,
         "id": f"chatcmpl-{next(_ids)}",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": request.body.get("model", "loopback"),
+        "model": request.model,
         "choices": [
             {
                 "index": 0,
@@ -322,7 +358,7 @@ def _anthropic_body(request: RecordedRequest, text: str,
         "id": f"msg_{next(_ids)}",
         "type": "message",
         "role": "assistant",
-        "model": request.body.get("model", "loopback"),
+        "model": request.model,
         "content": content,
         "stop_reason": finish_reason or ("tool_use" if calls else "end_turn"),
         "stop_sequence": None,
@@ -330,9 +366,67 @@ def _anthropic_body(request: RecordedRequest, text: str,
     }
 
 
+def _gemini_body(request: RecordedRequest, text: str,
+                 calls: list[tuple[str, dict[str, Any] | str]],
+                 in_tokens: int, out_tokens: int, finish_reason: str | None) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [{"text": text}] if text else []
+    for i, (name, args) in enumerate(calls):
+        if isinstance(args, str):  # Gemini's arguments are always an object
+            try:
+                args = json.loads(args)
+            except ValueError:
+                args = {}
+        part: dict[str, Any] = {"functionCall": {"name": name, "args": args}}
+        if i == 0:  # Gemini 3 signs the first call of a step
+            signature = f"loopback-signature-{next(_ids)}".encode()
+            part["thoughtSignature"] = base64.b64encode(signature).decode()
+        parts.append(part)
+    return {
+        "candidates": [{
+            "content": {"role": "model", "parts": parts},
+            "finishReason": finish_reason or "STOP",
+            "index": 0,
+        }],
+        "usageMetadata": {
+            "promptTokenCount": in_tokens,
+            "candidatesTokenCount": out_tokens,
+            "totalTokenCount": in_tokens + out_tokens,
+        },
+        "modelVersion": request.model,
+        "responseId": f"resp-{next(_ids)}",
+    }
+
+
+# google.rpc status names of Gemini's error bodies.
+_GOOGLE_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+def _render_gemini_error(reply: Reply, message: str) -> Rendered:
+    """Google's error body; a 429's wait goes in a ``google.rpc.RetryInfo`` detail (its
+    ``retryDelay``), as Google APIs send it, not in a ``Retry-After`` header."""
+    error: dict[str, Any] = {"code": reply.status, "message": message,
+                             "status": _GOOGLE_STATUS.get(reply.status, "UNKNOWN")}
+    if reply.retry_after is not None:
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                             "retryDelay": f"{reply.retry_after:g}s"}]
+    return Rendered(reply.status, json.dumps({"error": error}).encode(),
+                    {"Content-Type": "application/json"})
+
+
 def _render_error(reply: Reply, api: Api) -> Rendered:
     kind = _ERROR_TYPES.get(reply.status, "api_error")
     message = reply.message or f"error {reply.status}"
+    if api == "gemini":
+        return _render_gemini_error(reply, message)
     if api == "openai":
         body: dict[str, Any] = {"error": {"message": message, "type": kind, "code": None}}
     else:

@@ -1,17 +1,20 @@
 """A loopback model server for tests and benchmarks.
 
-It speaks OpenAI Chat Completions (``POST /v1/chat/completions``) and Anthropic Messages
-(``POST /v1/messages``) well enough for the real SDKs, binds only to 127.0.0.1 on a free port,
-and answers from a script: a queue of :class:`~harness.testing.replies.Reply` objects, then a
-function of the request, then the auto responder. It injects faults on request (429 with
-Retry-After, 5xx, slow replies, malformed bodies, 401) or at random with a seed, records every
-request, and tracks how many requests are in flight.
+It speaks OpenAI Chat Completions (``POST /v1/chat/completions``), Anthropic Messages
+(``POST /v1/messages``) and Gemini ``generateContent`` (``POST
+/v1beta/models/{model}:generateContent``, and Vertex AI's
+``/v1beta1/projects/…/models/{model}:generateContent``) well enough for the real SDKs,
+binds only to 127.0.0.1 on a free port, and answers from a script: a queue of
+:class:`~harness.testing.replies.Reply` objects, then a function of the request, then the
+auto responder. It injects faults on request (429 with Retry-After, 5xx, slow replies,
+malformed bodies, 401) or at random with a seed, records every request, and tracks how many
+requests are in flight.
 
 In a test::
 
     with LoopbackServer() as server:
         server.enqueue(Reply.rate_limited(retry_after=0.2), Reply.text_reply("hi"))
-        ...  # point a model at server.openai_base_url or server.anthropic_base_url
+        ...  # point a model at server.openai_base_url, anthropic_base_url or gemini_base_url
 
 For benchmarks, run it in its own process so its CPU is not counted against the client's::
 
@@ -48,7 +51,8 @@ _QUIET.addHandler(logging.NullHandler())
 Responder = Callable[[RecordedRequest], "Reply | None"]
 """A function of the request returning the reply, or ``None`` to fall through to auto."""
 
-_AUTH_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
+_AUTH_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization",
+                           "x-goog-api-key"})
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,11 @@ class LoopbackServer:
         app.router.add_post("/v1/chat/completions", self._handle_openai)
         app.router.add_post("/chat/completions", self._handle_openai)
         app.router.add_post("/v1/messages", self._handle_anthropic)
+        for version in ("v1beta", "v1"):
+            app.router.add_post(f"/{version}/models/{{model}}:generateContent",
+                                self._handle_gemini)
+        app.router.add_post("/v1beta1/projects/{project}/locations/{location}/publishers/"
+                            "google/models/{model}:generateContent", self._handle_gemini)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5, logger=_QUIET)
         await self._runner.setup()
         # The socket is bound here, so its port (a free one when 0 was asked for) is known
@@ -203,6 +212,12 @@ class LoopbackServer:
     @property
     def anthropic_base_url(self) -> str:
         """Base URL for ``anthropic.AsyncAnthropic`` (the SDK appends ``/v1/messages``)."""
+        return self.url
+
+    @property
+    def gemini_base_url(self) -> str:
+        """Base URL for ``google.genai.Client`` (``http_options.base_url``; the SDK appends
+        ``/v1beta/models/{model}:generateContent``, or Vertex AI's path)."""
         return self.url
 
     # --- scripting ------------------------------------------------------------------------
@@ -267,6 +282,9 @@ class LoopbackServer:
 
     async def _handle_anthropic(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, "anthropic")
+
+    async def _handle_gemini(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "gemini")
 
     async def _handle(self, request: web.Request, api: Api) -> web.StreamResponse:
         generation = self._generation
@@ -354,7 +372,8 @@ def _json_response(rendered: Rendered) -> web.Response:
 def main(argv: list[str] | None = None) -> None:
     """Run the server in the foreground: print the port on the first line, then serve until
     SIGTERM/SIGINT or until stdin closes (so it dies with the process that started it)."""
-    parser = argparse.ArgumentParser(description="Loopback model server (OpenAI + Anthropic).")
+    parser = argparse.ArgumentParser(
+        description="Loopback model server (OpenAI, Anthropic, Gemini).")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds each reply takes")
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     parser.add_argument("--rate-429", type=float, default=0.0)

@@ -11,6 +11,9 @@ from harness.testing.server import LoopbackServer
 
 
 def _system_text(request: RecordedRequest) -> str:
+    if request.api == "gemini":
+        instruction = request.body.get("systemInstruction") or {}
+        return "".join(str(p.get("text", "")) for p in instruction.get("parts") or ())
     if request.api == "anthropic":
         system = request.body.get("system") or ""
         if isinstance(system, list):
