@@ -51,12 +51,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from harness.checks import adk_scores, response_format
 from harness.checks import parameters as params_mod
-from harness.checks import response_format
 from harness.checks import trajectory as traj
 from harness.checks.args import CheckConfigError, CompiledMatching, compile_matching, merge_matching
 from harness.checks.registry import check
-from harness.checks.response import find_phrases, rouge1
+from harness.checks.response import find_phrases, rouge1, turn_responses
 from harness.checks.result import CheckResult, Finding
 from harness.checks.spec import CheckSpec, Expectations, ParameterExpectation
 from harness.checks.state import state_diff
@@ -71,6 +71,7 @@ BUILTIN_CHECK_NAMES = frozenset({
     "parameter_accuracy", "forbidden_tools_avoided", "no_tool_calls", "max_tool_calls",
     "latency_budget", "response_match_score", "required_phrases", "final_state_match",
     "response_matches", "response_json_schema", "response_max_chars",
+    adk_scores.TRAJECTORY_STRICT, adk_scores.RESPONSE_REFERENCED,
 })
 """Names of the metrics the built-in checks report (plus ``trajectory_single_tool_use:<tool>``),
 which a scenario's own checks may not take."""
@@ -79,7 +80,8 @@ which a scenario's own checks may not take."""
 # turning it on). In the order the checks run, which is the order of a sample's metrics.
 _BUILTINS: dict[str, tuple[str, tuple[str, ...]]] = {
     "trajectory": ("trajectory", ("tool_calls", "arg_matching", "adk_trajectory_match",
-                                  "trajectory_threshold", "forbidden_tools")),
+                                  "trajectory_threshold", "forbidden_tools",
+                                  "adk_invocations")),
     "single_tool_use": ("single_tool_use", ("single_tool_use",)),
     "tool_order": ("tool_order_score", ("tool_order",)),
     "parameters": ("parameter_accuracy", ("parameters", "arg_matching")),
@@ -88,7 +90,8 @@ _BUILTINS: dict[str, tuple[str, tuple[str, ...]]] = {
     "max_tool_calls": ("max_tool_calls", ("max_tool_calls",)),
     "latency_budget": ("latency_budget", ("latency_budget_s",)),
     "response_match": ("response_match_score", ("reference_answer", "reference_answers",
-                                                 "response_match_threshold")),
+                                                 "response_match_threshold",
+                                                 "adk_invocations")),
     "required_phrases": ("required_phrases", ("required_phrases",)),
     "final_state": ("final_state_match", ("final_state", "final_state_mode")),
     "response_matches": ("response_matches", ("response_matches",)),
@@ -271,11 +274,14 @@ def latency_budget(transcript: Transcript, expectations: Expectations, *,
 
 @check("response_match", prepare=lambda args: {"config": _fields("response_match", args)})
 def response_match(transcript: Transcript, expectations: Expectations, *,
-                   config: Expectations) -> CheckResult:
-    """ADK's ``response_match_score`` against the reference answer(s)."""
+                   config: Expectations) -> CheckResult | list[CheckResult]:
+    """ADK's ``response_match_score`` against the reference answer(s) (on an ADK scenario,
+    ADK 2.13's, with ``response_match_score_referenced`` beside it)."""
     if config.reference_answer is not None:
         return _response_match_check(config.reference_answer, config.response_match_threshold,
                                      transcript.final_response)
+    if config.adk_invocations is not None:
+        return adk_scores.adk_response_results(transcript, config)
     return _per_turn_response_match_check(config, transcript)
 
 
@@ -363,6 +369,8 @@ def _trajectory_checks(
         results.append(CheckResult(name=name, value=value, passed=value >= 1.0 - _EPS,
                                    gating=False, details=counts))
 
+    if exp.adk_invocations is not None:  # made from an ADK eval case: ADK's own number
+        return results + adk_scores.adk_trajectory_results(transcript, exp, compat)
     # ADK: per user turn when the reference names turns, else one invocation for everything.
     if reference and reference[0].turn is not None:
         ref_turns = [r.turn or 0 for r in reference]
@@ -491,15 +499,6 @@ def _response_match_check(
                        details={"rouge1_precision": precision, "rouge1_recall": recall,
                                 "threshold": threshold, "empty_response": not response.strip()},
                        findings=findings)
-
-
-def turn_responses(transcript: Transcript) -> dict[int, str]:
-    """The last agent message with text in each user turn (0-based), by turn."""
-    out: dict[int, str] = {}
-    for message, turn in zip(transcript.messages, transcript.turn_of_messages(), strict=True):
-        if message.role == "assistant" and message.content:
-            out[turn] = message.content
-    return out
 
 
 def _per_turn_response_match_check(exp: Expectations, transcript: Transcript) -> CheckResult:

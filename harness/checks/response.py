@@ -36,6 +36,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
+from harness.transcript import Transcript
+
 # Code point ranges (inclusive) as in google-adk 2.13.0.
 _ONE_TOKEN_PER_CHARACTER = (
     (0x4E00, 0x9FFF),  # CJK unified ideographs
@@ -114,6 +116,15 @@ def rouge1(candidate: str, reference: str) -> tuple[float, float, float]:
     no tokens and scores 0."""
     score = _scorer().score(reference, candidate)["rouge1"]
     return float(score.precision), float(score.recall), float(score.fmeasure)
+
+
+def turn_responses(transcript: Transcript) -> dict[int, str]:
+    """The last agent message with text in each user turn (0-based), by turn."""
+    out: dict[int, str] = {}
+    for message, turn in zip(transcript.messages, transcript.turn_of_messages(), strict=True):
+        if message.role == "assistant" and message.content:
+            out[turn] = message.content
+    return out
 
 
 _SPACES = re.compile(r"\s+")
