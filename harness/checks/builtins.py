@@ -11,7 +11,9 @@ is, and takes its arguments under the names of the expectation fields it reads (
   ``trajectory_threshold``, ``forbidden_tools``): ``trajectory_exact_match``,
   ``trajectory_in_order_match``, ``trajectory_any_order_match``, ``trajectory_precision``,
   ``trajectory_recall``, ``trajectory_f1`` (descriptive: reported, not gating) and ADK's
-  ``tool_trajectory_avg_score`` (see :mod:`.trajectory`);
+  ``tool_trajectory_avg_score`` (see :mod:`.trajectory`); on a scenario from an ADK file
+  (``adk_invocations``) that one is ADK 2.13's own, and ours is reported beside it as
+  ``tool_trajectory_avg_score_strict`` (see :mod:`.adk_scores`);
 - ``single_tool_use``: ``trajectory_single_tool_use:<tool>`` per named tool;
 - ``tool_order``: ``tool_order_score`` (LCS share of the expected first-call order);
 - ``parameters`` (with ``arg_matching``): ``parameter_accuracy`` (partial credit, see
@@ -31,6 +33,8 @@ is, and takes its arguments under the names of the expectation fields it reads (
   :mod:`.response`) of the final answer; with ``reference_answers`` (per turn), ADK's mean
   over those turns of the ROUGE-1 F of each turn's last agent message with text against that
   turn's answer (a turn with no such message scores 0, as an empty response does in ADK);
+  on a scenario from an ADK file, ADK 2.13's mean over every invocation (one without a
+  reference scores 0), with ours beside it as ``response_match_score_referenced``;
 - ``required_phrases``: ``required_phrases``, the share found in the final answer;
 - ``final_state`` (with ``final_state_mode``): ``final_state_match`` (1 when
   equal/contained; unscored when the transcript has no final state);

@@ -24,8 +24,11 @@ no script scores 0 just because rouge_score's ``a-z0-9`` tokenizer drops its let
 without spaces is compared per character or cluster, not per word (no dictionary
 segmentation), as in ADK.
 
-ADK averages this over invocations, each with its own reference; a scenario here has one
-reference answer, compared with the agent's last message that has text.
+ADK averages this over invocations, each with its own reference: so does a scenario's
+``reference_answers`` (per turn), while a single ``reference_answer`` is compared with the
+agent's last message that has text. Which turns count, and whether a reference's thinking
+text does, is :mod:`harness.checks.adk_scores`'s (ADK's files) or
+:mod:`harness.checks.builtins`'s (ours).
 """
 
 from __future__ import annotations
