@@ -345,3 +345,16 @@ def test_a_final_response_without_text_survives_export_and_reimport(tmp_path: Pa
     assert again.expectations == first.expectations
     reread = read_eval_set(tmp_path / "b" / "numbers.evalset.json")
     assert reread.eval_cases[0].conversation is not None
+
+
+def test_an_edited_script_must_keep_one_invocation_per_turn(tmp_path: Path) -> None:
+    from harness.errors import InputError
+    from harness.formats.adk.loading import adk_scenario_mappings
+    from harness.scenarios.loading import parse_scenario
+
+    path = tmp_path / "numbers.evalset.json"
+    path.write_text(json.dumps(TWO_TURNS))
+    data = adk_scenario_mappings(path)[0]
+    data["user"]["script"].append("and one more thing")
+    with pytest.raises(InputError, match="adk_invocations is 2 but user.script has 3 turn"):
+        parse_scenario(data, source=tmp_path / "edited.yaml", base_dir=tmp_path)
