@@ -358,3 +358,61 @@ def test_an_edited_script_must_keep_one_invocation_per_turn(tmp_path: Path) -> N
     data["user"]["script"].append("and one more thing")
     with pytest.raises(InputError, match="adk_invocations is 2 but user.script has 3 turn"):
         parse_scenario(data, source=tmp_path / "edited.yaml", base_dir=tmp_path)
+
+
+# --- random eval cases against google-adk ------------------------------------------------------
+
+_CALLS = [("lamp", {"on": True}), ("lamp", {"on": 1}), ("lamp", {"on": 1.0}),
+          ("lamp", {"on": False}), ("lamp", {"on": "1"}), ("kettle", {}),
+          ("kettle", {"level": [1, True]}), ("kettle", {"level": [1, 1]})]
+_WORDS = ["the", "lamp", "is", "on", "off", "kettle", "boiling", "done", "ok"]
+
+
+def _random_case(rng: Any) -> tuple[dict[str, Any], list[Turn]]:
+    """A random eval case (calls, answers or none, thoughts) and a random agent's turns."""
+    def calls() -> list[tuple[str, dict[str, Any]]]:
+        return [_CALLS[rng.randrange(len(_CALLS))] for _ in range(rng.randrange(3))]
+
+    def text() -> str:
+        return " ".join(rng.choice(_WORDS) for _ in range(rng.randrange(5)))
+
+    invocations = []
+    for i in range(rng.randint(1, 3)):
+        kind = rng.randrange(4)
+        final: Any = None if kind == 0 else text() if kind < 3 else {"role": "model", "parts": [
+            {"text": text() or "hm", "thought": True}, {"text": text()}]}
+        invocations.append(_invocation(f"turn {i}", final, calls()))
+    turns = [(text(), calls()) for _ in invocations]
+    return _eval_set(*invocations), turns
+
+
+def test_random_cases_score_as_google_adk_scores_them(tmp_path: Path) -> None:
+    import random
+
+    adk = _adk()
+    rng = random.Random(29)
+    for k in range(150):
+        data, turns = _random_case(rng)
+        match_type = ("EXACT", "IN_ORDER", "ANY_ORDER")[k % 3]
+        folder = tmp_path / str(k)
+        folder.mkdir()
+        criteria = {"tool_trajectory_avg_score": {"threshold": 1.0, "match_type": match_type},
+                    "response_match_score": 0.8}
+        report = _checks(_load(folder, data, criteria), turns)
+        theirs = _adk_trajectory(data, turns, match_type)
+        assert report.get("tool_trajectory_avg_score").value == theirs.overall_score, (
+            data, turns)
+        expected = adk.EvalSet.model_validate(data).eval_cases[0].conversation
+        per_turn = report.get("response_match_score").details["per_turn"]
+        for ours, actual, reference in zip(per_turn, _adk_invocations(adk, turns), expected,
+                                           strict=True):
+            # 2.13 reads every text part of the reference, thoughts included
+            parts = reference.final_response.parts if reference.final_response else []
+            text = "\n".join(p.text for p in parts or [] if p.text)
+            assert ours["score"] == adk.rouge_1(actual.final_response.parts[0].text,
+                                                text).fmeasure
+        thoughts = any(p.thought for r in expected if r.final_response
+                       for p in r.final_response.parts or [])
+        if not thoughts or version("google-adk").startswith("2.13."):
+            assert report.get("response_match_score").value == \
+                _adk_rouge(data, turns).overall_score
