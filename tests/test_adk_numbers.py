@@ -416,3 +416,18 @@ def test_random_cases_score_as_google_adk_scores_them(tmp_path: Path) -> None:
         if not thoughts or version("google-adk").startswith("2.13."):
             assert report.get("response_match_score").value == \
                 _adk_rouge(data, turns).overall_score
+
+
+def test_a_second_response_match_on_an_adk_scenario_is_named_at_load(tmp_path: Path) -> None:
+    from harness.errors import InputError
+    from harness.formats.adk.loading import adk_scenario_mappings
+    from harness.scenarios.loading import parse_scenario
+
+    path = tmp_path / "numbers.evalset.json"
+    path.write_text(json.dumps(TWO_TURNS))
+    data = adk_scenario_mappings(path)[0]
+    data["checks"] = [{"use": "response_match", "name": "my_rouge",
+                       "args": {"reference_answers": [{"turn": 0, "answer": "On."}],
+                                "adk_invocations": 2}}]
+    with pytest.raises(InputError, match="already runs from expectations.reference_answers"):
+        parse_scenario(data, source=tmp_path / "edited.yaml", base_dir=tmp_path)

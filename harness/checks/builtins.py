@@ -141,7 +141,11 @@ def builtin_spec_name(use: str) -> str | None:
 def clashing_field(use: str, expectations: Expectations) -> str | None:
     """The expectation field that already runs the built-in ``use`` when a second run of it
     would report the same metric names (``trajectory`` and ``single_tool_use`` name their
-    own metrics; the others report under their spec's name), or ``None``."""
+    own metrics, and so does ``response_match`` on a scenario from an ADK file; the others
+    report under their spec's name), or ``None``."""
+    if use == "response_match" and expectations.adk_invocations is not None \
+            and expectations.reference_answers is not None:
+        return "reference_answers"
     if use not in ("trajectory", "single_tool_use") or not _given(expectations, use):
         return None
     return _BUILTINS[use][1][0]
