@@ -431,3 +431,24 @@ def test_a_second_response_match_on_an_adk_scenario_is_named_at_load(tmp_path: P
                                 "adk_invocations": 2}}]
     with pytest.raises(InputError, match="already runs from expectations.reference_answers"):
         parse_scenario(data, source=tmp_path / "edited.yaml", base_dir=tmp_path)
+
+
+def test_the_command_line_round_trip_keeps_textless_final_responses(tmp_path: Path) -> None:
+    from tests.helpers.cli import run_cli
+
+    finals = [{"role": "model", "parts": [{"text": ""}]},
+              {"role": "model", "parts": [{"text": "hmm", "thought": True}]}]
+    source = tmp_path / "src" / "numbers.evalset.json"
+    source.parent.mkdir()
+    source.write_text(json.dumps(_eval_set(*(_invocation(f"turn {i}", f)
+                                             for i, f in enumerate(finals)))))
+    assert run_cli("import", "adk", source, "--out", tmp_path / "yaml").returncode == 0
+    out = tmp_path / "adk" / "numbers.evalset.json"
+    exported = run_cli("export", "adk", tmp_path / "yaml", "--out", out)
+    assert exported.returncode == 0, exported.stderr
+    written = json.loads(out.read_text())["eval_cases"][0]["conversation"]
+    assert [inv["final_response"] for inv in written] == finals
+    assert run_cli("import", "adk", out, "--out", tmp_path / "again").returncode == 0
+    first, again = (load_scenarios([tmp_path / d / "numbers.yaml"])[0] for d in ("yaml", "again"))
+    assert again.metadata == first.metadata
+    assert again.expectations.adk_invocations == 2
