@@ -11,7 +11,9 @@ is, and takes its arguments under the names of the expectation fields it reads (
   ``trajectory_threshold``, ``forbidden_tools``): ``trajectory_exact_match``,
   ``trajectory_in_order_match``, ``trajectory_any_order_match``, ``trajectory_precision``,
   ``trajectory_recall``, ``trajectory_f1`` (descriptive: reported, not gating) and ADK's
-  ``tool_trajectory_avg_score`` (see :mod:`.trajectory`);
+  ``tool_trajectory_avg_score`` (see :mod:`.trajectory`); on a scenario from an ADK file
+  (``adk_invocations``) that one is ADK 2.13's own, and ours is reported beside it as
+  ``tool_trajectory_avg_score_strict`` (see :mod:`.adk_scores`);
 - ``single_tool_use``: ``trajectory_single_tool_use:<tool>`` per named tool;
 - ``tool_order``: ``tool_order_score`` (LCS share of the expected first-call order);
 - ``parameters`` (with ``arg_matching``): ``parameter_accuracy`` (partial credit, see
@@ -31,6 +33,8 @@ is, and takes its arguments under the names of the expectation fields it reads (
   :mod:`.response`) of the final answer; with ``reference_answers`` (per turn), ADK's mean
   over those turns of the ROUGE-1 F of each turn's last agent message with text against that
   turn's answer (a turn with no such message scores 0, as an empty response does in ADK);
+  on a scenario from an ADK file, ADK 2.13's mean over every invocation (one without a
+  reference scores 0), with ours beside it as ``response_match_score_referenced``;
 - ``required_phrases``: ``required_phrases``, the share found in the final answer;
 - ``final_state`` (with ``final_state_mode``): ``final_state_match`` (1 when
   equal/contained; unscored when the transcript has no final state);
@@ -51,12 +55,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from harness.checks import adk_scores, response_format
 from harness.checks import parameters as params_mod
-from harness.checks import response_format
 from harness.checks import trajectory as traj
 from harness.checks.args import CheckConfigError, CompiledMatching, compile_matching, merge_matching
 from harness.checks.registry import check
-from harness.checks.response import find_phrases, rouge1
+from harness.checks.response import find_phrases, rouge1, turn_responses
 from harness.checks.result import CheckResult, Finding
 from harness.checks.spec import CheckSpec, Expectations, ParameterExpectation
 from harness.checks.state import state_diff
@@ -71,6 +75,7 @@ BUILTIN_CHECK_NAMES = frozenset({
     "parameter_accuracy", "forbidden_tools_avoided", "no_tool_calls", "max_tool_calls",
     "latency_budget", "response_match_score", "required_phrases", "final_state_match",
     "response_matches", "response_json_schema", "response_max_chars",
+    adk_scores.TRAJECTORY_STRICT, adk_scores.RESPONSE_REFERENCED,
 })
 """Names of the metrics the built-in checks report (plus ``trajectory_single_tool_use:<tool>``),
 which a scenario's own checks may not take."""
@@ -79,7 +84,8 @@ which a scenario's own checks may not take."""
 # turning it on). In the order the checks run, which is the order of a sample's metrics.
 _BUILTINS: dict[str, tuple[str, tuple[str, ...]]] = {
     "trajectory": ("trajectory", ("tool_calls", "arg_matching", "adk_trajectory_match",
-                                  "trajectory_threshold", "forbidden_tools")),
+                                  "trajectory_threshold", "forbidden_tools",
+                                  "adk_invocations")),
     "single_tool_use": ("single_tool_use", ("single_tool_use",)),
     "tool_order": ("tool_order_score", ("tool_order",)),
     "parameters": ("parameter_accuracy", ("parameters", "arg_matching")),
@@ -88,7 +94,8 @@ _BUILTINS: dict[str, tuple[str, tuple[str, ...]]] = {
     "max_tool_calls": ("max_tool_calls", ("max_tool_calls",)),
     "latency_budget": ("latency_budget", ("latency_budget_s",)),
     "response_match": ("response_match_score", ("reference_answer", "reference_answers",
-                                                 "response_match_threshold")),
+                                                 "response_match_threshold",
+                                                 "adk_invocations")),
     "required_phrases": ("required_phrases", ("required_phrases",)),
     "final_state": ("final_state_match", ("final_state", "final_state_mode")),
     "response_matches": ("response_matches", ("response_matches",)),
@@ -134,7 +141,11 @@ def builtin_spec_name(use: str) -> str | None:
 def clashing_field(use: str, expectations: Expectations) -> str | None:
     """The expectation field that already runs the built-in ``use`` when a second run of it
     would report the same metric names (``trajectory`` and ``single_tool_use`` name their
-    own metrics; the others report under their spec's name), or ``None``."""
+    own metrics, and so does ``response_match`` on a scenario from an ADK file; the others
+    report under their spec's name), or ``None``."""
+    if use == "response_match" and expectations.adk_invocations is not None \
+            and expectations.reference_answers is not None:
+        return "reference_answers"
     if use not in ("trajectory", "single_tool_use") or not _given(expectations, use):
         return None
     return _BUILTINS[use][1][0]
@@ -271,11 +282,14 @@ def latency_budget(transcript: Transcript, expectations: Expectations, *,
 
 @check("response_match", prepare=lambda args: {"config": _fields("response_match", args)})
 def response_match(transcript: Transcript, expectations: Expectations, *,
-                   config: Expectations) -> CheckResult:
-    """ADK's ``response_match_score`` against the reference answer(s)."""
+                   config: Expectations) -> CheckResult | list[CheckResult]:
+    """ADK's ``response_match_score`` against the reference answer(s) (on an ADK scenario,
+    ADK 2.13's, with ``response_match_score_referenced`` beside it)."""
     if config.reference_answer is not None:
         return _response_match_check(config.reference_answer, config.response_match_threshold,
                                      transcript.final_response)
+    if config.adk_invocations is not None:
+        return adk_scores.adk_response_results(transcript, config)
     return _per_turn_response_match_check(config, transcript)
 
 
@@ -363,6 +377,8 @@ def _trajectory_checks(
         results.append(CheckResult(name=name, value=value, passed=value >= 1.0 - _EPS,
                                    gating=False, details=counts))
 
+    if exp.adk_invocations is not None:  # made from an ADK eval case: ADK's own number
+        return results + adk_scores.adk_trajectory_results(transcript, exp, compat)
     # ADK: per user turn when the reference names turns, else one invocation for everything.
     if reference and reference[0].turn is not None:
         ref_turns = [r.turn or 0 for r in reference]
@@ -491,15 +507,6 @@ def _response_match_check(
                        details={"rouge1_precision": precision, "rouge1_recall": recall,
                                 "threshold": threshold, "empty_response": not response.strip()},
                        findings=findings)
-
-
-def turn_responses(transcript: Transcript) -> dict[int, str]:
-    """The last agent message with text in each user turn (0-based), by turn."""
-    out: dict[int, str] = {}
-    for message, turn in zip(transcript.messages, transcript.turn_of_messages(), strict=True):
-        if message.role == "assistant" and message.content:
-            out[turn] = message.content
-    return out
 
 
 def _per_turn_response_match_check(exp: Expectations, transcript: Transcript) -> CheckResult:

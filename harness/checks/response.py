@@ -24,8 +24,11 @@ no script scores 0 just because rouge_score's ``a-z0-9`` tokenizer drops its let
 without spaces is compared per character or cluster, not per word (no dictionary
 segmentation), as in ADK.
 
-ADK averages this over invocations, each with its own reference; a scenario here has one
-reference answer, compared with the agent's last message that has text.
+ADK averages this over invocations, each with its own reference: so does a scenario's
+``reference_answers`` (per turn), while a single ``reference_answer`` is compared with the
+agent's last message that has text. Which turns count, and whether a reference's thinking
+text does, is :mod:`harness.checks.adk_scores`'s (ADK's files) or
+:mod:`harness.checks.builtins`'s (ours).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
+
+from harness.transcript import Transcript
 
 # Code point ranges (inclusive) as in google-adk 2.13.0.
 _ONE_TOKEN_PER_CHARACTER = (
@@ -114,6 +119,15 @@ def rouge1(candidate: str, reference: str) -> tuple[float, float, float]:
     no tokens and scores 0."""
     score = _scorer().score(reference, candidate)["rouge1"]
     return float(score.precision), float(score.recall), float(score.fmeasure)
+
+
+def turn_responses(transcript: Transcript) -> dict[int, str]:
+    """The last agent message with text in each user turn (0-based), by turn."""
+    out: dict[int, str] = {}
+    for message, turn in zip(transcript.messages, transcript.turn_of_messages(), strict=True):
+        if message.role == "assistant" and message.content:
+            out[turn] = message.content
+    return out
 
 
 _SPACES = re.compile(r"\s+")

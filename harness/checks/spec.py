@@ -55,10 +55,14 @@ class ExpectedToolCall(_Strict):
 
 class TurnAnswer(_Strict):
     """A reference answer for one user turn (ADK's per-invocation ``final_response``);
-    ``turn`` is 0-based, as in :class:`ExpectedToolCall`."""
+    ``turn`` is 0-based, as in :class:`ExpectedToolCall`. ``thought`` is the reference's
+    thinking text (the ``thought: true`` parts of an ADK ``final_response``): google-adk
+    2.13's ``response_match_score`` reads it as part of the reference, so ours does on ADK
+    scenarios; the judges and ``response_match_score_referenced`` read ``answer`` alone."""
 
     turn: int = Field(ge=0)
     answer: str
+    thought: str | None = None
 
 
 class ParameterValidator(_Strict):
@@ -141,6 +145,14 @@ class Expectations(_Strict):
         default=1.0, ge=0, le=1,
         description="tool_trajectory_avg_score passes at or above this; null: reported only",
     )
+    adk_invocations: int | None = Field(
+        default=None, ge=1,
+        description="set on scenarios made from an ADK eval case: its number of invocations "
+        "(recorded turns). Then tool_trajectory_avg_score and response_match_score are "
+        "google-adk 2.13's, invocation by invocation, and the harness's own definitions are "
+        "reported beside them as tool_trajectory_avg_score_strict and "
+        "response_match_score_referenced",
+    )
 
     @model_validator(mode="after")
     def _one_kind_of_reference_answer(self) -> Expectations:
@@ -151,7 +163,20 @@ class Expectations(_Strict):
         repeated = sorted({t for t in turns if turns.count(t) > 1})
         if repeated:
             raise ValueError(f"reference_answers: turn {repeated[0]} has more than one answer")
+        if self.adk_invocations is not None:
+            self._within_the_invocations(self.adk_invocations)
         return self
+
+    def _within_the_invocations(self, invocations: int) -> None:
+        """With ``adk_invocations``, every reference names a turn among the invocations."""
+        for i, call in enumerate(self.tool_calls or []):
+            if call.turn is None or call.turn >= invocations:
+                raise ValueError(f"tool_calls[{i}].turn: a turn below adk_invocations "
+                                 f"({invocations}) is needed on every reference call")
+        for item in self.reference_answers or []:
+            if item.turn >= invocations:
+                raise ValueError(f"reference_answers: turn {item.turn} is not below "
+                                 f"adk_invocations ({invocations})")
 
 
 class CheckSpec(_Strict):

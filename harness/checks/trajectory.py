@@ -45,10 +45,13 @@ extra), ``IN_ORDER`` (reference calls in order, **extra calls allowed**) or ``AN
 turns. Turns come from the reference calls' ``turn``; when no reference call names a turn the
 whole conversation is one invocation. ADK compares arguments with Python ``==`` (or ignores
 them); we use the same argument matching as above (default ``exact``, where ``true != 1``),
-and ANY_ORDER uses the maximum matching where ADK uses first-fit (identical under exact
-equality). ADK zips actual and expected invocations and drops the surplus; we score every
+and ANY_ORDER uses the maximum matching where ADK uses first-fit (identical under an
+equality). google-adk 2.13 raises when the actual and expected invocation counts differ
+(``actual_invocations and expected_invocations must have the same length``); we score every
 turn up to the larger of the two, so a turn with reference calls that the conversation never
-reached scores 0.
+reached scores 0. That is the harness's definition, used for scenarios of ours; on a scenario
+from an ADK file (``adk_invocations``) the ADK name is ADK's own number and this one is
+reported as ``tool_trajectory_avg_score_strict`` (:mod:`harness.checks.adk_scores`).
 
 Tool-order score (from the seeds): the share of the expected order found in sequence, i.e.
 the longest common subsequence of the expected names and the order in which tools were

@@ -13,11 +13,13 @@ from harness.scenarios.schema import Scenario, UserSpec
 
 def reference_answer_of(scenario: Scenario) -> str | None:
     """The reference answer judges compare the final answer with (``final_response_match``):
-    with per-turn reference answers the last turn's (judges read the final answer), else the
+    with per-turn reference answers the last turn's that has answer text (judges read the
+    final answer; a reference's thinking text, ``thought``, is never theirs), else the
     scenario's ``expectations.reference_answer``."""
     exp = scenario.expectations
-    if exp.reference_answers:
-        return max(exp.reference_answers, key=lambda a: a.turn).answer
+    answered = [a for a in exp.reference_answers or [] if a.answer.strip()]
+    if answered:
+        return max(answered, key=lambda a: a.turn).answer
     return exp.reference_answer
 
 

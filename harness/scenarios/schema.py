@@ -702,6 +702,17 @@ class Scenario(_Strict):
     def _metadata_is_json(cls, value: dict[str, Any]) -> dict[str, Any]:
         return _json_mapping(value)
 
+    @model_validator(mode="after")
+    def _one_invocation_per_scripted_turn(self) -> Scenario:
+        # ADK's criteria pair each scripted turn with one invocation of the eval case
+        invocations = self.expectations.adk_invocations
+        script = self.user.script
+        if invocations is not None and script is not None and len(script) != invocations:
+            raise ValueError(f"expectations.adk_invocations is {invocations} but user.script "
+                             f"has {len(script)} turn(s): ADK's criteria pair one invocation "
+                             "with each scripted turn")
+        return self
+
     @property
     def source(self) -> Path | None:
         """The file the scenario was loaded from (None when built in code)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from harness.formats.adk.criteria import (
     criterion_json,
 )
 from harness.formats.adk.evalset import (
+    Content,
     EvalCase,
     EvalSet,
     FunctionCall,
@@ -384,10 +386,10 @@ def _static(scenario: dict[str, Any], meta: dict[str, Any], case: EvalCase,
         uses = inv.tool_uses()
         most_calls = max(most_calls, len(uses))
         calls += [{"name": u.name, "args": u.args, "turn": turn} for u in uses]
-        final = inv.final_response.text if inv.final_response is not None else ""
-        if final.strip():
-            answers.append({"turn": turn, "answer": final})
-        inv_meta.append(_invocation_meta(inv))
+        answer = reference_answer(turn, inv.final_response)
+        if answer is not None:
+            answers.append(answer)
+        inv_meta.append(_invocation_meta(inv, answer))
     scenario["user"] = {"goal": f"replay the {len(script)} recorded turn(s) of ADK eval case "
                         f"{case.eval_id!r}", "script": script}
     scenario["agent"] = {}
@@ -401,7 +403,8 @@ def _static(scenario: dict[str, Any], meta: dict[str, Any], case: EvalCase,
         limits["max_tool_calls"] = len(calls)
     if limits:
         scenario["limits"] = limits
-    expectations: dict[str, Any] = {"tool_calls": calls}
+    # ADK's criteria are computed as ADK computes them, over every invocation
+    expectations: dict[str, Any] = {"tool_calls": calls, "adk_invocations": len(invocations)}
     trajectory = config.criteria.get("tool_trajectory_avg_score")
     if isinstance(trajectory, TrajectoryCriterion):
         expectations["adk_trajectory_match"] = trajectory.match_type
@@ -410,22 +413,46 @@ def _static(scenario: dict[str, Any], meta: dict[str, Any], case: EvalCase,
             expectations["arg_matching"] = {"mode": "ignore"}
     else:
         expectations["trajectory_threshold"] = None
-    if answers:
+    match = config.criteria.get("response_match_score")
+    if answers or match is not None:  # ADK scores a case without final responses 0
         expectations["reference_answers"] = answers
-        match = config.criteria.get("response_match_score")
         expectations["response_match_threshold"] = None if match is None else match.threshold
     scenario["expectations"] = expectations
+    has_reference = any(a["answer"].strip() for a in answers)
     rubrics, options, inline, details = _rubric_parts(config, case,
-                                                      has_reference=bool(answers))
+                                                      has_reference=has_reference)
     _set_rubrics(scenario, rubrics, options, inline)
     if details:
         meta["rubric_details"] = details
     meta["invocations"] = inv_meta
 
 
-def _invocation_meta(inv: Invocation) -> dict[str, Any]:
+def reference_answer(turn: int, content: Content | None) -> dict[str, Any] | None:
+    """A turn's reference answer (``turn``, ``answer``, and ``thought`` when the
+    ``final_response`` has thinking text), or ``None`` when it has no text at all."""
+    if content is None:
+        return None
+    thought = "\n".join(p.text for p in content.parts if p.text and p.thought)
+    if not (content.text.strip() or thought.strip()):
+        return None
+    return {"turn": turn, "answer": content.text, **({"thought": thought} if thought else {})}
+
+
+def rebuilt_final_response(answer: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The ``final_response`` an export writes for a reference answer when none is kept:
+    the thinking text as a thought part, then the answer as a text part."""
+    if answer is None:
+        return None
+    parts = [{"text": answer["thought"], "thought": True}] if answer.get("thought") else []
+    if answer.get("answer"):
+        parts.append({"text": answer["answer"]})
+    return {"role": "model", "parts": parts}
+
+
+def _invocation_meta(inv: Invocation, answer: Mapping[str, Any] | None) -> dict[str, Any]:
     """What an invocation holds beyond the user's text, the tool calls and results and the
-    final answer's text."""
+    final answer's text: among it the whole ``final_response`` when the reference answer
+    alone would not write it back as it was (a part with no text, media, several parts)."""
     data = inv.model_dump(mode="json", exclude_none=True, exclude_defaults=True,
                           exclude={"user_content", "final_response", "intermediate_data"})
     ids = [u.id for u in inv.tool_uses()]
@@ -440,10 +467,13 @@ def _invocation_meta(inv: Invocation) -> dict[str, Any]:
         for item in items for name in names if getattr(item, name) is not None})
     if streamed:  # named by import's "not carried", never written back: no bearing on scores
         data[STREAMING_FIELDS] = streamed
-    for key, content in (("user_content", inv.user_content),
-                         ("final_response", inv.final_response)):
-        if content is not None and content.uncarried_parts:
-            data[f"{key}_uncarried"] = content.model_dump(mode="json", exclude_none=True)
+    if inv.user_content.uncarried_parts:
+        data["user_content_uncarried"] = inv.user_content.model_dump(mode="json",
+                                                                     exclude_none=True)
+    final = None if inv.final_response is None else inv.final_response.model_dump(
+        mode="json", exclude_none=True)
+    if final != rebuilt_final_response(answer):
+        data["final_response_uncarried"] = final
     return data
 
 

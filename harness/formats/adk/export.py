@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from harness.checks.run import check_name
 from harness.errors import InputError
 from harness.formats.adk.convert import (
@@ -30,8 +32,11 @@ from harness.formats.adk.convert import (
     INLINE_RUBRIC_IDS,
     SAFETY,
     STREAMING_FIELDS,
+    rebuilt_final_response,
+    reference_answer,
     unescape_templates,
 )
+from harness.formats.adk.evalset import Content
 from harness.json_values import json_equal
 from harness.scenarios.schema import Scenario
 
@@ -86,10 +91,11 @@ def _conversation(scenario: Scenario) -> list[dict[str, Any]]:
     meta = _adk(scenario)
     stored = meta.get("invocations") or []
     exp = scenario.expectations
-    answers = {a.turn: a.answer for a in exp.reference_answers or []}
+    answers = {a.turn: a.model_dump(exclude_none=True) for a in exp.reference_answers or []}
     script = scenario.user.script or []
     if exp.reference_answer is not None and script:
-        answers.setdefault(len(script) - 1, exp.reference_answer)
+        answers.setdefault(len(script) - 1, {"turn": len(script) - 1,
+                                             "answer": exp.reference_answer})
     seen: Counter[str] = Counter()
     invocations = []
     for turn, text in enumerate(script):
@@ -99,9 +105,8 @@ def _conversation(scenario: Scenario) -> list[dict[str, Any]]:
         ids = extra.pop("tool_use_ids", None) or []
         intermediate = extra.pop("intermediate_responses", [])
         user_content = extra.pop("user_content_uncarried", None) or _content(text, "user")
-        final = extra.pop("final_response_uncarried", None)
-        if final is None and turn in answers:
-            final = _content(answers[turn], "model")
+        final = _final_response(extra.pop("final_response_uncarried", None),
+                                answers.get(turn), turn)
         calls = [c for c in exp.tool_calls or [] if (c.turn or 0) == turn]
         uses, responses = [], []
         for k, call in enumerate(calls):
@@ -130,6 +135,19 @@ def _conversation(scenario: Scenario) -> list[dict[str, Any]]:
         invocation.update(extra)
         invocations.append(invocation)
     return invocations
+
+
+def _final_response(kept: Any, answer: dict[str, Any] | None, turn: int) -> Any:
+    """The ``final_response`` kept on import when it still holds the scenario's reference
+    answer for ``turn`` (text and thinking text), else one made from the answer."""
+    if isinstance(kept, dict):
+        try:
+            held = reference_answer(turn, Content.model_validate(kept))
+        except ValidationError:
+            held = None
+        if held == answer:
+            return kept
+    return rebuilt_final_response(answer)
 
 
 def _conversation_scenario(scenario: Scenario) -> dict[str, Any]:
