@@ -80,6 +80,7 @@ PACKAGES: dict[str, list[str]] = {
     "calibration": ["tests/test_calibration_*.py", "tests/test_calibrate_from_run.py",
                     "tests/test_run_agreement.py"],
     "runs": ["tests/test_runs_*.py", "tests/test_pairwise_runs.py",
+             "tests/test_pairwise_runs_unit.py",
              "tests/test_run_settings.py", "tests/test_event_loop.py",
              "tests/test_store_integrity.py",
              "tests/test_select_stored.py", "tests/test_scoring_options.py",
