@@ -92,8 +92,7 @@ class Suite:
         problems: list[InputError] = []
         for s in scenarios:
             where = s.source or s.id
-            if (s.agent.callable is None and s.agent.http is None
-                    and not (design.agent or s.agent.model)):
+            if s.agent.is_model and not (design.agent or s.agent.model):
                 problems.append(InputError(where, "agent.model",
                                            "no agent model: set it or pass --agent"))
             problems.extend(_unset_env_problems(s))
@@ -188,7 +187,7 @@ class SampleWork:
     # -- models ------------------------------------------------------------------------
 
     def agent_model(self, scenario: Scenario) -> ChatModel | None:
-        if scenario.agent.callable is not None or scenario.agent.http is not None:
+        if not scenario.agent.is_model:
             return None
         design = self.config.design
         if design.agent:
@@ -327,7 +326,7 @@ class Runner:
         """Every ``(model name, base URL)`` the run calls: agents, simulators, judges."""
         names: set[tuple[str, str | None]] = set()
         for s in suite.scenarios.values():
-            if s.agent.callable is None and s.agent.http is None:
+            if s.agent.is_model:
                 names.add((config.design.agent, config.design.agent_base_url) if config.design.agent
                           else (s.agent.model or "", None))
             if not s.user.scripted:

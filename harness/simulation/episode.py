@@ -240,7 +240,7 @@ async def run_episode(
 
     models: dict[Role, str] = {"agent": agent.label}
     specs = []
-    if agent_model is not None and scenario.agent.callable is None:
+    if agent_model is not None and scenario.agent.is_model:
         specs.append(agent_model.spec)
     if simulator is not None:
         models["simulator"] = str(simulator.model.spec)
