@@ -69,6 +69,26 @@ def resolve_object(path: str, *, base_dir: Path | None = None) -> Any:
     return target
 
 
+ADK_MISSING = "ADK agents need the adk extra: pip install 'agent-eval-harness[adk]'"
+
+
+def resolve_adk_agent(path: str, *, base_dir: Path | None = None) -> Any:
+    """Import ``package.module:root_agent`` and return the ADK agent it names (a
+    ``google.adk.agents.BaseAgent``). Raises :class:`ImportPathError` when the adk extra is
+    missing, the path does not import, or it is not an ADK agent."""
+    import importlib.util
+
+    if importlib.util.find_spec("google.adk") is None:
+        raise ImportPathError(ADK_MISSING)
+    from google.adk.agents import BaseAgent  # here: only ADK agents load google.adk
+
+    target = resolve_object(path, base_dir=base_dir)
+    if not isinstance(target, BaseAgent):
+        raise ImportPathError(f"{path!r} is a {type(target).__name__}, not an ADK agent "
+                              "(google.adk.agents.BaseAgent, e.g. an LlmAgent)")
+    return target
+
+
 def resolve_callable(
     path: str, *, base_dir: Path | None = None, positional_args: int | None = None,
     optional_keywords: Collection[str] = (),

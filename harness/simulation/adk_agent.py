@@ -13,7 +13,6 @@ call and result are then recorded as a mock's are).
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +24,8 @@ from harness.models.types import ChatResponse, Message, ToolCall, Usage
 from harness.simulation.agent import Agent, AgentTurn, tool_message
 from harness.tools.toolbox import Toolbox
 from harness.transcript import ErrorInfo
-from harness.user_code import ImportPathError, resolve_object
+from harness.user_code import ImportPathError, resolve_adk_agent
 
-ADK_MISSING = "ADK agents need the adk extra: pip install 'agent-eval-harness[adk]'"
 _USER_ID = "harness"
 _PRICES = PriceTable()
 
@@ -40,20 +38,10 @@ def load_adk_agent(path: str, *, base_dir: Path | None = None) -> Any:
     """Import ``package.module:root_agent`` (see :mod:`harness.user_code`) and return the ADK
     agent it names. Raises :class:`InputError` (field ``agent.adk``) when the adk extra is
     missing, the path does not import, or it names something that is not an ADK agent."""
-    where = base_dir or "<scenario>"
-    if importlib.util.find_spec("google.adk") is None:
-        raise InputError(where, "agent.adk", ADK_MISSING)
-    from google.adk.agents import BaseAgent
-
     try:
-        target = resolve_object(path, base_dir=base_dir)
+        return resolve_adk_agent(path, base_dir=base_dir)
     except ImportPathError as err:
-        raise InputError(where, "agent.adk", str(err)) from None
-    if not isinstance(target, BaseAgent):
-        raise InputError(where, "agent.adk",
-                         f"{path!r} is a {type(target).__name__}, not an ADK agent "
-                         "(google.adk.agents.BaseAgent, e.g. an LlmAgent)")
-    return target
+        raise InputError(base_dir or "<scenario>", "agent.adk", str(err)) from None
 
 
 @dataclass
