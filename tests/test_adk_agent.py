@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from harness.errors import InputError
-
 from harness.scenarios import parse_scenario
 from harness.simulation import run_episode
 from harness.testing.hub import loopback_environ
