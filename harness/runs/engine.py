@@ -125,10 +125,11 @@ class Suite:
 def _with_adk_agent(scenarios: list[Scenario], path: str) -> list[Scenario]:
     """``--agent adk:PATH``: every model agent becomes that ADK agent (its tools answered by
     the scenario's mocks). Raises :class:`InputError` (``--agent``) when it does not import."""
-    try:
-        resolve_adk_agent(check_path_syntax(path))
-    except ImportPathError as err:
-        raise InputError("--agent", None, f"adk:{path}: {err}") from None
+    for base_dir in {s.base_dir for s in scenarios if s.agent.is_model}:
+        try:
+            resolve_adk_agent(check_path_syntax(path), base_dir=base_dir)
+        except ImportPathError as err:
+            raise InputError("--agent", None, f"adk:{path}: {err}") from None
     return [s.model_copy(update={"agent": AgentSpec(adk=path)}) if s.agent.is_model else s
             for s in scenarios]
 
