@@ -2,7 +2,10 @@
 ``tool_trajectory_avg_score`` and ``response_match_score`` as ADK's own evaluation
 (``AgentEvaluator``'s path through ``LocalEvalService``) on the same agent, eval set and
 scripted model replies. The replies stray from the eval set on purpose (an extra argument,
-other words) so the scores are not all 1.0."""
+other words) so the scores are not all 1.0.
+
+ADK's evaluation needs ``google-adk[eval]`` (google-cloud-aiplatform's evaluation, rouge-score),
+which the ``adk`` extra does not install: without it the test is skipped, saying so."""
 
 from __future__ import annotations
 
@@ -16,6 +19,13 @@ import pytest
 from harness.testing.replies import RecordedRequest, Reply
 from harness.testing.server import LoopbackServer
 from tests.helpers.cli import run_cli
+
+pytest.importorskip("google.adk")
+try:
+    import google.adk.evaluation.local_eval_service  # noqa: F401  (what ADK's evaluation needs)
+except ModuleNotFoundError:
+    pytest.skip("ADK's own evaluation needs pip install 'google-adk[eval]'",
+                allow_module_level=True)
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "adk_agent"
 EVAL_SET = EXAMPLE / "dice.evalset.json"
