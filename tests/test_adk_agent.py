@@ -6,6 +6,7 @@ and bad paths are one line each."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +162,48 @@ def test_a_missing_adk_extra_is_one_line(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(InputError, match=r"agent\.adk: ADK agents need the adk extra: pip "
                        r"install 'agent-eval-harness\[adk\]'$"):
         parse_scenario(data, source="dice.yaml")
+
+
+async def test_a_history_is_refused_in_one_line_not_dropped(adk_env: LoopbackServer) -> None:
+    data = scenario_data()
+    data["user"] = {"persona": "a player", "goal": "a roll", "script": ["And again."],
+                    "history": [{"role": "user", "content": "Roll a die."},
+                                {"role": "assistant", "content": "You rolled a 2."}]}
+    transcript = await run_episode(parse_scenario(data, check_imports=False), agent_model=None,
+                                   simulator_model=None)
+    assert transcript.stop_reason == "agent_error" and adk_env.request_count == 0
+    assert transcript.error is not None and "user.history" in transcript.error.message
+
+
+async def test_past_max_agent_steps_the_episode_stops(adk_env: LoopbackServer) -> None:
+    adk_env.set_responder(lambda request: Reply.tool_call("roll_die", {"sides": 6}))
+    transcript = await run_episode(scenario(), agent_model=None, simulator_model=None)
+    assert transcript.stop_reason == "agent_step_limit", transcript.error
+    assert "limits.max_agent_steps" in (transcript.stop_detail or "")
+    assert adk_env.request_count == 4
+
+
+def test_agent_adk_on_the_command_line_replaces_the_model_agent(
+        adk_env: LoopbackServer, tmp_path: Path) -> None:
+    import yaml
+
+    from tests.helpers.cli import run_cli
+
+    adk_env.enqueue(Reply.tool_call("roll_die", {"sides": 6}), Reply.text_reply("A 4."))
+    source = tmp_path / "dice.yaml"
+    data = scenario_data()
+    data["agent"] = {"model": "openai:gpt-4.1"}
+    source.write_text(yaml.safe_dump(data))
+    result = run_cli("run", source, "--agent", "adk:dice_agent.agent:root_agent", "--epochs",
+                     "1", "--no-judge", "--cache-mode", "off", "--out", tmp_path / "run")
+    assert result.returncode == 4, result.stderr  # ran, but the scenario has no checks
+    [sample] = [json.loads(line)
+                for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert sample["status"] == "unscored"
+    assert sample["models"]["agent"] == ["adk:dice_agent.agent:root_agent"]
+    assert [r.model for r in adk_env.requests] == ["gemini-2.5-flash", "gemini-2.5-flash"]
+    bad = run_cli("run", source, "--agent", "adk:dice_agent.agent:nothing", "--out",
+                  tmp_path / "bad")
+    assert bad.returncode == 2
+    [line] = bad.stderr.strip().splitlines()
+    assert "--agent" in line and "has no attribute 'nothing'" in line

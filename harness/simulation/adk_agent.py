@@ -89,6 +89,14 @@ class AdkAgent(Agent):
         out = AgentTurn()
         self._turn = state = _Turn(toolbox, turn=turn)
         toolbox.turn, toolbox.step = turn, 0
+        if self._session_id is None and len(conversation) > 1:
+            # The session starts empty: a history the agent never saw would be scored as if
+            # it had, so refuse rather than drop it.
+            out.stop_reason = "agent_error"
+            out.error = ErrorInfo(kind="UnsupportedHistory", role="agent", message=(
+                "an ADK agent run in place does not replay user.history into its session "
+                "yet: drop the history, or give the earlier turns as a script"))
+            return out
         text = conversation[-1].content if conversation else ""
         message = types.Content(role="user", parts=[types.Part(text=text)])
         try:
