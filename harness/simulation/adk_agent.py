@@ -13,6 +13,8 @@ call and result are then recorded as a mock's are).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,13 +104,15 @@ class AdkAgent(Agent):
         try:
             session_id = await self._session()
             started = time.perf_counter()
-            async for event in self._runner.run_async(
+            # Closed on the way out, an early stop included, so ADK finishes its invocation.
+            async with contextlib.aclosing(self._runner.run_async(
                 user_id=_USER_ID, session_id=session_id, new_message=message,
                 run_config=RunConfig(max_llm_calls=self.max_steps),
-            ):
-                started = self._take(event, out, state, started)
-                if state.unmocked is not None:
-                    break
+            )) as events:
+                async for event in events:
+                    started = self._take(event, out, state, started)
+                    if state.unmocked is not None:
+                        break
         except UnmockedToolError:
             pass
         except Exception as err:  # the agent under test failed: recorded, the run goes on
@@ -232,8 +236,6 @@ def _text(parts: list[Any]) -> str:
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
