@@ -39,15 +39,10 @@ def check_path_syntax(path: str) -> str:
     return path
 
 
-def resolve_callable(
-    path: str, *, base_dir: Path | None = None, positional_args: int | None = None,
-    optional_keywords: Collection[str] = (),
-) -> Callable[..., Any]:
-    """Import ``package.module:function`` (``base_dir`` first on ``sys.path``) and return the
-    callable. With ``positional_args``, also check the callable accepts that many positional
-    arguments, plus each of ``optional_keywords`` it names as a parameter (the caller passes
-    those only to a callable that names them). Raises :class:`ImportPathError` saying what
-    failed."""
+def resolve_object(path: str, *, base_dir: Path | None = None) -> Any:
+    """Import ``package.module:name`` (``base_dir`` first on ``sys.path``) and return what
+    ``name`` is bound to, callable or not (an ADK agent is an object). Raises
+    :class:`ImportPathError` saying what failed."""
     check_path_syntax(path)
     module_name, _, attribute = path.partition(":")
     if base_dir is not None:
@@ -71,6 +66,39 @@ def resolve_callable(
             raise ImportPathError(
                 f"module {module_name!r} has no attribute {attribute!r}"
             ) from None
+    return target
+
+
+ADK_MISSING = "ADK agents need the adk extra: pip install 'agent-eval-harness[adk]'"
+
+
+def resolve_adk_agent(path: str, *, base_dir: Path | None = None) -> Any:
+    """Import ``package.module:root_agent`` and return the ADK agent it names (a
+    ``google.adk.agents.BaseAgent``). Raises :class:`ImportPathError` when the adk extra is
+    missing, the path does not import, or it is not an ADK agent."""
+    import importlib.util
+
+    if importlib.util.find_spec("google.adk") is None:
+        raise ImportPathError(ADK_MISSING)
+    from google.adk.agents import BaseAgent  # here: only ADK agents load google.adk
+
+    target = resolve_object(path, base_dir=base_dir)
+    if not isinstance(target, BaseAgent):
+        raise ImportPathError(f"{path!r} is a {type(target).__name__}, not an ADK agent "
+                              "(google.adk.agents.BaseAgent, e.g. an LlmAgent)")
+    return target
+
+
+def resolve_callable(
+    path: str, *, base_dir: Path | None = None, positional_args: int | None = None,
+    optional_keywords: Collection[str] = (),
+) -> Callable[..., Any]:
+    """Import ``package.module:function`` (``base_dir`` first on ``sys.path``) and return the
+    callable. With ``positional_args``, also check the callable accepts that many positional
+    arguments, plus each of ``optional_keywords`` it names as a parameter (the caller passes
+    those only to a callable that names them). Raises :class:`ImportPathError` saying what
+    failed."""
+    target = resolve_object(path, base_dir=base_dir)
     if not callable(target):
         raise ImportPathError(f"{path!r} is not callable")
     if positional_args is not None and not _accepts(target, positional_args, optional_keywords):

@@ -154,7 +154,8 @@ def test_misspelt_key_names_file_line_field_and_suggests(tmp_path: Path) -> None
     (error,) = validate_paths([path]).errors
     assert str(error) == (
         f"{path}:5: agent.sytem_prompt: unknown key 'sytem_prompt'; did you mean "
-        "'system_prompt'? (expected one of: model, callable, system_prompt, tools, params, http)"
+        "'system_prompt'? (expected one of: model, callable, system_prompt, tools, params, http, "
+        "adk, real_tools)"
     )
     assert "\n" not in str(error)
 

@@ -165,7 +165,8 @@ def run(
     keyword: Keywords = None,
     agent: Annotated[str | None, typer.Option(
         metavar="MODEL", rich_help_panel=MODELS_PANEL,
-        help="agent model for every model agent, e.g. anthropic:claude-sonnet-4-5")] = None,
+        help="agent model for every model agent, e.g. anthropic:claude-sonnet-4-5; "
+        "adk:package.module:root_agent runs that ADK agent in place of each")] = None,
     agent_base_url: Annotated[str | None, typer.Option(
         metavar="URL", rich_help_panel=MODELS_PANEL,
         help="base URL for --agent (an OpenAI-compatible server)")] = None,

@@ -52,6 +52,10 @@ class AdaptiveSettings(BaseModel):
     max_epochs_per_scenario: int = Field(default=50, ge=2)
 
 
+ADK_AGENT_PREFIX = "adk:"
+"""``--agent adk:package.module:root_agent``: an ADK agent in place of every model agent."""
+
+
 class RunDesign(BaseModel):
     """What a run computes: which samples exist and what their scores and figures mean.
     Stored with the run; the same for every ``--resume`` and every shard of one run."""
@@ -65,7 +69,9 @@ class RunDesign(BaseModel):
     rubric_paths: list[str] = Field(
         default_factory=list, description="extra rubric files or folders beside the built-ins"
     )
-    agent: str | None = Field(default=None, description="overrides every model agent's model")
+    agent: str | None = Field(
+        default=None, description="overrides every model agent's model; adk:package.module:"
+        "root_agent makes every model agent that ADK agent, run in place")
     agent_base_url: str | None = None
     simulator: str | None = Field(default=None, description="overrides each user's model")
     judges: list[str] = Field(default_factory=list, description="several = a panel")
@@ -99,6 +105,13 @@ class RunDesign(BaseModel):
             raise ValueError("--shard cannot be combined with --target-ci-width: adaptive "
                              "sampling's rounds need every scenario's scores")
         return self
+
+    @property
+    def adk_agent(self) -> str | None:
+        """The ``package.module:root_agent`` of ``--agent adk:...``, else None."""
+        if self.agent is not None and self.agent.startswith(ADK_AGENT_PREFIX):
+            return self.agent.removeprefix(ADK_AGENT_PREFIX)
+        return None
 
     def resolved(self) -> RunDesign:
         """The design with ``--offline`` applied: every model not named explicitly becomes

@@ -48,12 +48,13 @@ from harness.runs.scoring import build_sample
 from harness.runs.store import RunStore
 from harness.runs.summary_model import RunStop
 from harness.scenarios.judge_context import context_for_scenario, user_turn_problem
-from harness.scenarios.schema import Scenario
+from harness.scenarios.schema import AgentSpec, Scenario
 from harness.simulation.agent_factory import agent_for
 from harness.simulation.episode import run_episode
 from harness.simulation.http_agent import HttpEndpoints
 from harness.simulation.user_checks import SimulatorFinding, simulator_findings
 from harness.transcript import ErrorInfo, Transcript
+from harness.user_code import ImportPathError, check_path_syntax, resolve_adk_agent
 
 if TYPE_CHECKING:
     from harness.mcp import ToolServer
@@ -80,6 +81,8 @@ class Suite:
         rubrics = load_rubrics(design.rubric_paths)
         scenarios = load_scenarios(design.scenario_paths, known_rubrics=set(rubrics),
                                    selector=design.select)
+        if design.adk_agent is not None:
+            scenarios = _with_adk_agent(scenarios, design.adk_agent)
         if not scenarios:
             from harness.formats.adk import ADK_SUFFIXES
 
@@ -92,8 +95,7 @@ class Suite:
         problems: list[InputError] = []
         for s in scenarios:
             where = s.source or s.id
-            if (s.agent.callable is None and s.agent.http is None
-                    and not (design.agent or s.agent.model)):
+            if s.agent.is_model and not (design.agent or s.agent.model):
                 problems.append(InputError(where, "agent.model",
                                            "no agent model: set it or pass --agent"))
             problems.extend(_unset_env_problems(s))
@@ -118,6 +120,18 @@ class Suite:
                           for s in scenarios},
             contexts={s.id: context_for_scenario(s) for s in scenarios},
         )
+
+
+def _with_adk_agent(scenarios: list[Scenario], path: str) -> list[Scenario]:
+    """``--agent adk:PATH``: every model agent becomes that ADK agent (its tools answered by
+    the scenario's mocks). Raises :class:`InputError` (``--agent``) when it does not import."""
+    for base_dir in {s.base_dir for s in scenarios if s.agent.is_model}:
+        try:
+            resolve_adk_agent(check_path_syntax(path), base_dir=base_dir)
+        except ImportPathError as err:
+            raise InputError("--agent", None, f"adk:{path}: {err}") from None
+    return [s.model_copy(update={"agent": AgentSpec(adk=path)}) if s.agent.is_model else s
+            for s in scenarios]
 
 
 def _user_turn_problems(scenario: Scenario, rubrics: dict[str, Rubric]) -> list[InputError]:
@@ -188,7 +202,7 @@ class SampleWork:
     # -- models ------------------------------------------------------------------------
 
     def agent_model(self, scenario: Scenario) -> ChatModel | None:
-        if scenario.agent.callable is not None or scenario.agent.http is not None:
+        if not scenario.agent.is_model:
             return None
         design = self.config.design
         if design.agent:
@@ -327,7 +341,7 @@ class Runner:
         """Every ``(model name, base URL)`` the run calls: agents, simulators, judges."""
         names: set[tuple[str, str | None]] = set()
         for s in suite.scenarios.values():
-            if s.agent.callable is None and s.agent.http is None:
+            if s.agent.is_model:
                 names.add((config.design.agent, config.design.agent_base_url) if config.design.agent
                           else (s.agent.model or "", None))
             if not s.user.scripted:

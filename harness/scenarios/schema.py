@@ -548,9 +548,11 @@ class HttpAgentSpec(_Strict):
 
 class AgentSpec(_Strict):
     """The agent under test: a model with a system prompt and the tools it sees, a Python
-    callable ``f(messages, toolbox)`` (sync or async) returning its reply, or an HTTP endpoint
-    (``http``). With none of them, the run must name the model (``--agent``, or ``--offline``
-    for ``mock:agent``), as for an imported ADK eval set, which names no model."""
+    callable ``f(messages, toolbox)`` (sync or async) returning its reply, an HTTP endpoint
+    (``http``), or an ADK agent run in place (``adk``, its tool calls answered by the
+    scenario's mocked tools except those ``real_tools`` names). With none of them, the run
+    must name the model (``--agent``, or ``--offline`` for ``mock:agent``), as for an
+    imported ADK eval set, which names no model."""
 
     model: str | None = Field(
         default=None,
@@ -569,26 +571,49 @@ class AgentSpec(_Strict):
     http: HttpAgentSpec | None = Field(
         default=None, description="the agent is an HTTP endpoint (docs/http-agents.md)"
     )
+    adk: str | None = Field(
+        default=None,
+        description="'package.module:root_agent', an ADK agent run in place with ADK's Runner "
+        "(the adk extra; docs/adk-vertex.md)",
+    )
+    real_tools: list[str] = Field(
+        default_factory=list,
+        description="with adk: tools the scenario does not mock whose real function may run",
+    )
 
     @field_validator("model")
     @classmethod
     def _model_name(cls, value: str | None) -> str | None:
         return _check_model_name(value)
 
-    @field_validator("callable")
+    @field_validator("callable", "adk")
     @classmethod
     def _callable_path(cls, value: str | None) -> str | None:
         return None if value is None else check_path_syntax(value)
 
+    @property
+    def is_model(self) -> bool:
+        """Whether the agent is a model in the harness's tool loop (the run's ``--agent``
+        MODEL, else ``model``), not code or an endpoint of the user's."""
+        return self.callable is None and self.http is None and self.adk is None
+
     @model_validator(mode="after")
     def _model_or_callable(self) -> AgentSpec:
-        given = [k for k in ("model", "callable", "http") if getattr(self, k) is not None]
+        given = [k for k in ("model", "callable", "http", "adk")
+                 if getattr(self, k) is not None]
         if len(given) > 1:
             raise ValueError(
-                "give one of 'model' (a model agent), 'callable' (a Python agent) or 'http' "
-                f"(an HTTP agent), not {' and '.join(given)} together (with none, the run's "
-                "--agent is the model)"
+                "give one of 'model' (a model agent), 'callable' (a Python agent), 'http' "
+                f"(an HTTP agent) or 'adk' (an ADK agent), not {' and '.join(given)} together "
+                "(with none, the run's --agent is the model)"
             )
+        if self.real_tools and self.adk is None:
+            raise ValueError("'real_tools' applies only to an ADK agent (adk)")
+        if self.adk is not None and self.system_prompt:
+            raise ValueError("an ADK agent has its own instruction: drop system_prompt")
+        if self.adk is not None and self.tools is not None:
+            raise ValueError("an ADK agent has its own tools: drop 'tools' (the scenario's "
+                             "tools answer its calls by name)")
         if given and given != ["model"] and self.params is not None:
             raise ValueError("'params' applies only to a model agent")
         if self.http is not None and self.system_prompt:

@@ -21,7 +21,12 @@ from harness.checks.response_format import compile_response_checks
 from harness.checks.run import check_name, compile_check
 from harness.scenarios.expressions import template_problems
 from harness.scenarios.schema import Scenario, ToolDef, _AnswerFields
-from harness.user_code import AGENT_KEYWORDS, ImportPathError, resolve_callable
+from harness.user_code import (
+    AGENT_KEYWORDS,
+    ImportPathError,
+    resolve_adk_agent,
+    resolve_callable,
+)
 
 FieldPath = tuple[str | int, ...]
 
@@ -228,6 +233,11 @@ def _import_problems(scenario: Scenario, base_dir: Path | None) -> Iterator[Prob
                              optional_keywords=AGENT_KEYWORDS)
         except ImportPathError as err:
             yield Problem(("agent", "callable"), f"a Python agent f(messages, toolbox): {err}")
+    if scenario.agent.adk is not None:
+        try:
+            resolve_adk_agent(scenario.agent.adk, base_dir=base_dir)
+        except ImportPathError as err:
+            yield Problem(("agent", "adk"), str(err))
     for i, tool in enumerate(scenario.tools):
         for path, answer in _answers(tool, ("tools", i)):
             if answer.handler is not None:

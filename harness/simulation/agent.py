@@ -1,5 +1,6 @@
 """The agent under test, answering one user turn: a model in a tool loop, or a Python callable
-(an HTTP endpoint is :mod:`harness.simulation.http_agent`).
+(an HTTP endpoint is :mod:`harness.simulation.http_agent`, an ADK agent
+:mod:`harness.simulation.adk_agent`).
 
 Both produce the same shape of transcript: assistant messages with tool calls, a tool message
 per result, then the assistant's reply; every call is recorded by the :class:`Toolbox`.

@@ -1,6 +1,7 @@
-"""Which agent a scenario describes: its HTTP endpoint, its Python callable, or a model in a
-tool loop. Kept apart from :mod:`harness.simulation.agent` (the agents' shared interface),
-which the HTTP agent builds on, so neither module imports the other."""
+"""Which agent a scenario describes: its HTTP endpoint, its Python callable, its ADK agent
+(run in place), or a model in a tool loop. Kept apart from :mod:`harness.simulation.agent`
+(the agents' shared interface), which the HTTP agent builds on, so neither module imports
+the other."""
 
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ def agent_for(
     http_endpoints: HttpEndpoints | None = None,
 ) -> Agent:
     """The agent a scenario describes: its HTTP endpoint (sharing ``http_endpoints``, else a
-    pool of its own), its Python callable, or ``model`` in a tool loop. Raises
+    pool of its own), its Python callable, its ADK agent, or ``model`` in a tool loop. Raises
     :class:`~harness.errors.ModelConfigError` when a model agent gets no model and
     :class:`~harness.errors.InputError` when an ``${env:NAME}`` the HTTP agent reads is not
-    set."""
+    set, or a Python or ADK agent does not import."""
     spec = scenario.agent
     if spec.http is not None:
         return HttpAgent(
@@ -37,6 +38,13 @@ def agent_for(
         return CallableAgent.from_path(
             spec.callable, base_dir=scenario.base_dir, system_prompt=spec.system_prompt
         )
+    if spec.adk is not None:
+        # Here, not at the top: runs without ADK agents never load google.adk.
+        from harness.simulation.adk_agent import AdkAgent
+
+        return AdkAgent.from_path(spec.adk, base_dir=scenario.base_dir, state=scenario.state,
+                                  real_tools=spec.real_tools,
+                                  max_steps=scenario.limits.max_agent_steps)
     if model is None:
         raise ModelConfigError(
             f"scenario {scenario.id!r} has a model agent ({spec.model}) but no agent model was "

@@ -10,8 +10,8 @@ Turn order, for user turn ``t`` (0-based):
    conversation gives the stop reason (goal met, gave up, transfer, off topic). At
    ``t = max_user_turns`` the simulator is still asked, so a conversation whose goal was met on
    the last turn ends as ``goal_met``; if it wants to go on, the stop is ``turn_limit``.
-2. The agent's turn (tool loop, Python callable or HTTP endpoint). An agent error, too many
-   steps or too many tool calls end the episode there.
+2. The agent's turn (tool loop, Python callable, HTTP endpoint or ADK agent). An agent
+   error, too many steps or too many tool calls end the episode there.
 
 A scenario's ``user.history`` comes before turn 0: the agent and the simulator receive it as
 the conversation so far, the transcript keeps it apart as ``history``, and its tool calls are
@@ -240,7 +240,7 @@ async def run_episode(
 
     models: dict[Role, str] = {"agent": agent.label}
     specs = []
-    if agent_model is not None and scenario.agent.callable is None:
+    if agent_model is not None and scenario.agent.is_model:
         specs.append(agent_model.spec)
     if simulator is not None:
         models["simulator"] = str(simulator.model.spec)

@@ -214,6 +214,24 @@ class Toolbox:
         )
         return result
 
+    def record_real(
+        self, call: ToolCall, value: Any, *, turn: int, step: int, started: float,
+        is_error: bool = False,
+    ) -> None:
+        """Record a call the agent's own (real) tool answered, not a mock: an ADK agent's tool
+        the scenario lets run (``agent.real_tools``). ``started`` is on this toolbox's clock;
+        the state is not touched."""
+        finished = self._clock()
+        self.records.append(ToolCallRecord(
+            call_id=call.id, name=call.name, arguments=call.arguments, turn=turn, step=step,
+            result=value, is_error=is_error, error="real_tool_error" if is_error else None,
+            started_s=started - self._started_at, latency_s=finished - started,
+        ))
+
+    def clock(self) -> float:
+        """The toolbox's clock (what :meth:`record_real`'s ``started`` is read from)."""
+        return self._clock()
+
     @staticmethod
     def result_of(record: ToolCallRecord) -> ToolResult:
         """The :class:`ToolResult` a recorded call returned."""

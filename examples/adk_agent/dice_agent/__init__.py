@@ -1,0 +1,1 @@
+"""An example ADK agent for ``agent: {adk: "dice_agent.agent:root_agent"}``."""

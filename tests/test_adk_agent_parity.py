@@ -1,0 +1,102 @@
+"""``harness run`` on the example ADK agent and its eval set gives the same per-case
+``tool_trajectory_avg_score`` and ``response_match_score`` as ADK's own evaluation
+(``AgentEvaluator``'s path through ``LocalEvalService``) on the same agent, eval set and
+scripted model replies. The replies stray from the eval set on purpose (an extra argument,
+other words) so the scores are not all 1.0.
+
+ADK's evaluation needs ``google-adk[eval]`` (google-cloud-aiplatform's evaluation, rouge-score),
+which the ``adk`` extra does not install: without it the test is skipped, saying so."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.testing.replies import RecordedRequest, Reply
+from harness.testing.server import LoopbackServer
+from tests.helpers.cli import run_cli
+
+pytest.importorskip("google.adk")
+try:
+    import google.adk.evaluation.local_eval_service  # noqa: F401  (what ADK's evaluation needs)
+except ModuleNotFoundError:
+    pytest.skip("ADK's own evaluation needs pip install 'google-adk[eval]'",
+                allow_module_level=True)
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "adk_agent"
+EVAL_SET = EXAMPLE / "dice.evalset.json"
+METRICS = ("tool_trajectory_avg_score", "response_match_score")
+
+# user text -> (the tool calls the model makes, its answer after their results)
+SCRIPT: dict[str, tuple[list[tuple[str, dict[str, Any]]], str]] = {
+    "Roll a six-sided die.": ([("roll_die", {"sides": 6})], "You rolled a 4 on the die."),
+    "Roll a ten-sided die.": ([("roll_die", {"sides": 10})], "You rolled a 7."),
+    "Is that number prime?": ([("check_prime", {"numbers": [7, 10]})], "7 is a prime number."),
+}
+
+
+def scripted(request: RecordedRequest) -> Reply:
+    """The model's reply, by the user's last words and whether tool results came back."""
+    contents = request.messages
+    texts = [p["text"] for c in contents if c["role"] == "user" for p in c.get("parts", [])
+             if "text" in p]
+    calls, answer = SCRIPT[texts[-1]]
+    answered = any("functionResponse" in p for p in contents[-1].get("parts", []))
+    return Reply.text_reply(answer) if answered else Reply.calls(*calls)
+
+
+@pytest.fixture
+def adk_env(loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> LoopbackServer:
+    from harness.testing.hub import loopback_environ
+
+    for name, value in loopback_environ(loopback).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    loopback.set_responder(scripted)
+    return loopback
+
+
+def harness_scores(run_dir: Path) -> dict[str, dict[str, float]]:
+    result = run_cli("run", EVAL_SET, "--agent", "adk:dice_agent.agent:root_agent",
+                     "--epochs", "1", "--no-judge", "--cache-mode", "off", "--out", run_dir)
+    assert result.returncode in (0, 1), result.stderr
+    samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    assert all(s["status"] != "errored" for s in samples), samples
+    return {s["scenario_id"]: {m: s["metrics"][m] for m in METRICS} for s in samples}
+
+
+async def adk_scores() -> dict[str, dict[str, float]]:
+    from dice_agent.agent import root_agent  # type: ignore[import-not-found]
+    from google.adk.evaluation.agent_evaluator import AgentEvaluator
+    from google.adk.evaluation.eval_config import EvalConfig, get_eval_metrics_from_config
+    from google.adk.evaluation.eval_set import EvalSet
+    from google.adk.evaluation.simulation.user_simulator_provider import UserSimulatorProvider
+
+    config = EvalConfig.model_validate_json((EXAMPLE / "test_config.json").read_text())
+    results = await AgentEvaluator._get_eval_results_by_eval_id(
+        agent_for_eval=root_agent,
+        eval_set=EvalSet.model_validate_json(EVAL_SET.read_text()),
+        eval_metrics=get_eval_metrics_from_config(config),
+        num_runs=1,
+        user_simulator_provider=UserSimulatorProvider(user_simulator_config=None),
+        app_name="dice_agent",
+    )
+    return {eval_id: {r.metric_name: r.score for r in case.overall_eval_metric_results}
+            for eval_id, (case,) in results.items()}
+
+
+def test_harness_run_and_adk_give_the_same_per_case_scores(adk_env: LoopbackServer,
+                                                            tmp_path: Path) -> None:
+    ours = harness_scores(tmp_path / "run")
+    theirs = asyncio.run(adk_scores())
+    assert sorted(ours) == sorted(theirs) == ["roll_a_die", "roll_then_check_prime"]
+    for case in ours:
+        for metric in METRICS:
+            assert ours[case][metric] == pytest.approx(theirs[case][metric]), (case, metric)
+    # the replies strayed: a wrong argument halves the second case's trajectory score
+    assert ours["roll_then_check_prime"]["tool_trajectory_avg_score"] == pytest.approx(0.5)
+    assert ours["roll_a_die"]["response_match_score"] < 1.0
