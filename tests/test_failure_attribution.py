@@ -67,13 +67,14 @@ def test_a_passed_or_unscored_sample_has_no_attribution() -> None:
     (ErrorInfo(kind="check_error", message="my_check raised"), "infrastructure"),
     (ErrorInfo(kind="ValueError", message="bad state", role="agent"), "agent"),
     (ErrorInfo(kind="agent_bad_reply", message="not JSON", role="agent"), "agent"),
+    (ErrorInfo(kind="UnmockedTool", message="roll_die is not mocked", role="agent"), "tool"),
 ])
 def test_an_errored_sample_is_the_infrastructure_s_unless_the_agent_itself_broke(
         error: ErrorInfo, party: str) -> None:
     found = attribute(_record(status="errored", passed=None, error=error))
     assert found is not None and found.party == party
     assert found.evidence == [f"{error.kind}: {error.message}"]
-    assert error.kind in found.reason
+    assert error.kind in found.reason or found.party == "tool"
 
 
 def _refused(name: str, error: str) -> ToolCallRecord:

@@ -7,7 +7,8 @@ this order (docs/simulated-users.md, "Who failed: attribution", says why):
 1. **infrastructure**: the sample errored because a model call, a service or the harness
    failed (retries ran out, a judge failed, the time limit, a check of one's own raised);
    **agent** when the error is the agent's own (a Python agent raised, an HTTP agent sent an
-   answer that is not one).
+   answer that is not one); **tool** when an ADK agent called a tool the scenario does not
+   mock.
 2. **tool**: the agent made a call the scenario's own reference holds (the trajectory check
    paired them) and the mocked tool refused it as ``invalid_arguments`` or ``unknown_tool``:
    the mock's schema or tool list disagrees with the scenario, which the agent cannot fix. An
@@ -79,6 +80,9 @@ def _errored(record: SampleRecord) -> Attribution:
     message = "" if error is None else error.message
     role = None if error is None else error.role
     evidence = [f"{kind}: {message}" if message else kind]
+    if kind == "UnmockedTool":  # an ADK agent's tool the scenario does not mock
+        return Attribution(party="tool", evidence=evidence,
+                           reason="the scenario does not mock a tool the agent called")
     if kind in _AGENT_FAULTS or (role == "agent" and kind not in _MODEL_ERRORS
                                  and kind not in _INFRASTRUCTURE_KINDS):
         return Attribution(party="agent", evidence=evidence,
