@@ -198,8 +198,6 @@ class GeminiChatModel(RemoteChatModel):
         return {"model": self.spec.name, "contents": contents,
                 "config": self._config(system, params)}
 
-    def _patch_for_instructor(self, send: Callable[..., Any]) -> Callable[..., Any]:
-        raise NotImplementedError("Gemini structured output does not go through instructor")
 
     def _usage(self, raw: Any) -> tuple[int, int]:
         if not isinstance(raw, types.GenerateContentResponse):

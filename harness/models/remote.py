@@ -164,9 +164,12 @@ class RemoteChatModel(ChatModel):
                             params: GenerationParams) -> dict[str, Any]:
         """Keyword arguments for a structured request (instructor adds the schema)."""
 
-    @abstractmethod
     def _patch_for_instructor(self, send: Callable[..., Any]) -> Callable[..., Any]:
-        """Wrap ``send`` with instructor's structured-output handling for this format."""
+        """Wrap ``send`` with instructor's structured-output handling for this format. Only
+        :meth:`_structured_value`'s default calls it: a provider with a structured loop of
+        its own (Gemini's JSON mode) overrides that instead and never needs this."""
+        raise TypeError(f"{type(self).__name__} gives neither an instructor mode nor a "
+                        "_structured_value of its own")
 
     @abstractmethod
     def _usage(self, raw: Any) -> tuple[int, int]:

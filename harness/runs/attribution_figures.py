@@ -99,7 +99,8 @@ class AttributionCollector:
 
     def figures(self, without_simulator: WithoutSimulatorFigures | None,
                 confidence: float) -> AttributionFigures | None:
-        """The section, or ``None`` when no sample failed and none was re-run."""
+        """The section, or ``None`` when no sample failed and none was re-run;
+        ``without_simulator`` is given only when the simulator is blamed for a sample."""
         n = sum(self.by_party.values())
         if not n and not self.reruns:
             return None
@@ -112,7 +113,7 @@ class AttributionCollector:
         return AttributionFigures(
             failed_samples=n, by_party={p: self.by_party[p] for p in PARTIES}, shares=shares,
             examples=self.examples,
-            without_simulator=without_simulator if self.simulator_samples else None,
+            without_simulator=without_simulator,
             reruns=self.reruns, reruns_blamed_again=self.reruns_blamed_again)
 
 

@@ -268,20 +268,7 @@ class RunStore:
         """Store one finished sample and commit at once. Re-writing a (scenario, epoch) replaces
         it (used when errored samples are retried). Raises :class:`StoreError` when the write
         fails (see :meth:`_commit`)."""
-        self._commit(
-            "INSERT OR REPLACE INTO samples "
-            "(scenario_id, epoch, status, score, passed, record, finished_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                record.scenario_id,
-                record.epoch,
-                record.status,
-                record.score,
-                None if record.passed is None else int(record.passed),
-                record.model_dump_json(),
-                record.finished_at,
-            ),
-        )
+        self._commit(_UPSERT_SAMPLE, _sample_row(record))
 
     def replace_sample(self, record: SampleRecord) -> None:
         """Store ``record`` (a rerun) in place of the sample at its key, keeping the record it
@@ -296,13 +283,7 @@ class RunStore:
                     "SELECT scenario_id, epoch, ?, record FROM samples "
                     "WHERE scenario_id = ? AND epoch = ?",
                     (time.time(), record.scenario_id, record.epoch))
-                db.execute(
-                    "INSERT OR REPLACE INTO samples "
-                    "(scenario_id, epoch, status, score, passed, record, finished_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (record.scenario_id, record.epoch, record.status, record.score,
-                     None if record.passed is None else int(record.passed),
-                     record.model_dump_json(), record.finished_at))
+                db.execute(_UPSERT_SAMPLE, _sample_row(record))
         except sqlite3.Error as err:
             raise StoreError(f"{self.path}: cannot store the rerun of {record.scenario_id} "
                              f"epoch {record.epoch} ({err}); the first record is kept") from None
@@ -619,6 +600,18 @@ class RunStore:
 
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
+
+
+_UPSERT_SAMPLE = ("INSERT OR REPLACE INTO samples "
+                  "(scenario_id, epoch, status, score, passed, record, finished_at) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?)")
+
+
+def _sample_row(record: SampleRecord) -> tuple[Any, ...]:
+    """The ``samples`` row of ``record``, in :data:`_UPSERT_SAMPLE`'s column order."""
+    return (record.scenario_id, record.epoch, record.status, record.score,
+            None if record.passed is None else int(record.passed), record.model_dump_json(),
+            record.finished_at)
 
 
 def _connect(path: Path) -> sqlite3.Connection:

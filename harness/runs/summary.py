@@ -372,7 +372,8 @@ def _summary(c: _Collector, store: RunStore, config: RunConfig, *,
         attribution=c.attribution.figures(
             without_simulator_figures(c.scores, c.passed, c.simulator_fault,
                                       confidence=config.design.confidence,
-                                      seed=config.design.seed),
+                                      seed=config.design.seed)
+            if c.attribution.simulator_samples else None,
             config.design.confidence),
     )
 
