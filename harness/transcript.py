@@ -43,7 +43,10 @@ ERROR_STOP_REASONS: frozenset[str] = frozenset({"agent_error", "simulator_error"
 
 class UsageTotals(BaseModel):
     """Model calls, tokens, latency and cost summed over calls. ``cost_usd`` sums only calls
-    with a known price; ``unpriced_calls`` counts the others so a cost is never silently 0."""
+    with a known price; ``unpriced_calls`` counts the others so a cost is never silently 0.
+    ``prompt_cache_read_tokens`` and ``prompt_cache_write_tokens`` are the parts of
+    ``input_tokens`` the providers' prompt caches served and stored, and
+    ``prompt_cache_saved_usd`` what that took off the cost."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -54,12 +57,18 @@ class UsageTotals(BaseModel):
     latency_s: float = 0.0
     cost_usd: float = 0.0
     unpriced_calls: int = 0
+    prompt_cache_read_tokens: int = 0
+    prompt_cache_write_tokens: int = 0
+    prompt_cache_saved_usd: float = 0.0
 
     def add(self, response: ChatResponse | StructuredResponse[Any]) -> None:
         self.calls += 1
         self.cached_calls += int(response.cached)
         self.input_tokens += response.usage.input_tokens
         self.output_tokens += response.usage.output_tokens
+        self.prompt_cache_read_tokens += response.usage.cache_read_tokens
+        self.prompt_cache_write_tokens += response.usage.cache_write_tokens
+        self.prompt_cache_saved_usd += response.prompt_cache_saved_usd
         self.latency_s += response.latency_s
         if response.cost_usd is None:
             self.unpriced_calls += 1
@@ -359,7 +368,7 @@ def transcript_from_openai(
 
 
 def transcript_from_anthropic(
-    scenario_id: str, messages: Iterable[dict[str, Any]], *, system: str | None = None,
+    scenario_id: str, messages: Iterable[dict[str, Any]], *, system: str | list[Any] | None = None,
     tools: Iterable[ToolSpec] = (),
 ) -> Transcript:
     """Build a transcript from an Anthropic-format message list (``tool_use`` and

@@ -169,8 +169,12 @@ async def test_anthropic_agent_sequence_and_injected_tool_errors(
         (None, "all systems normal"),
     ]
     second = agent_requests(loopback)[1]
-    assert second.api == "anthropic" and second.body["system"] == AGENT_PROMPT
+    # the system prompt and the conversation so far marked for Anthropic's prompt cache: the
+    # next step's request begins with all of it
+    assert second.api == "anthropic" and second.body["system"] == [
+        {"type": "text", "text": AGENT_PROMPT, "cache_control": {"type": "ephemeral"}}]
     (block,) = second.messages[-1]["content"]
+    assert block["cache_control"] == {"type": "ephemeral"}
     assert block["type"] == "tool_result" and block["is_error"] is True
     assert block["content"] == '{"error": "503 try again"}'
     assert t.stop_reason == "goal_met"

@@ -42,7 +42,7 @@ SCENARIO = parse_scenario({
 def test_the_request_holds_only_what_is_sent_and_who_it_is_for() -> None:
     names = [f.name for f in dataclasses.fields(ModelRequest)]
     assert names == ["messages", "role", "tools", "tool_choice", "params", "sample_index",
-                     "max_reasks"]
+                     "max_reasks", "prompt_cache"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         ModelRequest([], "agent").sample_index = 1  # type: ignore[misc]
 

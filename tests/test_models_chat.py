@@ -65,7 +65,9 @@ async def test_tool_call_round_trip(provider, loopback, make_hub):
         assert tool == {"role": "tool", "tool_call_id": call.id, "content": '{"temp": 3}'}
     else:
         assert sent_first.path == "/v1/messages"
-        assert sent_first.body["system"] == "You are a weather bot."
+        # the system prompt (and the tools before it) marked for Anthropic's prompt cache
+        assert sent_first.body["system"] == [{"type": "text", "text": "You are a weather bot.",
+                                              "cache_control": {"type": "ephemeral"}}]
         assert sent_first.body["tools"][0] == {"name": "get_weather",
                                                "description": "Weather for a city",
                                                "input_schema": WEATHER.parameters}

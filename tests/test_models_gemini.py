@@ -33,7 +33,7 @@ from harness.models.formats import to_gemini_contents
 from harness.models.gemini_provider import gemini_tool_config, make_client, usage_tokens
 from harness.models.hub import ModelHub
 from harness.models.request import ModelRequest
-from harness.models.types import GenerationParams, Message, ToolCall
+from harness.models.types import GenerationParams, Message, ToolCall, Usage
 from harness.scenarios import parse_scenario
 from harness.simulation import run_episode
 from harness.testing.hub import TEST_KEYS, loopback_config
@@ -76,8 +76,9 @@ def test_usage_counts_thinking_as_output_and_cached_tokens_as_input() -> None:
         "usageMetadata": {"promptTokenCount": 120, "cachedContentTokenCount": 100,
                           "toolUsePromptTokenCount": 5, "candidatesTokenCount": 7,
                           "thoughtsTokenCount": 30, "totalTokenCount": 162}})
-    # cached tokens are part of the prompt's count; thinking is billed as output
-    assert usage_tokens(raw) == (125, 37)
+    # cached tokens are part of the prompt's count (and read from the cache); thinking is
+    # billed as output
+    assert usage_tokens(raw) == Usage(input_tokens=125, output_tokens=37, cache_read_tokens=100)
 
 
 def test_tool_choice_and_call_ids_on_the_wire() -> None:

@@ -52,7 +52,8 @@ async def test_valid_after_one_reask(setup, loopback, make_hub):
         assert "tools" not in first.body
     else:
         assert first.body["tool_choice"]["type"] == "tool"
-        assert first.body["system"] == "Judge fairly."
+        assert first.body["system"] == [{"type": "text", "text": "Judge fairly.",
+                                         "cache_control": {"type": "ephemeral"}}]
         last = second.body["messages"][-1]
         assert last["content"][0]["type"] == "tool_result"
         assert last["content"][0]["is_error"] is True

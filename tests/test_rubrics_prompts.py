@@ -60,7 +60,7 @@ def _user_text(rubric_id: str, **kwargs) -> str:
         kwargs.setdefault("turn", 1)  # the second user message
     prompt = build_judge_prompt(RUBRICS[rubric_id], _transcript(), CONTEXT, **kwargs)
     assert [m.role for m in prompt.messages] == ["system", "user"]
-    return prompt.messages[1].content
+    return "\n".join(m.content for m in prompt.messages)
 
 
 COMMON = ["Please cancel order 1234.", "Yes, go ahead."]
@@ -185,10 +185,34 @@ def test_prompt_hash_is_per_target_and_follows_the_template(monkeypatch) -> None
     hashes = {template_hash(t) for t in prompts.TARGET_TEMPLATES} | {template_hash("pairwise")}
     assert len(hashes) == len(prompts.TARGET_TEMPLATES) + 1
     before = template_hash("conversation")
-    monkeypatch.setitem(prompts.TARGET_TEMPLATES, "conversation",
-                        prompts.TARGET_TEMPLATES["conversation"] + "\nBe strict.")
+    edited = prompts.TARGET_TEMPLATES["conversation"]
+    monkeypatch.setitem(prompts.TARGET_TEMPLATES, "conversation", prompts.TargetTemplate(
+        edited.instructions, edited.material + "\nBe strict."))
     assert template_hash("conversation") != before
     assert template_hash("final_response") == template_hash("final_response")
+
+
+@pytest.mark.parametrize("rubric_id", sorted(RUBRICS))
+def test_what_repeats_comes_first_so_a_prompt_cache_can_serve_it(rubric_id: str) -> None:
+    """The system message (instructions, rubric, criteria) is the same for every transcript
+    judged on a rubric; everything of the sample (its transcript, final response, turn) is
+    in the user message after it."""
+    rubric = RUBRICS[rubric_id]
+    turn = {"turn": 1} if rubric.target in ("agent_turn", "user_turn") else {}
+    other = transcript_from_openai("other", [
+        {"role": "user", "content": "Where is parcel 77?"},
+        {"role": "assistant", "content": "Parcel 77 left the depot."},
+        {"role": "user", "content": "Thanks."},
+        {"role": "assistant", "content": "You are welcome."},
+    ]).model_copy(update={"stop_reason": "goal_met"})
+    first = build_judge_prompt(rubric, _transcript(), CONTEXT, **turn).messages
+    second = build_judge_prompt(rubric, other, JudgeContext(goal="Find parcel 77."),
+                                **turn).messages
+    assert first[0] == second[0]
+    assert first[1] != second[1]
+    assert "Parcel 77" not in second[0].content and "Parcel 77" in second[1].content
+    for criterion in rubric.criteria:
+        assert f"`{criterion.id}`" in first[0].content
 
 
 def test_scale_levels_and_na_are_spelled_out() -> None:
@@ -201,7 +225,7 @@ def test_scale_levels_and_na_are_spelled_out() -> None:
 # The judging templates' text for each PROMPT_VERSION. A run records the version as part of
 # its judge (harness compare warns when two runs' differ), so editing a template without
 # bumping it would let two different judges pass for one.
-PINNED_TEMPLATES = {"2": "bc6be67145585482", "3": "de9993f40a339d32"}
+PINNED_TEMPLATES = {"2": "bc6be67145585482", "3": "de9993f40a339d32", "4": "539e4409ca4330ad"}
 
 
 def _templates_hash() -> str:
@@ -209,7 +233,8 @@ def _templates_hash() -> str:
 
     texts = [prompts.SYSTEM_TEMPLATE, prompts._MACROS, prompts.PAIRWISE_SYSTEM_TEMPLATE,
              prompts.PAIRWISE_TEMPLATE,
-             *(f"{target}\n{text}" for target, text in sorted(prompts.TARGET_TEMPLATES.items()))]
+             *(f"{target}\n{t.instructions}\n{t.material}"
+               for target, t in sorted(prompts.TARGET_TEMPLATES.items()))]
     return hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()[:16]
 
 

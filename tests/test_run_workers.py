@@ -234,7 +234,8 @@ def test_a_shared_budget_counts_every_process_s_calls_and_cost() -> None:
 
 def test_the_parent_ledger_is_the_sum_of_the_workers() -> None:
     a, b = UsageLedger(), UsageLedger()
-    a.record_request("agent", "openai:x", 10, 5, 0.25)
+    a.record_request("agent", "openai:x", 10, 5, 0.25, cache_read_tokens=6,
+                     cache_write_tokens=1, cache_saved_usd=0.0625)
     a.record_call("agent", "openai:x", 0.1)
     b.record_request("agent", "openai:x", 1, 2, 0.5)
     b.record_call("agent", "openai:x", 0.2)
@@ -246,7 +247,8 @@ def test_the_parent_ledger_is_the_sum_of_the_workers() -> None:
     assert snapshot["by_role"]["agent"] == {
         "calls": 2, "cached_calls": 0, "requests": 2, "errors": 0, "input_tokens": 11,
         "output_tokens": 7, "latency_s": pytest.approx(0.3), "cost_usd": 0.75,
-        "saved_cost_usd": 0.0, "unpriced_requests": 0}
+        "saved_cost_usd": 0.0, "unpriced_requests": 0, "prompt_cache_read_tokens": 6,
+        "prompt_cache_write_tokens": 1, "prompt_cache_saved_usd": 0.0625}
     assert snapshot["total"]["calls"] == 3 and snapshot["total"]["cached_calls"] == 1
     assert snapshot["by_model"]["openai:j"]["saved_cost_usd"] == 0.125
 

@@ -39,14 +39,14 @@ def _run(tmp_path: Path, **fields: Any) -> dict[str, Any]:
 def test_rubric_options_reach_the_judging(
     threshold: float | None, passed: bool, tmp_path: Path
 ) -> None:
-    # mock:judge's majority of two samples gives final_response_quality 0.75 here (their mean
-    # would be 0.875): it passes the rubric's own threshold (0.75), not an option of 1.0
+    # mock:judge's majority of two samples gives final_response_quality 0.825 here (their
+    # mean would be 0.9125): it passes the rubric's own threshold (0.75), not an option of 1.0
     options: dict[str, Any] = {"samples": 2, "aggregation": "majority"}
     if threshold is not None:
         options["threshold"] = threshold
     sample = _run(tmp_path, rubrics=["final_response_quality", "mine"],
                   rubric_options={"final_response_quality": options}, inline_rubrics=[MINE])
-    assert sample["metrics"]["rubric:final_response_quality"] == pytest.approx(0.75)
+    assert sample["metrics"]["rubric:final_response_quality"] == pytest.approx(0.825)
     assert sample["metrics"]["rubric:mine"] == 1.0  # the inline rubric was judged
     assert sample["passed"] is passed
     assert sample["usage"]["judge"]["calls"] == 2 + 1  # two samples, then the inline rubric once

@@ -11,7 +11,7 @@ invalid after the re-asks, or any other model error, becomes a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,7 +63,7 @@ from harness.judging.verdicts import (
 )
 from harness.models.base import ChatModel
 from harness.models.mock import bind_offline
-from harness.models.request import ModelRequest
+from harness.models.request import ModelRequest, PromptCache
 from harness.models.types import GenerationParams, StructuredResponse
 from harness.transcript import Transcript, UsageTotals
 
@@ -109,13 +109,14 @@ _Answer = tuple[StructuredResponse[Any], list[CriterionVerdict], list[SentenceVe
 async def _ask(
     model: ChatModel, rubric: Rubric, transcript: Transcript, context: JudgeContext | None,
     *, turn: int | None, sample_index: int, params: GenerationParams, max_reasks: int,
+    prompt_cache: PromptCache,
 ) -> _Answer:
     prompt = build_judge_prompt(rubric, transcript, context, turn=turn)
     grounding = rubric.target == "sentence_grounding"
     judge = bind_offline(model, RubricCase(rubric, transcript, prompt.material, turn, context))
     response = await judge.structured(
         ModelRequest(prompt.messages, "judge", params=params, sample_index=sample_index,
-                     max_reasks=max_reasks),
+                     max_reasks=max_reasks, prompt_cache=prompt_cache),
         GroundingReply if grounding else response_model_for(rubric),
     )
     if grounding:
@@ -210,8 +211,11 @@ async def judge_once(
     sample_index: int = 0,
     params: GenerationParams | None = None,
     max_reasks: int = 2,
+    prompt_cache: PromptCache = "system",
 ) -> JudgeOutcome:
-    """One judge sample: the judgment of ``transcript`` under ``rubric`` by ``model``.
+    """One judge sample: the judgment of ``transcript`` under ``rubric`` by ``model``
+    (``prompt_cache``: what of the prompt will be sent again, see
+    :data:`~harness.models.request.PromptCache`).
 
     Returns a :class:`Judgment` (per-criterion verdicts, the rubric score and pass verdict,
     the judge model, rubric id/version and prompt hash) or a :class:`JudgeError` when a call
@@ -239,7 +243,8 @@ async def judge_once(
         )
     results = await asyncio.gather(
         *(_ask(model, rubric, transcript, context, turn=turn, sample_index=sample_index,
-               params=params, max_reasks=max_reasks) for turn in turns),
+               params=params, max_reasks=max_reasks, prompt_cache=prompt_cache)
+          for turn in turns),
         return_exceptions=True,
     )
     usage, attempts = UsageTotals(), 0
@@ -295,27 +300,36 @@ async def judge_transcript(
     settings: JudgeSettings | None = None,
 ) -> AggregatedJudgment:
     """Judge ``transcript`` under ``rubric`` with ``settings.samples`` samples from each of
-    ``models`` (sample indexes 0..n-1, all concurrently under the model layer's bounds).
+    ``models`` (sample indexes 0..n-1, concurrently under the model layer's bounds).
 
     One model gives its ``samples`` aggregate; several give a ``panel`` aggregate over each
-    judge's aggregate. Failed samples are counted apart; when all failed the result has
-    ``status == "judge_error"``. ``settings`` are used as given; without them, the rubric's
-    own ``samples`` and ``aggregation`` apply (:func:`settings_for_rubric`). Raises
-    ``ValueError`` when no model is given.
+    judge's aggregate. With several samples, a real judge's first sample goes alone and the
+    others follow it at once, so they find its prompt in the provider's prompt cache
+    (requests sent together would each pay for the whole prompt). Failed samples are
+    counted apart; when all failed the result has ``status == "judge_error"``. ``settings``
+    are used as given; without them, the rubric's own ``samples`` and ``aggregation`` apply
+    (:func:`settings_for_rubric`). Raises ``ValueError`` when no model is given.
     """
     settings = settings or settings_for_rubric(rubric)
     judges = [models] if isinstance(models, ChatModel) else list(models)
     if not judges:
         raise ValueError("at least one judge model is needed")
     params = settings.params()
-    outcomes = await asyncio.gather(
-        *(judge_once(model, rubric, transcript, context, sample_index=i, params=params,
-                     max_reasks=settings.max_reasks)
-          for model in judges for i in range(settings.samples))
-    )
     n = settings.samples
-    members = [aggregate_samples(rubric, outcomes[k * n:(k + 1) * n], settings.method)
-               for k in range(len(judges))]
+    plan: PromptCache = "conversation" if n > 1 else "system"
+
+    async def samples_of(model: ChatModel) -> list[JudgeOutcome]:
+        def ask(i: int) -> Awaitable[JudgeOutcome]:
+            return judge_once(model, rubric, transcript, context, sample_index=i,
+                              params=params, max_reasks=settings.max_reasks, prompt_cache=plan)
+
+        if n == 1 or model.spec.is_offline:
+            return list(await asyncio.gather(*(ask(i) for i in range(n))))
+        first = await ask(0)
+        return [first, *await asyncio.gather(*(ask(i) for i in range(1, n)))]
+
+    per_judge = await asyncio.gather(*(samples_of(model) for model in judges))
+    members = [aggregate_samples(rubric, outcomes, settings.method) for outcomes in per_judge]
     if len(members) == 1:
         return members[0]
     return aggregate_panel(rubric, members, settings.method)

@@ -26,8 +26,9 @@ from harness.models.formats import (
     to_anthropic_tools,
 )
 from harness.models.remote import RemoteChatModel, reply_from
+from harness.models.request import PromptCache
 from harness.models.retry import TransientFailure
-from harness.models.types import GenerationParams, Message, ToolChoice, ToolSpec
+from harness.models.types import GenerationParams, Message, ToolChoice, ToolSpec, Usage
 
 OFFICIAL_BASE_URL = "https://api.anthropic.com"
 
@@ -68,6 +69,33 @@ def message_from(data: Any) -> Any:
     """The reply body as an ``anthropic.types.Message`` (see
     :func:`~harness.models.remote.reply_from`)."""
     return reply_from(AnthropicMessage, data)
+
+
+EPHEMERAL = {"type": "ephemeral"}
+"""Anthropic's cache breakpoint (the default five-minute cache)."""
+
+
+def mark_prompt_cache(body: dict[str, Any], plan: PromptCache) -> dict[str, Any]:
+    """``body`` with cache breakpoints where ``plan`` says the prompt will recur: the end of
+    the system prompt (which caches the tools before it too) and, for ``conversation``, the
+    end of the last message (the next turn's request, or the next judge sample, reads all of
+    it from the cache). At most two of the four breakpoints a request may carry; a prefix
+    shorter than the model's minimum is simply not cached. The body is copied where marked,
+    never changed in place."""
+    if plan == "off":
+        return body
+    marked = dict(body)
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        marked["system"] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
+    messages = body.get("messages") or []
+    if plan == "conversation" and messages:
+        last = messages[-1]
+        blocks = list(last.get("content") or [])
+        if blocks and not (blocks[-1].get("type") == "text" and not blocks[-1].get("text")):
+            blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
+            marked["messages"] = [*messages[:-1], {**last, "content": blocks}]
+    return marked
 
 
 def anthropic_tool_choice(tool_choice: ToolChoice) -> dict[str, Any]:
@@ -120,19 +148,28 @@ class AnthropicChatModel(RemoteChatModel):
                             params: GenerationParams) -> dict[str, Any]:
         return self._base_request(messages, params)
 
+    def _mark_prompt_cache(self, body: dict[str, Any], plan: PromptCache) -> dict[str, Any]:
+        return mark_prompt_cache(body, plan)
+
     def _patch_for_instructor(self, send: Callable[..., Any]) -> Callable[..., Any]:
         # Anthropic tools mode. instructor 1.17 deprecates the Mode.ANTHROPIC_TOOLS spelling:
         # the provider picks the handler, so it is Mode.TOOLS with Provider.ANTHROPIC.
         return instructor.patch(create=send, mode=instructor.Mode.TOOLS,
                                 provider=instructor.Provider.ANTHROPIC)
 
-    def _usage(self, raw: Any) -> tuple[int, int]:
+    def _usage(self, raw: Any) -> Usage:
         if not isinstance(getattr(raw, "content", None), list):
             raise TransientFailure("malformed response body (no content)")
         usage = getattr(raw, "usage", None)
         if usage is None:
-            return 0, 0
-        return int(usage.input_tokens or 0), int(usage.output_tokens or 0)
+            return Usage()
+        # Anthropic's input_tokens leaves out what the cache served or stored: add them back,
+        # so input_tokens means every input token, as for the other providers.
+        read = int(getattr(usage, "cache_read_input_tokens", None) or 0)
+        write = int(getattr(usage, "cache_creation_input_tokens", None) or 0)
+        return Usage(input_tokens=int(usage.input_tokens or 0) + read + write,
+                     output_tokens=int(usage.output_tokens or 0),
+                     cache_read_tokens=read, cache_write_tokens=write)
 
     def _parse_chat(self, raw: Any) -> tuple[Message, str | None]:
         message = anthropic_content_to_message(raw.content)

@@ -218,11 +218,13 @@ def anthropic_content_to_message(content: Iterable[Any]) -> Message:
 
 
 def from_anthropic_messages(
-    messages: Iterable[dict[str, Any]], *, system: str | None = None
+    messages: Iterable[dict[str, Any]], *, system: str | list[Any] | None = None
 ) -> list[Message]:
     """Convert an Anthropic-format message list; ``tool_result`` blocks become ``tool``
-    messages in order. Raises ``ValueError`` naming the index of a message with an unknown
-    role."""
+    messages in order. ``system`` is the request's system prompt, a string or a list of text
+    blocks (as a request marked for the prompt cache sends it). Raises ``ValueError`` naming
+    the index of a message with an unknown role."""
+    system = _content_text(system)
     out: list[Message] = [Message(role="system", content=system)] if system else []
     names_by_id: dict[str, str] = {}
     for i, m in enumerate(messages):

@@ -36,8 +36,9 @@ from harness.models.base import ModelSpec
 from harness.models.endpoint import NO_KEY_NEEDED, ClientFactory, Endpoint
 from harness.models.formats import gemini_parts_to_message, to_gemini_contents, to_gemini_tools
 from harness.models.remote import ModelServices, RemoteChatModel
+from harness.models.request import PromptCache
 from harness.models.retry import TransientFailure
-from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec
+from harness.models.types import GenerationParams, Message, T, ToolChoice, ToolSpec, Usage
 from harness.redact import redact
 
 OFFICIAL_BASE_URL = "https://generativelanguage.googleapis.com"
@@ -126,16 +127,18 @@ def gemini_tool_config(tool_choice: ToolChoice) -> dict[str, Any]:
     return {"function_calling_config": {"mode": "ANY", "allowed_function_names": [tool_choice]}}
 
 
-def usage_tokens(raw: Any) -> tuple[int, int]:
-    """``(input, output)`` tokens of a reply's ``usage_metadata``: the prompt (cached tokens
-    and tool-use prompt tokens included, all billed as input) and the candidates plus the
-    thinking tokens (billed as output)."""
+def usage_tokens(raw: Any) -> Usage:
+    """The tokens of a reply's ``usage_metadata``: the prompt as input (cached tokens and
+    tool-use prompt tokens included, all billed as input; the cached ones, which the implicit
+    cache served, also as cache reads) and the candidates plus the thinking tokens (billed as
+    output)."""
     usage = getattr(raw, "usage_metadata", None)
     if usage is None:
-        return 0, 0
+        return Usage()
     prompt = (usage.prompt_token_count or 0) + (usage.tool_use_prompt_token_count or 0)
     output = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
-    return int(prompt), int(output)
+    return Usage(input_tokens=int(prompt), output_tokens=int(output),
+                 cache_read_tokens=int(usage.cached_content_token_count or 0))
 
 
 # Thought signatures kept per model, by tool call id: enough for every conversation in
@@ -199,7 +202,7 @@ class GeminiChatModel(RemoteChatModel):
                 "config": self._config(system, params)}
 
 
-    def _usage(self, raw: Any) -> tuple[int, int]:
+    def _usage(self, raw: Any) -> Usage:
         if not isinstance(raw, types.GenerateContentResponse):
             raise TransientFailure("malformed response body")
         if not raw.candidates and raw.prompt_feedback is None:
@@ -220,10 +223,12 @@ class GeminiChatModel(RemoteChatModel):
         return message, FINISH_REASONS.get(reason, reason.lower()) if reason else None
 
     async def _structured_value(self, messages: Sequence[Message], response_model: type[T],
-                                params: GenerationParams, max_reasks: int) -> T:
+                                params: GenerationParams, max_reasks: int,
+                                prompt_cache: PromptCache) -> T:
         """Gemini's JSON mode with the response model's schema; an answer that does not
         validate is re-asked (the errors in a user turn) up to ``max_reasks`` times, then a
-        :class:`StructuredOutputError` worded as for the other providers."""
+        :class:`StructuredOutputError` worded as for the other providers. ``prompt_cache``
+        needs nothing here: Gemini's implicit cache finds a repeated prefix itself."""
         request = self._structured_request(messages, params)
         request["config"].update(response_mime_type="application/json",
                                  response_json_schema=response_model.model_json_schema())

@@ -30,7 +30,7 @@ from openai.types.chat import ChatCompletion
 from harness.models.formats import openai_tool_calls, to_openai_messages, to_openai_tools
 from harness.models.remote import RemoteChatModel, reply_from
 from harness.models.retry import TransientFailure
-from harness.models.types import GenerationParams, Message, ToolChoice, ToolSpec
+from harness.models.types import GenerationParams, Message, ToolChoice, ToolSpec, Usage
 
 OFFICIAL_BASE_URL = "https://api.openai.com/v1"
 
@@ -124,13 +124,18 @@ class OpenAIChatModel(RemoteChatModel):
                 else instructor.Mode.TOOLS)
         return instructor.patch(create=send, mode=mode, provider=instructor.Provider.OPENAI)
 
-    def _usage(self, raw: Any) -> tuple[int, int]:
+    def _usage(self, raw: Any) -> Usage:
         if not getattr(raw, "choices", None):
             raise TransientFailure("malformed response body (no choices)")
         usage = getattr(raw, "usage", None)
         if usage is None:  # some compatible servers send none
-            return 0, 0
-        return int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
+            return Usage()
+        # The automatic prompt cache: the cached part of prompt_tokens (writes are free).
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = getattr(details, "cached_tokens", None) if details is not None else None
+        return Usage(input_tokens=int(usage.prompt_tokens or 0),
+                     output_tokens=int(usage.completion_tokens or 0),
+                     cache_read_tokens=int(cached or 0))
 
     def _parse_chat(self, raw: Any) -> tuple[Message, str | None]:
         choice = raw.choices[0]

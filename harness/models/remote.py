@@ -36,7 +36,7 @@ from harness.models.cache import ResponseCache, cache_key
 from harness.models.endpoint import Endpoint
 from harness.models.instructor_speedups import memoise_async_validator_check
 from harness.models.prices import PriceTable
-from harness.models.request import ModelRequest
+from harness.models.request import ModelRequest, PromptCache
 from harness.models.retry import (
     ErrorContext,
     RetryPolicy,
@@ -77,23 +77,32 @@ class ModelServices:
 class _Tally:
     """Requests, tokens and cost of one call, summed over its requests."""
 
-    __slots__ = ("cost_usd", "input_tokens", "output_tokens", "requests")
+    __slots__ = ("cache_read_tokens", "cache_saved_usd", "cache_write_tokens", "cost_usd",
+                 "input_tokens", "output_tokens", "requests")
 
     def __init__(self) -> None:
         self.requests = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.cache_read_tokens = 0
+        self.cache_write_tokens = 0
+        self.cache_saved_usd = 0.0
         self.cost_usd: float | None = 0.0
 
-    def add(self, input_tokens: int, output_tokens: int, cost: float | None) -> None:
+    def add(self, usage: Usage, cost: float | None, cache_saved_usd: float) -> None:
         self.requests += 1
-        self.input_tokens += input_tokens
-        self.output_tokens += output_tokens
+        self.cache_saved_usd += cache_saved_usd
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cache_read_tokens += usage.cache_read_tokens
+        self.cache_write_tokens += usage.cache_write_tokens
         self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
 
     @property
     def usage(self) -> Usage:
-        return Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens)
+        return Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens,
+                     cache_read_tokens=self.cache_read_tokens,
+                     cache_write_tokens=self.cache_write_tokens)
 
 
 @lru_cache(maxsize=256)
@@ -164,6 +173,12 @@ class RemoteChatModel(ChatModel):
                             params: GenerationParams) -> dict[str, Any]:
         """Keyword arguments for a structured request (instructor adds the schema)."""
 
+    def _mark_prompt_cache(self, body: dict[str, Any], plan: PromptCache) -> dict[str, Any]:
+        """``body`` with what ``plan`` says will recur marked for the provider's prompt cache.
+        The default marks nothing: OpenAI's and Gemini's caches find a repeated prefix on
+        their own (the prompts put what repeats first, for them)."""
+        return body
+
     def _patch_for_instructor(self, send: Callable[..., Any]) -> Callable[..., Any]:
         """Wrap ``send`` with instructor's structured-output handling for this format. Only
         :meth:`_structured_value`'s default calls it: a provider with a structured loop of
@@ -172,9 +187,9 @@ class RemoteChatModel(ChatModel):
                         "_structured_value of its own")
 
     @abstractmethod
-    def _usage(self, raw: Any) -> tuple[int, int]:
-        """``(input_tokens, output_tokens)`` of a reply; raises :class:`TransientFailure`
-        when the reply is not usable."""
+    def _usage(self, raw: Any) -> Usage:
+        """The tokens of a reply (prompt-cache reads and writes included); raises
+        :class:`TransientFailure` when the reply is not usable."""
 
     @abstractmethod
     def _parse_chat(self, raw: Any) -> tuple[Message, str | None]:
@@ -209,8 +224,9 @@ class RemoteChatModel(ChatModel):
             _check_tool_choice(tools, tool_choice, self.label)
             self.endpoint.require_key(self.label)
             ledger.begin_call()
-            raw = await self._send(self._chat_request(messages, tools, tool_choice, params),
-                                   role, tally)
+            body = self._mark_prompt_cache(
+                self._chat_request(messages, tools, tool_choice, params), request.prompt_cache)
+            raw = await self._send(body, role, tally)
             message, finish_reason = self._parse_chat(raw)
         except ModelError:
             ledger.record_error(role, self.label, time.perf_counter() - started)
@@ -225,7 +241,8 @@ class RemoteChatModel(ChatModel):
                 "cost_usd": tally.cost_usd,
             })
         return ChatResponse(message=message, finish_reason=finish_reason, usage=tally.usage,
-                            model=self.label, latency_s=latency, cost_usd=tally.cost_usd)
+                            model=self.label, latency_s=latency, cost_usd=tally.cost_usd,
+                            prompt_cache_saved_usd=tally.cache_saved_usd)
 
     async def structured(
         self, request: ModelRequest, response_model: type[T]
@@ -256,7 +273,7 @@ class RemoteChatModel(ChatModel):
             self.endpoint.require_key(self.label)
             ledger.begin_call()
             value = await self._structured_value(messages, response_model, params,
-                                                 request.max_reasks)
+                                                 request.max_reasks, request.prompt_cache)
         except ModelError:
             ledger.record_error(role, self.label, time.perf_counter() - started)
             raise
@@ -274,6 +291,7 @@ class RemoteChatModel(ChatModel):
         return StructuredResponse[response_model](  # type: ignore[valid-type]
             value=value, usage=tally.usage, model=self.label, latency_s=latency,
             cost_usd=tally.cost_usd, attempts=tally.requests,
+            prompt_cache_saved_usd=tally.cache_saved_usd,
         )
 
     # --- pieces ---------------------------------------------------------------------------
@@ -316,7 +334,7 @@ class RemoteChatModel(ChatModel):
                 async with asyncio.timeout(timeout_s):
                     raw = await create_function(client)(**request)
                 endpoint.answered = True
-                input_tokens, output_tokens = self._usage(raw)
+                usage = self._usage(raw)
             except TransientFailure:
                 ledger.record_failed_request(role, label)
                 raise
@@ -332,9 +350,16 @@ class RemoteChatModel(ChatModel):
                 raise failure from None
             finally:
                 endpoint.release()
-            cost = prices.cost(label, input_tokens, output_tokens)
-            ledger.record_request(role, label, input_tokens, output_tokens, cost)
-            tally.add(input_tokens, output_tokens, cost)
+            price = prices.lookup(label)
+            cost, saved = (None, 0.0) if price is None else (
+                price.cost(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
+                           usage.cache_write_tokens),
+                price.cache_saving(usage.cache_read_tokens, usage.cache_write_tokens))
+            ledger.record_request(
+                role, label, usage.input_tokens, usage.output_tokens, cost,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens, cache_saved_usd=saved)
+            tally.add(usage, cost, saved)
             return raw
 
         return await self.services.retry.run(attempt, model=label)
@@ -345,19 +370,23 @@ class RemoteChatModel(ChatModel):
         return await self._send(request, role, tally)
 
     async def _structured_value(self, messages: Sequence[Message], response_model: type[T],
-                                params: GenerationParams, max_reasks: int) -> T:
+                                params: GenerationParams, max_reasks: int,
+                                prompt_cache: PromptCache) -> T:
         """The validated answer of a structured call, re-asked up to ``max_reasks`` times:
         instructor's loop around :meth:`_send_in_call` (a provider may have its own)."""
-        return await self._run_instructor(messages, response_model, params, max_reasks)
+        return await self._run_instructor(messages, response_model, params, max_reasks,
+                                          prompt_cache)
 
     async def _run_instructor(self, messages: Sequence[Message], response_model: type[T],
-                              params: GenerationParams, max_reasks: int) -> T:
+                              params: GenerationParams, max_reasks: int,
+                              prompt_cache: PromptCache) -> T:
         from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
 
         if self._instructor_create is None:
             memoise_async_validator_check()
             self._instructor_create = self._patch_for_instructor(self._send_in_call)
-        request = self._structured_request(messages, params)
+        request = self._mark_prompt_cache(self._structured_request(messages, params),
+                                          prompt_cache)
         name = getattr(response_model, "__name__", "the response model")
         try:
             value = await self._instructor_create(

@@ -11,10 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from harness.models.types import GenerationParams, Message, Role, ToolChoice, ToolSpec
 
 DEFAULT_PARAMS = GenerationParams()
+
+PromptCache = Literal["conversation", "system", "off"]
+"""What of a request will be sent again, so a provider's prompt cache should keep it:
+``conversation`` the whole prompt (the agent's conversation, which grows by a turn, or a
+judge prompt asked for several samples), ``system`` only the tools and system prompt (the
+default: a one-off judge prompt, whose rubric recurs for every transcript; the simulator,
+whose profile recurs every turn), ``off`` nothing. A mark on what is not sent again costs:
+Anthropic charges a quarter more for what it stores. Only a provider with an
+explicit cache (Anthropic's ``cache_control``) acts on it; it changes neither the answer nor
+the response cache's key."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +38,8 @@ class ModelRequest:
     defaults); ``sample_index`` which repeated sample this is (part of the cache key, so epoch
     3 is not a copy of epoch 1, and the same sample replays); ``max_reasks`` how often a
     structured answer that fails validation is asked for again (structured only; not part of
-    the cache key, as it does not change a valid answer).
+    the cache key, as it does not change a valid answer); ``prompt_cache`` what of it a
+    provider's prompt cache should keep (:data:`PromptCache`; not part of the key either).
     """
 
     messages: Sequence[Message]
@@ -37,6 +49,7 @@ class ModelRequest:
     params: GenerationParams | None = None
     sample_index: int = 0
     max_reasks: int = 2
+    prompt_cache: PromptCache = "system"
 
     @property
     def generation_params(self) -> GenerationParams:

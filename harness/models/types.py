@@ -134,14 +134,22 @@ class GenerationParams(_Frozen):
 
 
 class Usage(_Frozen):
+    """Tokens of one request or call. ``input_tokens`` counts every input token, those the
+    provider's prompt cache served (``cache_read_tokens``) or stored (``cache_write_tokens``)
+    included, so it means the same for every provider (Anthropic reports the three apart,
+    OpenAI and Gemini the cached part of the total)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 class ChatResponse(_Frozen):
     """What a chat call returns: the assistant message plus accounting.
 
-    ``cost_usd`` is ``None`` when the model has no entry in the price table.
+    ``cost_usd`` is ``None`` when the model has no entry in the price table;
+    ``prompt_cache_saved_usd`` is what the provider's prompt cache took off it.
     ``cached`` is true when the answer came from the response cache (no request was made).
     """
 
@@ -151,6 +159,7 @@ class ChatResponse(_Frozen):
     model: str
     latency_s: float = 0.0
     cost_usd: float | None = None
+    prompt_cache_saved_usd: float = 0.0
     cached: bool = False
 
 
@@ -160,7 +169,8 @@ T = TypeVar("T", bound=BaseModel)
 class StructuredResponse(BaseModel, Generic[T]):
     """What a structured call returns: the validated object plus accounting.
 
-    ``attempts`` counts requests made (1 = valid on the first try; more = re-asked).
+    ``attempts`` counts requests made (1 = valid on the first try; more = re-asked); the
+    rest as for :class:`ChatResponse`.
     """
 
     value: T
@@ -168,5 +178,6 @@ class StructuredResponse(BaseModel, Generic[T]):
     model: str
     latency_s: float = 0.0
     cost_usd: float | None = None
+    prompt_cache_saved_usd: float = 0.0
     cached: bool = False
     attempts: int = 1

@@ -10,7 +10,12 @@ Vocabulary:
   a cached call charges nothing and adds its stored cost to ``saved_cost_usd`` instead;
 - ``errors`` counts calls that raised (after retries, or at once for configuration errors);
 - ``unpriced_requests`` counts answered requests to a model with no price, so a total cost
-  is never silently understated.
+  is never silently understated;
+- the **prompt cache** is the provider's (Anthropic's ``cache_control``, OpenAI's and
+  Gemini's automatic prefix caches), not ours: ``prompt_cache_read_tokens`` and
+  ``prompt_cache_write_tokens`` are the parts of ``input_tokens`` it served and stored, and
+  ``prompt_cache_saved_usd`` what it saved against the input price (writes that cost more
+  than the input price count against it).
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ class UsageStats:
     cost_usd: float = 0.0
     saved_cost_usd: float = 0.0
     unpriced_requests: int = 0
+    prompt_cache_read_tokens: int = 0
+    prompt_cache_write_tokens: int = 0
+    prompt_cache_saved_usd: float = 0.0
 
     @property
     def uncached_calls(self) -> int:
@@ -135,12 +143,17 @@ class UsageLedger:
     # --- recording (called by the model layer) --------------------------------------------
 
     def record_request(self, role: Role, model: str, input_tokens: int, output_tokens: int,
-                       cost_usd: float | None) -> None:
-        """One answered HTTP request (or one mock answer)."""
+                       cost_usd: float | None, *, cache_read_tokens: int = 0,
+                       cache_write_tokens: int = 0, cache_saved_usd: float = 0.0) -> None:
+        """One answered HTTP request (or one mock answer); the prompt-cache counts are parts
+        of ``input_tokens``."""
         for stats in (self._slice(role, model), self.total):
             stats.requests += 1
             stats.input_tokens += input_tokens
             stats.output_tokens += output_tokens
+            stats.prompt_cache_read_tokens += cache_read_tokens
+            stats.prompt_cache_write_tokens += cache_write_tokens
+            stats.prompt_cache_saved_usd += cache_saved_usd
             if cost_usd is None:
                 stats.unpriced_requests += 1
             else:

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.safe_text import visible_controls
+from harness.transcript import UsageTotals
 
 ELLIPSIS = "…"
 
@@ -127,3 +128,11 @@ def widen_for_identifiers(table: Table, column: int = 0, limit: int = 30) -> Non
              for word in cell.text.split(" ")]
     if words:
         col.width = min(max(max(words), cell_len(str(col.header))), limit)
+
+
+def prompt_cache_share(usage: UsageTotals) -> str:
+    """The share of a role's input tokens its provider's prompt cache served, as a percent
+    (``—`` with no input)."""
+    if not usage.input_tokens:
+        return "—"
+    return f"{100 * usage.prompt_cache_read_tokens / usage.input_tokens:.0f}%"

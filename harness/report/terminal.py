@@ -13,7 +13,14 @@ from rich.console import Console, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 
-from harness.report.formatting import fmt_ci, fmt_num, fmt_p, ident, make_table
+from harness.report.formatting import (
+    fmt_ci,
+    fmt_num,
+    fmt_p,
+    ident,
+    make_table,
+    prompt_cache_share,
+)
 from harness.safe_text import terminal_text
 from harness.wording import plural
 
@@ -379,14 +386,19 @@ def _usage(usage: RunUsage, console: Console) -> None:
     if not usage.by_role:  # no model answered (a run stopped before its first call): no table
         return
     table = make_table("Model usage", "role", "calls", "cached", "input tokens", "output tokens",
-                   "cost (USD)")
+                       "cost (USD)")
     for role, u in usage.by_role.items():
         table.add_row(terminal_text(role), str(u.calls), str(u.cached_calls),
                       str(u.input_tokens), str(u.output_tokens), f"{u.cost_usd:.4f}")
+    notes = [f"{terminal_text(role)}: {prompt_cache_share(u)} of input tokens from the "
+             f"provider's prompt cache, ${u.prompt_cache_saved_usd:.4f} saved"
+             for role, u in usage.by_role.items()
+             if u.prompt_cache_read_tokens or u.prompt_cache_write_tokens]
     if usage.unpriced_calls:
-        table.caption = (f"{plural(usage.unpriced_calls, 'call')} to models with no price "
-                         "entry " + ("is" if usage.unpriced_calls == 1 else "are")
-                         + " not in the cost")
+        notes.append(f"{plural(usage.unpriced_calls, 'call')} to models with no price entry "
+                     + ("is" if usage.unpriced_calls == 1 else "are") + " not in the cost")
+    if notes:
+        table.caption = "\n".join(notes)
     console.print(table)
 
 

@@ -114,6 +114,8 @@ class ModelAgent(Agent):
                 response = await self.model.chat(ModelRequest(
                     [*system, *conversation, *out.messages], "agent", tools=tools,
                     params=self.params, sample_index=self.sample_index,
+                    # the next step's request, and the next turn's, begin with all of this
+                    prompt_cache="conversation",
                 ))
             except ModelError as err:
                 out.stop_reason = "agent_error"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harness.models.schema_example import example_from_schema
+from harness.testing.prompt_cache import CacheUse
 
 Api = Literal["openai", "anthropic", "gemini"]
 ReplyKind = Literal["text", "tool_calls", "json", "status", "slow", "malformed"]
@@ -274,9 +275,11 @@ def auto_reply(request: RecordedRequest) -> Reply:
     return Reply.text_reply(f"auto reply to: {_last_user_text(request)[:80]}")
 
 
-def render(reply: Reply, request: RecordedRequest) -> Rendered:
+def render(reply: Reply, request: RecordedRequest, cache: CacheUse | None = None) -> Rendered:
     """Write ``reply`` as the body ``request``'s API expects. ``slow`` replies are rendered
-    by the server (it waits first), so they are not accepted here."""
+    by the server (it waits first), so they are not accepted here. With ``cache`` (the
+    server plays the providers' prompt caches), the input is counted over the whole prompt
+    and the usage says what the cache read and wrote, in each API's own fields."""
     if reply.kind == "status":
         return _render_error(reply, request.api)
     if reply.kind == "malformed":
@@ -295,7 +298,7 @@ def render(reply: Reply, request: RecordedRequest) -> Rendered:
         else:
             text = payload
     in_tokens, out_tokens = reply.usage or (
-        estimate_tokens(request.messages),
+        cache.input_tokens if cache is not None else estimate_tokens(request.messages),
         estimate_tokens(text) + sum(estimate_tokens(args) for _, args in calls),
     )
     if request.api == "openai":
@@ -304,7 +307,24 @@ def render(reply: Reply, request: RecordedRequest) -> Rendered:
         body = _gemini_body(request, text, calls, in_tokens, out_tokens, reply.finish_reason)
     else:
         body = _anthropic_body(request, text, calls, in_tokens, out_tokens, reply.finish_reason)
+    if cache is not None and reply.usage is None:
+        _count_cache(body, request.api, cache)
     return Rendered(200, json.dumps(body).encode(), {"Content-Type": "application/json"})
+
+
+def _count_cache(body: dict[str, Any], api: Api, cache: CacheUse) -> None:
+    """Put what the prompt cache read and wrote into ``body``'s usage, as ``api`` reports it:
+    Anthropic's ``input_tokens`` leaves both out, OpenAI and Gemini count the cached part
+    inside the prompt."""
+    if api == "anthropic":
+        usage = body["usage"]
+        usage["input_tokens"] = max(0, usage["input_tokens"] - cache.read - cache.written)
+        usage["cache_read_input_tokens"] = cache.read
+        usage["cache_creation_input_tokens"] = cache.written
+    elif api == "openai":
+        body["usage"]["prompt_tokens_details"] = {"cached_tokens": cache.read}
+    else:
+        body["usageMetadata"]["cachedContentTokenCount"] = cache.read
 
 
 def _openai_body(request: RecordedRequest, text: str,

@@ -8,7 +8,8 @@ binds only to 127.0.0.1 on a free port, and answers from a script: a queue of
 :class:`~harness.testing.replies.Reply` objects, then a function of the request, then the
 auto responder. It injects faults on request (429 with Retry-After, 5xx, slow replies,
 malformed bodies, 401) or at random with a seed, records every request, and tracks how many
-requests are in flight.
+requests are in flight. With ``prompt_cache=True`` it plays the providers' prompt caches
+(:mod:`harness.testing.prompt_cache`), so the usage it sends says what was cached.
 
 In a test::
 
@@ -40,6 +41,7 @@ from aiohttp import web
 from harness.errors import InputError
 from harness.json_values import load_json
 from harness.runs.event_loop import new_event_loop
+from harness.testing.prompt_cache import CacheUse, PromptCacheSimulator
 from harness.testing.replies import Api, RecordedRequest, Rendered, Reply, auto_reply, render
 
 # What aiohttp logs about a request (a client that hung up mid-reply, as the timeout tests make
@@ -95,8 +97,10 @@ class LoopbackServer:
         faults: FaultInjection | None = None,
         record: bool = True,
         port: int = 0,
+        prompt_cache: bool = False,
     ) -> None:
         self.latency = latency
+        self.prompt_cache = PromptCacheSimulator() if prompt_cache else None
         self._responder = responder
         self._faults = faults
         self._rng = random.Random(faults.seed if faults else 0)
@@ -238,8 +242,14 @@ class LoopbackServer:
             self._faults = faults
             self._rng = random.Random(faults.seed if faults else 0)
 
+    def play_prompt_caches(self, on: bool = True) -> None:
+        """Start (with an empty cache) or stop playing the providers' prompt caches."""
+        self.prompt_cache = PromptCacheSimulator() if on else None
+
     def reset(self) -> None:
-        """Forget the queue, the responder, faults, latency, records and counters."""
+        """Forget the queue, the responder, faults, latency, records, counters and the
+        prompt caches (and stop playing them)."""
+        self.prompt_cache = None
         with self._lock:
             self._generation += 1
             self._queue.clear()
@@ -313,17 +323,36 @@ class LoopbackServer:
                 scripted = self._next_reply()
             # The responder is user code: called outside the lock, so it may script the server.
             reply = scripted or self._fallback(recorded)
-            rendered = None if reply.kind == "slow" else render(reply, recorded)
+            cache = self._cache_use(recorded)
+            rendered = None if reply.kind == "slow" else render(reply, recorded, cache)
             if self.latency:
                 await asyncio.sleep(due - asyncio.get_running_loop().time())
             while reply.kind == "slow":  # its delay comes on top of the latency
                 await asyncio.sleep(reply.delay)
                 reply = reply.then or self._fallback(recorded)
-            return _json_response(rendered or render(reply, recorded))
+            rendered = rendered or render(reply, recorded, cache)
+            if cache is not None and rendered.status == 200:
+                cache.commit()  # readable from now on, as on the real services
+            return _json_response(rendered)
         finally:
             with self._lock:
                 if generation == self._generation:
                     self._in_flight -= 1
+
+    def _cache_use(self, request: RecordedRequest) -> CacheUse | None:
+        """What the provider's prompt cache does for ``request`` (``None`` unless the server
+        plays prompt caches)."""
+        if self.prompt_cache is None:
+            return None
+        body = request.body
+        if request.api == "anthropic":
+            return self.prompt_cache.explicit(request.model, body)
+        if request.api == "openai":
+            return self.prompt_cache.automatic(
+                request.model, {"tools": body.get("tools"), "messages": body.get("messages")})
+        return self.prompt_cache.automatic(request.model, {
+            "tools": body.get("tools"), "system": body.get("systemInstruction"),
+            "contents": body.get("contents")})
 
     def _next_reply(self) -> Reply | None:
         """A random fault, else the head of the queue, else ``None``. Caller holds the lock."""
@@ -381,13 +410,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rate-timeout", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--record", action="store_true", help="keep request bodies in memory")
+    parser.add_argument("--prompt-cache", action="store_true",
+                        help="play the providers' prompt caches (cached tokens in usage)")
     args = parser.parse_args(argv)
     faults = None
     if args.rate_429 or args.rate_500 or args.rate_timeout:
         faults = FaultInjection(rate_429=args.rate_429, rate_500=args.rate_500,
                                 rate_timeout=args.rate_timeout, seed=args.seed)
     server = LoopbackServer(latency=args.latency, faults=faults, record=args.record,
-                            port=args.port).start()
+                            port=args.port, prompt_cache=args.prompt_cache).start()
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())

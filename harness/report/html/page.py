@@ -29,7 +29,7 @@ import jinja2
 from markupsafe import Markup
 
 from harness.files import write_text_atomic
-from harness.report.formatting import fmt_ci, fmt_num, fmt_p, fmt_seconds
+from harness.report.formatting import fmt_ci, fmt_num, fmt_p, fmt_seconds, prompt_cache_share
 from harness.safe_text import BIDI_CONTROLS, visible_bidi
 from harness.version import __version__
 from harness.wording import plural
@@ -81,7 +81,8 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(num=fmt_num, pct=fmt_pct, p=fmt_p, seconds=fmt_seconds, usd=fmt_usd)
-    env.globals.update(ci=fmt_ci, plural=plural, harness_version=__version__)
+    env.globals.update(ci=fmt_ci, plural=plural, harness_version=__version__,
+                       prompt_cache_share=prompt_cache_share)
     return env
 
 
