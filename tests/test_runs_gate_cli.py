@@ -26,6 +26,7 @@ from harness.models.types import Message, T
 from harness.runs.api import run_suite
 from harness.runs.config import RunConfig
 from harness.testing.hub import TEST_KEYS
+from harness.testing.replies import Reply
 from harness.testing.server import LoopbackServer
 from tests.helpers.bound_mocks import ContextBound
 
@@ -186,10 +187,14 @@ def test_max_cost_stops_cleanly_and_keeps_what_finished(
         "prices:\n  'openai:loop-agent': {input_per_mtok: 1000, output_per_mtok: 1000}\n")
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEYS["openai"])
     monkeypatch.setenv("OPENAI_BASE_URL", loopback.openai_base_url)
+    # The agent answers at length: about 800 tokens, where the estimate before the run
+    # allows 80 for a reply, so the budget is above the estimate (the run starts) and
+    # reached during the run.
+    loopback.set_responder(lambda request: Reply.text_reply("auto reply " * 300))
     out = tmp_path / "run"
     epochs = 20
-    # One episode = one agent call of some tens of tokens = a few cents at $1000/Mtok.
-    budget = 0.05
+    # One episode = one agent call of some 800 tokens = about $0.8 at $1000/Mtok.
+    budget = 3.0
     done = harness("run", str(suite), "--epochs", str(epochs), "--concurrency", "1",
                    "--cache-mode", "off", "--models-config", str(models),
                    "--max-cost", str(budget), "--out", str(out), "--json")

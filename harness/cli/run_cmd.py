@@ -233,6 +233,13 @@ def run(
     max_calls: Annotated[int | None, typer.Option(
         metavar="N", rich_help_panel=LIMITS_PANEL, help="stop at this many model calls")
     ] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", rich_help_panel=LIMITS_PANEL,
+        help="print the calls, tokens, cost and time the run would take; run nothing")
+    ] = False,
+    estimate_from: Annotated[Path | None, typer.Option(
+        metavar="RUN_DIR", rich_help_panel=LIMITS_PANEL,
+        help="with --dry-run: measure the calls and tokens on this earlier run")] = None,
     episode_timeout: Annotated[float | None, typer.Option(
         metavar="SECONDS", rich_help_panel=LIMITS_PANEL,
         help="time per episode for scenarios without limits.max_seconds; past it the "
@@ -299,6 +306,39 @@ def run(
     from harness.runs.shards import parse_shard
 
     shard_spec = None if shard is None else parse_shard(shard)
+    if estimate_from is not None and not dry_run:
+        raise HarnessError("--estimate-from goes with --dry-run")
+    if dry_run and (resume is not None or panel):
+        raise HarnessError("--dry-run estimates a new run (one simulator); for the rest of a "
+                           "run, pass its directory to --estimate-from")
+
+    def new_config() -> RunConfig:
+        assert paths is not None
+        return _config(
+            paths=paths, select=scenario_filter(tag, exclude_tag, keyword), agent=agent,
+            agent_base_url=agent_base_url,
+            simulator=simulators[0] if len(simulators) == 1 else None,
+            judges=judge or [], no_judge=no_judge, judge_samples=judge_samples,
+            judge_temperature=judge_temperature, judge_aggregation=judge_aggregation,
+            rubric_paths=[str(p) for p in rubrics or []], offline=offline, epochs=epochs,
+            concurrency=concurrency,
+            workers=_workers(workers) if _given(ctx, {"workers"}) or executor != "ray"
+            else "auto",
+            executor=executor, ray_address=ray_address,
+            error_policy="as_failures" if errors_as_failures else "exclude",
+            confidence=confidence, seed=seed, max_cost_usd=max_cost, max_calls=max_calls,
+            episode_timeout_s=episode_timeout,
+            models_config=None if models_config is None else str(models_config),
+            cache_path=None if cache is None else str(cache), cache_mode=cache_mode,
+            adaptive=None if target_ci_width is None else {
+                "target_width": target_ci_width, "pilot_epochs": pilot_epochs,
+                "max_epochs_per_scenario": max_epochs},
+            shard=shard_spec,
+        )
+
+    if dry_run:
+        _dry_run(new_config(), estimate_from, as_json=as_json, min_pass_rate=min_pass_rate)
+        return
     from harness.runs.api import resume_run, run_suite
 
     progress = RunProgress(ERR)
@@ -329,28 +369,7 @@ def run(
                               tune_collector=True,
                               rerun_simulator_faults=rerun_simulator_faults)
         else:
-            assert paths is not None
-            config = _config(
-                paths=paths, select=scenario_filter(tag, exclude_tag, keyword), agent=agent,
-                agent_base_url=agent_base_url,
-                simulator=simulators[0] if len(simulators) == 1 else None,
-                judges=judge or [], no_judge=no_judge, judge_samples=judge_samples,
-                judge_temperature=judge_temperature, judge_aggregation=judge_aggregation,
-                rubric_paths=[str(p) for p in rubrics or []], offline=offline, epochs=epochs,
-                concurrency=concurrency,
-                workers=_workers(workers) if _given(ctx, {"workers"}) or executor != "ray"
-                else "auto",
-                executor=executor, ray_address=ray_address,
-                error_policy="as_failures" if errors_as_failures else "exclude",
-                confidence=confidence, seed=seed, max_cost_usd=max_cost, max_calls=max_calls,
-                episode_timeout_s=episode_timeout,
-                models_config=None if models_config is None else str(models_config),
-                cache_path=None if cache is None else str(cache), cache_mode=cache_mode,
-                adaptive=None if target_ci_width is None else {
-                    "target_width": target_ci_width, "pilot_epochs": pilot_epochs,
-                    "max_epochs_per_scenario": max_epochs},
-                shard=shard_spec,
-            )
+            config = new_config()
             if panel:
                 from harness.cli.run_panel import run_panel, start_panel
 
@@ -368,6 +387,24 @@ def run(
         finish_run(result.run_dir, result.summary, as_json=as_json,
                    min_pass_rate=min_pass_rate, min_score=min_score, gate_on=gate_on,
                    labels=labels)
+
+
+def _dry_run(config: RunConfig, measured_from: Path | None, *, as_json: bool,
+             min_pass_rate: float | None) -> None:
+    """``--dry-run``: the estimate, printed (``--json``: as JSON); nothing is written."""
+    from harness.report.cost_terminal import render_estimate
+    from harness.runs.api import estimate_cost
+    from harness.runs.store import StoreError
+
+    try:
+        estimate = estimate_cost(config, measured_from=measured_from,
+                                 min_pass_rate=min_pass_rate)
+    except StoreError as err:
+        raise HarnessError(f"--estimate-from {measured_from}: {err}") from None
+    if as_json:
+        typer.echo(estimate.model_dump_json(indent=2))
+        return
+    render_estimate(estimate, terminal_console())
 
 
 def _is_panel(run_dir: Path) -> bool:

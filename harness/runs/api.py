@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.errors import InputError
 from harness.models.hub import ModelHub
+from harness.models.prices import PriceTable
 from harness.runs.config import RESUMABLE_FIELDS, RunConfig
+from harness.runs.cost_estimate import CostEstimate, estimate_run, gate_design, measure
 from harness.runs.engine import (
     Executor,
     InProcessExecutor,
@@ -105,6 +108,7 @@ async def run_suite(
     hub = ModelHub(models_config_for(config))
     try:
         Runner.preflight(config, suite, hub)
+        refuse_over_budget(config, suite, hub.prices)
         store = RunStore.create(run_dir, {"run": config.model_dump(mode="json")})
     except BaseException:
         hub.close()
@@ -112,6 +116,47 @@ async def run_suite(
     return await _execute(config, suite, store, hub, run_dir, on_start=on_start,
                           on_sample=on_sample, tune_collector=tune_collector,
                           rerun_simulator_faults=rerun_simulator_faults)
+
+
+def estimate_cost(config: RunConfig, *, measured_from: Path | None = None,
+                  min_pass_rate: float | None = None) -> CostEstimate:
+    """What :func:`run_suite` with ``config`` would call and cost (``harness run
+    --dry-run``), with no model called and nothing written: from the scenarios, or from the
+    samples of the run in ``measured_from`` where it has them
+    (:mod:`~harness.runs.cost_estimate`). With ``min_pass_rate``, also what a gate on the
+    pass rate's lower bound needs (its variance measured on ``measured_from``). Raises what
+    :func:`run_suite` raises for bad input, and :class:`~harness.runs.store.StoreError` for
+    a ``measured_from`` that is not a readable run."""
+    config = resolve_settings(config)
+    suite = Suite.load(config.design)
+    models = models_config_for(config)
+    measured = measure(measured_from) if measured_from is not None else None
+    estimate = estimate_run(config, list(suite.scenarios.values()), suite.rubrics,
+                            PriceTable(models.prices), measured=measured,
+                            concurrency=config.execution.concurrency)
+    if min_pass_rate is not None:
+        estimate.decision = gate_design(estimate, measured, list(suite.scenarios),
+                                        min_pass_rate=min_pass_rate,
+                                        confidence=config.design.confidence)
+    return estimate
+
+
+def refuse_over_budget(config: RunConfig, suite: Suite, prices: PriceTable) -> None:
+    """``--max-cost`` before the first call: raise :class:`~harness.errors.InputError`
+    (``--max-cost``) when the run's estimated cost, with the providers' prompt caches,
+    exceeds it. A run whose models have no price is not refused (its estimate is unknown)."""
+    budget = config.execution.max_cost_usd
+    if budget is None:
+        return
+    estimate = estimate_run(config, list(suite.scenarios.values()), suite.rubrics, prices,
+                            batch=False, concurrency=config.execution.concurrency)
+    cost = estimate.cost_with_cache_usd
+    if cost is not None and cost > budget:
+        raise InputError("--max-cost", None, (
+            f"the run is estimated at ${cost:.4f} ({plural(estimate.samples, 'sample')}, "
+            f"estimated from the scenarios), over the budget of ${budget:.4f}; nothing was "
+            "run. Raise --max-cost, run fewer --epochs or scenarios, or see the estimate "
+            "with --dry-run (--estimate-from RUN_DIR measures it on an earlier run)"))
 
 
 def preflight_run(config: RunConfig) -> RunConfig:

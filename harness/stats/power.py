@@ -273,3 +273,51 @@ def design_for_target(
             within_variance=a.within_variance, alpha=a.alpha, power=a.power, paired=a.paired,
             correlation=a.correlation),
     )
+
+
+def epochs_for_margin(
+    margin: float,
+    *,
+    n_scenarios: int,
+    between_variance: float,
+    within_variance: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> DesignRequirement:
+    """Epochs per scenario for one run's interval to keep a bound ``margin`` away from its
+    mean with probability ``power``: the gate ``lower bound >= threshold`` passes that often
+    when the true mean is ``margin`` above the threshold. One run's mean has variance
+    ``(between + within / K) / C``, so ``K = within / (C (margin / z)^2 - between)`` with
+    ``z = z_{1-alpha/2} + z_power``; when the between part alone is too wide, ``achievable``
+    is false and ``scenarios_needed`` says how many scenarios (at the epochs that keep the
+    within part a tenth of it) would do. A ``margin`` of 0 or less is never achievable: the
+    mean itself is at or below the threshold.
+
+    Raises ``ValueError`` on ``n_scenarios < 1`` or inputs out of range.
+    """
+    _check(alpha, power, 0.0, between_variance, within_variance)
+    if n_scenarios < 1:
+        raise ValueError("n_scenarios must be at least 1")
+    z = _z_sum(alpha, power)
+    base = dict(target_difference=margin, solved_for="epochs", n_scenarios=n_scenarios)
+    if margin <= 0:
+        return DesignRequirement(**base, achievable=False, epochs=None,
+                                 achieved_difference=None,
+                                 reason=f"the measured mean is {-margin:.3g} below the "
+                                        "threshold (or at it): more samples make the gate "
+                                        "fail more surely, not pass")
+    room = n_scenarios * (margin / z) ** 2 - between_variance
+    if room <= 0 or (within_variance > 0 and room <= 1e-15):
+        k_hint = max(1, math.ceil(within_variance / max(0.1 * between_variance, 1e-12)))
+        needed = math.ceil(z * z * (between_variance + within_variance / k_hint)
+                           / margin**2 - 1e-9)
+        return DesignRequirement(
+            **base, achievable=False, epochs=None, achieved_difference=None,
+            scenarios_needed=max(needed, n_scenarios + 1),
+            reason=(f"the spread between scenarios alone keeps the bound "
+                    f"{z * math.sqrt(between_variance / n_scenarios):.3g} from the mean with "
+                    f"{n_scenarios} scenarios, more than the margin {margin:.3g}: about "
+                    f"{max(needed, n_scenarios + 1)} scenarios at {k_hint} epochs would do"))
+    k = 1 if within_variance == 0 else max(1, math.ceil(within_variance / room - 1e-9))
+    achieved = z * math.sqrt((between_variance + within_variance / k) / n_scenarios)
+    return DesignRequirement(**base, achievable=True, epochs=k, achieved_difference=achieved)
