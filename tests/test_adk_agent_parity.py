@@ -1,11 +1,15 @@
 """``harness run`` on the example ADK agent and its eval set gives the same per-case
 ``tool_trajectory_avg_score`` and ``response_match_score`` as ADK's own evaluation
-(``AgentEvaluator``'s path through ``LocalEvalService``) on the same agent, eval set and
+(``LocalEvalService``, which ``adk eval`` and ``AgentEvaluator`` run on) on the same agent, eval set and
 scripted model replies. The replies stray from the eval set on purpose (an extra argument,
 other words) so the scores are not all 1.0.
 
-ADK's evaluation needs ``google-adk[eval]`` (google-cloud-aiplatform's evaluation, rouge-score),
-which the ``adk`` extra does not install: without it the test is skipped, saying so."""
+ADK's side runs on ADK's public evaluation service (``LocalEvalService``, see
+``tests/helpers/adk_eval.py``), which needs the ``adk-eval`` extra; ``.ci/run`` installs it
+and sets ``HARNESS_REQUIRE_ADK_EVAL=1``, so a missing extra fails the test instead of
+skipping it. (``google-adk[eval]`` itself cannot be installed beside this project: its
+``google-cloud-aiplatform[evaluation]`` needs litellm, whose releases all need openai < 3,
+and this project needs openai >= 3.3; docs/adk-vertex.md has the details.)"""
 
 from __future__ import annotations
 
@@ -18,14 +22,10 @@ import pytest
 
 from harness.testing.replies import RecordedRequest, Reply
 from harness.testing.server import LoopbackServer
+from tests.helpers.adk_eval import adk_eval_scores, require_adk_eval
 from tests.helpers.cli import run_cli
 
-pytest.importorskip("google.adk")
-try:
-    import google.adk.evaluation.local_eval_service  # noqa: F401  (what ADK's evaluation needs)
-except ModuleNotFoundError:
-    pytest.skip("ADK's own evaluation needs pip install 'google-adk[eval]'",
-                allow_module_level=True)
+require_adk_eval()
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "adk_agent"
 EVAL_SET = EXAMPLE / "dice.evalset.json"
@@ -69,24 +69,11 @@ def harness_scores(run_dir: Path) -> dict[str, dict[str, float]]:
     return {s["scenario_id"]: {m: s["metrics"][m] for m in METRICS} for s in samples}
 
 
-async def adk_scores() -> dict[str, dict[str, float]]:
+async def adk_scores() -> dict[str, dict[str, float | None]]:
     from dice_agent.agent import root_agent  # type: ignore[import-not-found]
-    from google.adk.evaluation.agent_evaluator import AgentEvaluator
-    from google.adk.evaluation.eval_config import EvalConfig, get_eval_metrics_from_config
-    from google.adk.evaluation.eval_set import EvalSet
-    from google.adk.evaluation.simulation.user_simulator_provider import UserSimulatorProvider
 
-    config = EvalConfig.model_validate_json((EXAMPLE / "test_config.json").read_text())
-    results = await AgentEvaluator._get_eval_results_by_eval_id(
-        agent_for_eval=root_agent,
-        eval_set=EvalSet.model_validate_json(EVAL_SET.read_text()),
-        eval_metrics=get_eval_metrics_from_config(config),
-        num_runs=1,
-        user_simulator_provider=UserSimulatorProvider(user_simulator_config=None),
-        app_name="dice_agent",
-    )
-    return {eval_id: {r.metric_name: r.score for r in case.overall_eval_metric_results}
-            for eval_id, (case,) in results.items()}
+    return await adk_eval_scores(root_agent, EVAL_SET, EXAMPLE / "test_config.json",
+                                 app_name="dice_agent")
 
 
 def test_harness_run_and_adk_give_the_same_per_case_scores(adk_env: LoopbackServer,

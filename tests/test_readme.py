@@ -23,7 +23,7 @@ def test_readme_opens_with_the_two_set_up_commands_and_ci_runs_the_test_one() ->
     commands = [b.strip() for b in re.findall(r"```bash\n(.*?)```", setup, flags=re.S)]
     assert commands == [
         "python -m pip install -e . && harness demo",
-        "python -m pip install -e '.[test,adk,ray]' && python -m pytest",
+        "python -m pip install -e '.[test,adk,adk-eval,ray]' && python -m pytest",
     ]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert commands[1] in ci, ".ci/run must run exactly the README's test command"
