@@ -1,8 +1,8 @@
 """``harness run`` on the example ADK agent and its eval set gives the same per-case
 ``tool_trajectory_avg_score`` and ``response_match_score`` as ADK's own evaluation
-(``LocalEvalService``, which ``adk eval`` and ``AgentEvaluator`` run on) on the same agent, eval set and
-scripted model replies. The replies stray from the eval set on purpose (an extra argument,
-other words) so the scores are not all 1.0.
+(``LocalEvalService``, which ``adk eval`` and ``AgentEvaluator`` run on) on the same agent,
+eval set and scripted model replies. The replies stray from the eval set on purpose (an
+extra argument, other words) so the scores are not all 1.0.
 
 ADK's side runs on ADK's public evaluation service (``LocalEvalService``, see
 ``tests/helpers/adk_eval.py``), which needs the ``adk-eval`` extra; ``.ci/run`` installs it
