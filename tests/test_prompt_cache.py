@@ -15,10 +15,9 @@ import pytest
 from harness.judging.judge import JudgeSettings, judge_transcript
 from harness.judging.rubric import load_rubrics
 from harness.models.anthropic_provider import EPHEMERAL, mark_prompt_cache
-from harness.models.cache import cache_key
 from harness.models.prices import DEFAULT_PRICES, Price
 from harness.models.request import ModelRequest
-from harness.models.types import GenerationParams, Message
+from harness.models.types import Message
 from harness.testing.prompt_cache import MIN_TOKENS, PromptCacheSimulator
 from harness.testing.server import LoopbackServer
 from harness.transcript import transcript_from_anthropic, transcript_from_openai
@@ -92,13 +91,19 @@ def test_anthropic_marks_where_the_plan_says_the_prompt_recurs() -> None:
         "content"][0]
 
 
-def test_the_marks_leave_the_response_cache_key_alone() -> None:
+async def test_the_marks_leave_the_response_cache_key_alone(
+    loopback: LoopbackServer, make_hub: Any, tmp_path: Path
+) -> None:
+    """The same call asked with another plan is answered from the response cache: the
+    marks change the request body, not what the call means."""
+    hub = make_hub(cache_path=tmp_path / "cache.sqlite")
+    model = hub.get("anthropic:claude-sonnet-4-5")
     messages = [Message(role="system", content="s"), Message(role="user", content="u")]
-    keys = {cache_key(kind="chat", provider="anthropic", model="m", base_url=None,
-                      messages=ModelRequest(messages, "judge", prompt_cache=plan).messages,
-                      params=GenerationParams(), sample_index=0)
-            for plan in ("off", "system", "conversation")}
-    assert len(keys) == 1
+    answers = [await model.chat(ModelRequest(messages, "agent", prompt_cache=plan))
+               for plan in ("conversation", "system", "off")]
+    assert [a.cached for a in answers] == [False, True, True]
+    assert loopback.request_count == 1
+    assert "cache_control" in json.dumps(loopback.requests[0].body)
 
 
 def test_a_marked_system_prompt_imports_as_its_text() -> None:
@@ -199,7 +204,7 @@ async def test_a_one_sample_judge_marks_only_its_rubric(loopback: LoopbackServer
                for block in m["content"])
 
 
-def test_run_report_shows_the_prompt_cache_per_role(tmp_path: Path) -> None:
+def test_run_report_shows_the_prompt_cache_per_role() -> None:
     from rich.console import Console
 
     from harness.report.terminal import _usage

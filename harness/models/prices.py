@@ -122,13 +122,10 @@ class PriceTable:
         self._memo[model] = price
         return price
 
-    def cost(self, model: str, input_tokens: int, output_tokens: int,
-             cache_read_tokens: int = 0, cache_write_tokens: int = 0) -> float | None:
-        """USD for these tokens (see :meth:`Price.cost`), or ``None`` when the model has no
-        price."""
+    def cost(self, model: str, input_tokens: int, output_tokens: int) -> float | None:
+        """USD for these tokens, or ``None`` when the model has no price."""
         price = self.lookup(model)
-        return None if price is None else price.cost(input_tokens, output_tokens,
-                                                     cache_read_tokens, cache_write_tokens)
+        return None if price is None else price.cost(input_tokens, output_tokens)
 
     def entries(self) -> dict[str, Price]:
         return dict(self._prices)

@@ -16,6 +16,10 @@ def _usd(value: float | None) -> str:
     return "—" if value is None else f"{value:.4f}"
 
 
+def _dollars(value: float | None) -> str:
+    return "an unknown cost" if value is None else f"${value:.4f}"
+
+
 def render_estimate(estimate: CostEstimate, console: Console) -> None:
     """Print the estimate's table and the lines under it (fits 80 columns)."""
     table = make_table(
@@ -55,8 +59,8 @@ def render_estimate(estimate: CostEstimate, console: Console) -> None:
         console.print(
             f"decision: {terminal_text(decision.decision)} needs {decision.epochs} "
             f"epoch{'s' * (decision.epochs != 1)} of {plural(decision.n_scenarios, 'scenario')}"
-            f" ({plural(decision.samples or 0, 'sample')}): ${_usd(decision.cost_usd)} at "
-            f"list price, ${_usd(decision.cost_with_batch_and_cache_usd)} cached + batch")
+            f" ({plural(decision.samples or 0, 'sample')}): {_dollars(decision.cost_usd)} at "
+            f"list price, {_dollars(decision.cost_with_batch_and_cache_usd)} cached + batch")
     else:
         console.print(f"decision: {terminal_text(decision.decision)}: "
                       f"{terminal_text(decision.reason or 'not reachable')}")

@@ -5,15 +5,15 @@ will take, and what the decision the user asked for (a pass-rate gate) needs and
 
 Two sources, per scenario:
 
-- **measured**: a previous run of the same scenarios (``--estimate-from RUN_DIR``, or the run
-  being resumed) stored every sample's calls and tokens per role; the estimate is their mean
+- **measured**: a previous run of the same scenarios (``--estimate-from RUN_DIR``) stored
+  every sample's calls and tokens per role; the estimate is their mean
   per sample, priced for this run's models. Its pass rates give the variance a gate needs.
 - **estimated** from the scenario itself, when no run has it: the user turns (a script's
   length; a plan's steps plus one, else three, within ``max_user_turns``), one agent step per
   turn and per expected tool call, the text the scenario and its tools hold, and the judge
   prompts rendered for real, with fixed allowances for what only the models will write
-  (:data:`ALLOWANCE`). A heuristic, stated as such; docs/costs.md gives its error on the
-  example suite.
+  (:data:`ALLOWANCE`). A heuristic, stated as such; docs/models.md gives its error on the
+  example suite (``benchmarks/cost_estimate.py``).
 
 Nothing here calls a model or writes a file.
 """
@@ -24,7 +24,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
 
@@ -84,9 +84,8 @@ class Shape:
     latency_s: float = 0.0  # summed over the sample's calls
 
     def add(self, other: Shape, weight: float = 1.0) -> None:
-        for name in ("calls", "input_tokens", "output_tokens", "cache_read_tokens",
-                     "cache_write_tokens", "latency_s"):
-            setattr(self, name, getattr(self, name) + weight * getattr(other, name))
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + weight * getattr(other, f.name))
 
 
 SampleShape = dict[Role, Shape]
@@ -169,7 +168,7 @@ def estimate_shape(scenario: Scenario, judges: Sequence[tuple[Rubric, JudgeSetti
                    n_judges: int) -> SampleShape:
     """A sample of ``scenario`` estimated from its text (see the module docstring)."""
     turns = user_turns(scenario)
-    expected_calls = len(getattr(scenario.expectations, "tool_calls", None) or [])
+    expected_calls = len(scenario.expectations.tool_calls or [])
     script = scenario.user.script or []
     user_text = [tokens(t) for t in script[:turns]] or [ALLOWANCE["user_message"]] * turns
     # what the agent is sent of the tools: names, descriptions, argument schemas
@@ -233,7 +232,9 @@ def _judge_shape(scenario: Scenario, judges: Sequence[tuple[Rubric, JudgeSetting
             shape.cache_read_tokens += reads * whole
             shape.cache_write_tokens += (asks // settings.samples) * whole
         elif instructions >= MIN_CACHED_PREFIX:
-            shape.cache_write_tokens += instructions  # the rubric, once per run at least
+            # the rubric recurs for every transcript: stored by the run's first ask, read by
+            # the others (one write per run is too small to count)
+            shape.cache_read_tokens += asks * instructions
     return shape
 
 
@@ -347,11 +348,8 @@ def role_models(config: RunConfig, scenarios: Sequence[Scenario]) -> dict[Role, 
 def estimate_run(config: RunConfig, scenarios: Sequence[Scenario],
                  rubrics: Mapping[str, Rubric], prices: PriceTable, *,
                  measured: Measured | None = None, batch: bool = True,
-                 concurrency: int | None = None,
-                 rate_limits: Mapping[str, tuple[float | None, float | None]] | None = None,
-                 ) -> CostEstimate:
-    """The estimate for ``config`` over ``scenarios`` (see the module docstring).
-    ``rate_limits`` maps a model name to its ``(requests_per_minute, tokens_per_minute)``."""
+                 concurrency: int | None = None) -> CostEstimate:
+    """The estimate for ``config`` over ``scenarios`` (see the module docstring)."""
     design = config.design
     epochs = design.epochs
     judge_base = JudgeSettings(temperature=design.judge_temperature)
@@ -381,8 +379,7 @@ def estimate_run(config: RunConfig, scenarios: Sequence[Scenario],
                        and not m.startswith("mock:")})
     samples = len(scenarios) * epochs
     duration, basis = _duration(totals, samples, concurrency or config.execution.concurrency,
-                                measured_ids == len(scenarios) and measured is not None,
-                                pricing, rate_limits or {})
+                                measured_ids == len(scenarios) and measured is not None)
     return CostEstimate(
         scenarios=len(scenarios), epochs=epochs, samples=samples,
         measured_scenarios=measured_ids,
@@ -394,29 +391,17 @@ def estimate_run(config: RunConfig, scenarios: Sequence[Scenario],
     )
 
 
-def _duration(totals: Mapping[Role, Shape], samples: int, concurrency: int, measured: bool,
-              pricing: Pricing, rate_limits: Mapping[str, tuple[float | None, float | None]],
-              ) -> tuple[float, str]:
+def _duration(totals: Mapping[Role, Shape], samples: int, concurrency: int,
+              measured: bool) -> tuple[float, str]:
     """Seconds the run should take: its samples' calls one after another within a sample,
-    ``concurrency`` samples at a time, and no faster than the rate limits allow."""
-    calls = sum(t.calls for t in totals.values())
-    latency = sum(t.latency_s for t in totals.values())
-    if not measured or not latency:
-        latency = calls * DEFAULT_LATENCY_S
+    ``concurrency`` samples at a time."""
     lanes = max(1, min(concurrency, samples))
-    seconds = latency / lanes
-    basis = (f"measured call times, {lanes} samples at a time" if measured and latency
-             else f"{DEFAULT_LATENCY_S:g} s a call, {lanes} samples at a time")
-    for role, t in totals.items():
-        for model in pricing.models.get(role) or []:
-            rpm, tpm = rate_limits.get(model, (None, None))
-            share = 1.0 / len(pricing.models[role])
-            bound = max((t.calls * share / rpm * 60.0) if rpm else 0.0,
-                        ((t.input_tokens + t.output_tokens) * share / tpm * 60.0) if tpm
-                        else 0.0)
-            if bound > seconds:
-                seconds, basis = bound, f"the rate limit of {model}"
-    return seconds, basis
+    latency = sum(t.latency_s for t in totals.values())
+    if measured and latency:
+        return latency / lanes, f"measured call times, {lanes} samples at a time"
+    calls = sum(t.calls for t in totals.values())
+    return (calls * DEFAULT_LATENCY_S / lanes,
+            f"{DEFAULT_LATENCY_S:g} s a call, {lanes} samples at a time")
 
 
 # --- the decision -----------------------------------------------------------------------------
