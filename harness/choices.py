@@ -15,6 +15,10 @@ CacheMode = Literal["read-write", "refresh", "off", "replay"]
 ExecutorName = Literal["local", "ray"]
 """What runs a run's episodes: this machine's processes, or Ray actors (``--executor``)."""
 
+ReaskMode = Literal["live", "batch"]
+"""Where a re-ask of a batched judge answer that failed validation goes: a live request (the
+sample is not held up by a second batch), or the next batch (half the price)."""
+
 GateBasis = Literal["mean", "lower-bound"]
 """Whether the CI gate compares the figure itself or the lower end of its interval."""
 

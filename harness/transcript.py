@@ -46,7 +46,9 @@ class UsageTotals(BaseModel):
     with a known price; ``unpriced_calls`` counts the others so a cost is never silently 0.
     ``prompt_cache_read_tokens`` and ``prompt_cache_write_tokens`` are the parts of
     ``input_tokens`` the providers' prompt caches served and stored, and
-    ``prompt_cache_saved_usd`` what that took off the cost."""
+    ``prompt_cache_saved_usd`` what that took off the cost; ``batched_calls`` the calls
+    answered through a provider's batch API, and ``batch_saved_usd`` what its discount took
+    off."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -60,6 +62,8 @@ class UsageTotals(BaseModel):
     prompt_cache_read_tokens: int = 0
     prompt_cache_write_tokens: int = 0
     prompt_cache_saved_usd: float = 0.0
+    batched_calls: int = 0
+    batch_saved_usd: float = 0.0
 
     def add(self, response: ChatResponse | StructuredResponse[Any]) -> None:
         self.calls += 1
@@ -69,6 +73,9 @@ class UsageTotals(BaseModel):
         self.prompt_cache_read_tokens += response.usage.cache_read_tokens
         self.prompt_cache_write_tokens += response.usage.cache_write_tokens
         self.prompt_cache_saved_usd += response.prompt_cache_saved_usd
+        if isinstance(response, StructuredResponse) and response.batched_requests:
+            self.batched_calls += 1
+            self.batch_saved_usd += response.batch_saved_usd
         self.latency_s += response.latency_s
         if response.cost_usd is None:
             self.unpriced_calls += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from harness.cli import (
     adk_cmd,  # noqa: F401
+    batches_cmd,  # noqa: F401
     calibrate_cmd,  # noqa: F401
     demo_cmd,  # noqa: F401
     labels_cmd,  # noqa: F401

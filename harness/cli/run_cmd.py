@@ -14,6 +14,7 @@ from harness.choices import (
     CacheMode,
     ExecutorName,
     PairedTest,
+    ReaskMode,
     RunGateBasis,
 )
 from harness.cli.app import (
@@ -87,7 +88,8 @@ def check_gate_labels(gate_on: RunGateBasis, labels: Path | None) -> None:
 # printed, never what a finished sample means. Everything else is the stored configuration.
 RESUME_OPTIONS = frozenset({
     "resume", "concurrency", "workers", "executor", "ray_address", "max_cost", "max_calls",
-    "episode_timeout", "retry_errors", "rerun_simulator_faults",
+    "episode_timeout", "retry_errors", "rerun_simulator_faults", "judge_batch",
+    "judge_batch_reask",
     "as_json", "min_pass_rate", "min_score", "gate_on", "labels", "verbose",
 })
 
@@ -121,6 +123,7 @@ def _check_option_combinations(ctx: typer.Context, *, resume: Path | None,
                 f"--resume continues {resume} with its stored configuration, so "
                 f"{', '.join(fixed)} cannot be given with it. Only --concurrency, --workers, "
                 "--executor, --ray-address, --max-cost, --max-calls, --episode-timeout, "
+                "--judge-batch, --judge-batch-reask, "
                 "--retry-errors, --rerun-simulator-faults and the output and gate options "
                 "(--json, --min-pass-rate, --min-score, --gate-on, --labels) may change; "
                 "start a new run (--out DIR) to change the others"
@@ -191,6 +194,14 @@ def run(
         rich_help_panel=JUDGES_PANEL,
         help="how a rubric's judge samples combine, for every rubric (default: each rubric's "
         "own `aggregation`, else mean)")] = None,
+    judge_batch: Annotated[bool, typer.Option(
+        "--judge-batch", rich_help_panel=JUDGES_PANEL,
+        help="send OpenAI and Anthropic judges' requests through their batch APIs: half the "
+        "price, scored when each batch ends; --resume collects batches later")] = False,
+    judge_batch_reask: Annotated[ReaskMode, typer.Option(
+        rich_help_panel=JUDGES_PANEL,
+        help="with --judge-batch: where a re-ask of an answer that failed validation "
+        "goes")] = "live",
     rubrics: Annotated[list[Path] | None, typer.Option(
         metavar="PATH", rich_help_panel=JUDGES_PANEL,
         help="extra rubric files or folders")] = None,
@@ -327,7 +338,8 @@ def run(
             executor=executor, ray_address=ray_address,
             error_policy="as_failures" if errors_as_failures else "exclude",
             confidence=confidence, seed=seed, max_cost_usd=max_cost, max_calls=max_calls,
-            episode_timeout_s=episode_timeout,
+            episode_timeout_s=episode_timeout, judge_batch=judge_batch,
+            judge_batch_reask=judge_batch_reask,
             models_config=None if models_config is None else str(models_config),
             cache_path=None if cache is None else str(cache), cache_mode=cache_mode,
             adaptive=None if target_ci_width is None else {
@@ -353,7 +365,10 @@ def run(
                 "executor": executor if _given(ctx, {"executor"}) else None,
                 "ray_address": ray_address,
                 "max_cost_usd": max_cost, "max_calls": max_calls,
-                "episode_timeout_s": episode_timeout}
+                "episode_timeout_s": episode_timeout,
+                "judge_batch": judge_batch if _given(ctx, {"judge_batch"}) else None,
+                "judge_batch_reask": judge_batch_reask
+                if _given(ctx, {"judge_batch_reask"}) else None}
             overrides = {name: value for name, value in given.items() if value is not None}
             if panel:
                 from harness.cli.run_panel import run_panel

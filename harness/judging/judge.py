@@ -305,7 +305,8 @@ async def judge_transcript(
     One model gives its ``samples`` aggregate; several give a ``panel`` aggregate over each
     judge's aggregate. With several samples, a real judge's first sample goes alone and the
     others follow it at once, so they find its prompt in the provider's prompt cache
-    (requests sent together would each pay for the whole prompt). Failed samples are
+    (requests sent together would each pay for the whole prompt); batched judges send all
+    together. Failed samples are
     counted apart; when all failed the result has ``status == "judge_error"``. ``settings``
     are used as given; without them, the rubric's own ``samples`` and ``aggregation`` apply
     (:func:`settings_for_rubric`). Raises ``ValueError`` when no model is given.
@@ -323,7 +324,7 @@ async def judge_transcript(
             return judge_once(model, rubric, transcript, context, sample_index=i,
                               params=params, max_reasks=settings.max_reasks, prompt_cache=plan)
 
-        if n == 1 or model.spec.is_offline:
+        if n == 1 or model.spec.is_offline or model.batched:
             return list(await asyncio.gather(*(ask(i) for i in range(n))))
         first = await ask(0)
         return [first, *await asyncio.gather(*(ask(i) for i in range(1, n)))]

@@ -157,6 +157,9 @@ class AnthropicChatModel(RemoteChatModel):
         return instructor.patch(create=send, mode=instructor.Mode.TOOLS,
                                 provider=instructor.Provider.ANTHROPIC)
 
+    def _reply_from_body(self, data: Any) -> Any:
+        return message_from(data)
+
     def _usage(self, raw: Any) -> Usage:
         if not isinstance(getattr(raw, "content", None), list):
             raise TransientFailure("malformed response body (no content)")

@@ -63,6 +63,13 @@ class ChatModel(ABC):
 
     spec: ModelSpec
 
+    @property
+    def batched(self) -> bool:
+        """Whether this model's judge calls go through a provider batch API (they are then
+        sent together: an order meant for live calls, such as a first sample sent alone to
+        warm a prompt cache, would only hold them up)."""
+        return False
+
     @abstractmethod
     async def chat(self, request: ModelRequest) -> ChatResponse:
         """Send a conversation (and the tools the model may call); return the assistant turn.

@@ -15,6 +15,7 @@ base URLs not set here come from ``OPENAI_API_KEY``/``OPENAI_BASE_URL``,
     retry: {max_attempts: 5, backoff_initial_s: 1}
     cache: {path: .harness/cache.sqlite, mode: read-write}
     budget: {max_cost_usd: 10}
+    batch: {poll_interval_s: 30, max_wait_s: 60}
     prices:
       "openai:llama3.1": {input_per_mtok: 0, output_per_mtok: 0}
 """
@@ -114,6 +115,23 @@ class BudgetConfig(_Config):
     max_calls: int | None = Field(default=None, ge=0)
 
 
+class BatchConfig(_Config):
+    """Judge requests sent through the providers' batch APIs (``--judge-batch``).
+
+    Requests are collected and sent as one batch per endpoint and model once the first of
+    them has waited ``max_wait_s`` (or the run has no more episodes to play, or a batch is
+    full: ``max_requests``, default the provider's limit). Open batches are asked for their
+    state every ``poll_interval_s``. A request the provider failed, or that a batch's expiry
+    left undone, is sent again in a later batch up to ``resubmits`` times, then is an error
+    of its sample.
+    """
+
+    poll_interval_s: float = Field(default=30.0, gt=0)
+    max_wait_s: float = Field(default=60.0, ge=0)
+    max_requests: int | None = Field(default=None, ge=1)
+    resubmits: int = Field(default=2, ge=0, le=20)
+
+
 class ModelsConfig(_Config):
     """All model-layer settings; see the module docstring for the YAML form."""
 
@@ -124,6 +142,7 @@ class ModelsConfig(_Config):
     retry: RetryConfig = RetryConfig()
     cache: CacheConfig = CacheConfig()
     budget: BudgetConfig = BudgetConfig()
+    batch: BatchConfig = BatchConfig()
     openai_structured_mode: StructuredMode = "tools"
     prices: dict[str, Price] = Field(default_factory=dict)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,8 @@ from harness.models.retry import RetryPolicy
 from harness.models.usage import UsageLedger
 
 if TYPE_CHECKING:
+    from harness.choices import ReaskMode
+    from harness.models.batch import BatchQueue
     from harness.models.gemini_provider import GeminiTarget
 
 _OFFICIAL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com",
@@ -213,10 +216,26 @@ class ModelHub:
         location = settings.location or self._environ.get("GOOGLE_CLOUD_LOCATION") or "global"
         return GeminiTarget(vertexai=True, project=project, location=location)
 
+    def enable_batches(self, journal_path: Path, *, reask: ReaskMode = "live") -> BatchQueue:
+        """Send judges' structured calls through their providers' batch APIs from now on,
+        journalled at ``journal_path`` (see :mod:`harness.models.batch`); the settings are
+        the config's ``batch`` block. Models of providers with no batch API stay live."""
+        from harness.models.batch import BatchQueue
+        from harness.models.batch_journal import BatchJournal
+
+        queue = BatchQueue(self.config.batch, BatchJournal(journal_path), self.services.retry,
+                           reask=reask)
+        self.services.batches = queue
+        return queue
+
     # --- lifecycle ------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Close connection pools and the cache."""
+        """Close the batch queue (what it submitted stays journalled), connection pools and
+        the cache."""
+        if self.services.batches is not None:
+            await self.services.batches.aclose()
+            self.services.batches = None
         for endpoint in self._endpoints.values():
             await endpoint.aclose()
         self.close()

@@ -124,6 +124,9 @@ class OpenAIChatModel(RemoteChatModel):
                 else instructor.Mode.TOOLS)
         return instructor.patch(create=send, mode=mode, provider=instructor.Provider.OPENAI)
 
+    def _reply_from_body(self, data: Any) -> Any:
+        return chat_completion_from(data)
+
     def _usage(self, raw: Any) -> Usage:
         if not getattr(raw, "choices", None):
             raise TransientFailure("malformed response body (no choices)")

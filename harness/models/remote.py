@@ -29,9 +29,11 @@ from harness.errors import (
     HarnessError,
     ModelConfigError,
     ModelError,
+    ModelUnavailableError,
     StructuredOutputError,
 )
 from harness.models.base import ChatModel, ModelSpec
+from harness.models.batch import BATCH_DISCOUNT, BatchQueue, request_id
 from harness.models.cache import ResponseCache, cache_key
 from harness.models.endpoint import Endpoint
 from harness.models.instructor_speedups import memoise_async_validator_check
@@ -64,7 +66,8 @@ log = logging.getLogger("harness.models")
 @dataclass
 class ModelServices:
     """The shared parts a model uses: ledger, cache (``None`` when off), prices, retry
-    policy, timeout, and the OpenAI structured-output mode."""
+    policy, timeout, the OpenAI structured-output mode, and the batch queue judges' structured
+    calls go through (``None``: sent live)."""
 
     ledger: UsageLedger
     cache: ResponseCache | None
@@ -72,13 +75,14 @@ class ModelServices:
     retry: RetryPolicy
     timeout_s: float
     openai_structured_mode: str = "tools"
+    batches: BatchQueue | None = None
 
 
 class _Tally:
     """Requests, tokens and cost of one call, summed over its requests."""
 
-    __slots__ = ("cache_read_tokens", "cache_saved_usd", "cache_write_tokens", "cost_usd",
-                 "input_tokens", "output_tokens", "requests")
+    __slots__ = ("batch_saved_usd", "batched_requests", "cache_read_tokens", "cache_saved_usd",
+                 "cache_write_tokens", "cost_usd", "input_tokens", "output_tokens", "requests")
 
     def __init__(self) -> None:
         self.requests = 0
@@ -88,6 +92,8 @@ class _Tally:
         self.cache_write_tokens = 0
         self.cache_saved_usd = 0.0
         self.cost_usd: float | None = 0.0
+        self.batched_requests = 0
+        self.batch_saved_usd = 0.0
 
     def add(self, usage: Usage, cost: float | None, cache_saved_usd: float) -> None:
         self.requests += 1
@@ -117,9 +123,10 @@ def instructor_model(response_model: type[BaseModel]) -> type[BaseModel]:
     return instructor.response_schema(response_model)
 
 
-# The role and tally of the structured call in progress, read by the request function that
-# instructor calls (instructor passes only request kwargs through).
-_CURRENT: ContextVar[tuple[Role, _Tally]] = ContextVar("harness_structured_call")
+# The role, tally and response-cache key of the structured call in progress, read by the
+# request function that instructor calls (instructor passes only request kwargs through); the
+# key is ``None`` unless the call may go through a batch.
+_CURRENT: ContextVar[tuple[Role, _Tally, str | None]] = ContextVar("harness_structured_call")
 
 
 def reply_from(sdk_model: Any, data: Any) -> Any:
@@ -252,11 +259,13 @@ class RemoteChatModel(ChatModel):
         ledger = self.services.ledger
         key = None
         cache = self.services.cache
-        if cache is not None:
+        batched = self.batched and role == "judge"
+        if cache is not None or batched:
             key = cache_key(kind="structured", provider=self.spec.provider,
                             model=self.spec.name, base_url=self.endpoint.base_url,
                             messages=messages, params=params, sample_index=request.sample_index,
                             response_model=response_model)
+        if cache is not None and key is not None:
             hit = self._lookup(cache, key, role, started, response_model=response_model)
             if hit is not None:
                 ledger.record_call(role, self.label, time.perf_counter() - started,
@@ -268,7 +277,7 @@ class RemoteChatModel(ChatModel):
                     cached=True, attempts=int(hit.get("attempts", 1)),
                 )
         tally = _Tally()
-        token = _CURRENT.set((role, tally))
+        token = _CURRENT.set((role, tally, key if batched else None))
         try:
             self.endpoint.require_key(self.label)
             ledger.begin_call()
@@ -292,6 +301,7 @@ class RemoteChatModel(ChatModel):
             value=value, usage=tally.usage, model=self.label, latency_s=latency,
             cost_usd=tally.cost_usd, attempts=tally.requests,
             prompt_cache_saved_usd=tally.cache_saved_usd,
+            batched_requests=tally.batched_requests, batch_saved_usd=tally.batch_saved_usd,
         )
 
     # --- pieces ---------------------------------------------------------------------------
@@ -365,9 +375,58 @@ class RemoteChatModel(ChatModel):
         return await self.services.retry.run(attempt, model=label)
 
     async def _send_in_call(self, **request: Any) -> Any:
-        """:meth:`_send` for the structured call in progress (its role and tally)."""
-        role, tally = _CURRENT.get()
+        """:meth:`_send` for the structured call in progress (its role and tally), or through
+        the batch queue when the call is batched (its first request; a re-ask too when the
+        queue says so)."""
+        role, tally, call_key = _CURRENT.get()
+        batches = self.services.batches
+        if call_key is not None and batches is not None and (
+                tally.requests == 0 or batches.reask == "batch"):
+            return await self._send_batched(batches, call_key, request, role, tally)
         return await self._send(request, role, tally)
+
+    @property
+    def batched(self) -> bool:
+        """Whether this model's judge calls go through its provider's batch API."""
+        batches = self.services.batches
+        return batches is not None and batches.supports(self.spec.provider)
+
+    def _reply_from_body(self, data: Any) -> Any:
+        """A reply body (decoded JSON, as a batch result holds it) as the SDK's reply type."""
+        raise TypeError(f"{type(self).__name__} has no batch API")
+
+    async def _send_batched(self, batches: BatchQueue, call_key: str, request: dict[str, Any],
+                            role: Role, tally: _Tally) -> Any:
+        """One request through the batch queue, counted at the batch price."""
+        custom_id = request_id(call_key, tally.requests)
+        body, shared = await batches.request(self.endpoint, self.label, self._error_context,
+                                             custom_id, request)
+        raw = self._reply_from_body(body)
+        try:
+            usage = self._usage(raw)
+        except TransientFailure as failure:
+            self.services.ledger.record_failed_request(role, self.label)
+            raise ModelUnavailableError(f"batch result unusable: {failure.reason}",
+                                        model=self.label) from None
+        cost: float | None = 0.0
+        saved = batch_saved = 0.0
+        price = self.services.prices.lookup(self.label)
+        if price is None:
+            cost = None
+        elif not shared:  # else the same request of another call, paid for there
+            list_cost = price.cost(usage.input_tokens, usage.output_tokens,
+                                   usage.cache_read_tokens, usage.cache_write_tokens)
+            cost, batch_saved = BATCH_DISCOUNT * list_cost, (1 - BATCH_DISCOUNT) * list_cost
+            saved = BATCH_DISCOUNT * price.cache_saving(usage.cache_read_tokens,
+                                                        usage.cache_write_tokens)
+        tally.batched_requests += 1
+        tally.batch_saved_usd += batch_saved
+        self.services.ledger.record_request(
+            role, self.label, usage.input_tokens, usage.output_tokens, cost,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens, cache_saved_usd=saved)
+        tally.add(usage, cost, saved)
+        return raw
 
     async def _structured_value(self, messages: Sequence[Message], response_model: type[T],
                                 params: GenerationParams, max_reasks: int,

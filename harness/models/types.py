@@ -169,8 +169,10 @@ T = TypeVar("T", bound=BaseModel)
 class StructuredResponse(BaseModel, Generic[T]):
     """What a structured call returns: the validated object plus accounting.
 
-    ``attempts`` counts requests made (1 = valid on the first try; more = re-asked); the
-    rest as for :class:`ChatResponse`.
+    ``attempts`` counts requests made (1 = valid on the first try; more = re-asked);
+    ``batched_requests`` how many of them went through a provider's batch API, and
+    ``batch_saved_usd`` what its discount took off the cost; the rest as for
+    :class:`ChatResponse`.
     """
 
     value: T
@@ -181,3 +183,5 @@ class StructuredResponse(BaseModel, Generic[T]):
     prompt_cache_saved_usd: float = 0.0
     cached: bool = False
     attempts: int = 1
+    batched_requests: int = 0
+    batch_saved_usd: float = 0.0

@@ -394,6 +394,9 @@ def _usage(usage: RunUsage, console: Console) -> None:
              f"provider's prompt cache, ${u.prompt_cache_saved_usd:.4f} saved"
              for role, u in usage.by_role.items()
              if u.prompt_cache_read_tokens or u.prompt_cache_write_tokens]
+    notes += [f"{terminal_text(role)}: {u.batched_calls} of {plural(u.calls, 'call')} "
+              f"through the providers' batch APIs at half price, ${u.batch_saved_usd:.4f} saved"
+              for role, u in usage.by_role.items() if u.batched_calls]
     if usage.unpriced_calls:
         notes.append(f"{plural(usage.unpriced_calls, 'call')} to models with no price entry "
                      + ("is" if usage.unpriced_calls == 1 else "are") + " not in the cost")

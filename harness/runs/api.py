@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.errors import InputError
+from harness.errors import HarnessError, InputError
 from harness.models.hub import ModelHub
 from harness.models.prices import PriceTable
 from harness.runs.config import RESUMABLE_FIELDS, RunConfig
@@ -102,6 +102,7 @@ async def run_suite(
     place in the figures and the first record is kept (:mod:`harness.runs.reruns`)."""
     config = resolve_settings(config)
     _check_executor(config)
+    _check_judge_batch(config)
     suite = Suite.load(config.design)
     check_fits_grid(config.design.shard, len(suite.scenarios), config.design.epochs)
     _prepare_executor(config, suite)
@@ -168,6 +169,7 @@ def preflight_run(config: RunConfig) -> RunConfig:
     :func:`run_suite` raises for them."""
     config = resolve_settings(config)
     _check_executor(config)
+    _check_judge_batch(config)
     suite = Suite.load(config.design)
     check_fits_grid(config.design.shard, len(suite.scenarios), config.design.epochs)
     hub = ModelHub(models_config_for(config))
@@ -210,6 +212,7 @@ async def resume_run(
     try:
         config = resolve_settings(stored.with_execution(**overrides or {}), resumed=True)
         _check_executor(config)
+        _check_judge_batch(config)
         suite = Suite.load(config.design)
         check_fits_grid(config.design.shard, len(suite.scenarios), config.design.epochs)
         _prepare_executor(config, suite)
@@ -252,6 +255,8 @@ async def _run_and_summarise(
     retry_errors: bool, on_start: OnStart | None, on_sample: OnSample | None,
     rerun_simulator_faults: bool = False,
 ) -> RunResult:
+    if config.execution.judge_batch:
+        hub.enable_batches(run_dir / BATCH_JOURNAL, reask=config.execution.judge_batch_reask)
     runner = Runner(config, suite, store, hub, executor_for(config, suite, hub),
                     on_sample=on_sample)
     done = store.finished_keys(include_errored=not retry_errors)
@@ -317,6 +322,30 @@ def _check_executor(config: RunConfig) -> None:
         from harness.runs.ray_executor import import_ray
 
         import_ray()
+
+
+BATCH_JOURNAL = "batches.sqlite"
+"""The run directory's record of the judge batches it sent (see
+:mod:`harness.models.batch_journal`)."""
+
+
+def _check_judge_batch(config: RunConfig) -> None:
+    """``judge_batch`` needs one process (its batches are collected where they were sent)
+    and the response cache (a resumed run finds the requests it sent through it). Raises
+    :class:`HarnessError` saying what to change."""
+    execution = config.execution
+    if not execution.judge_batch:
+        return
+    from harness.runs.workers import worker_count
+
+    if execution.executor == "ray" or worker_count(config) > 1:
+        raise HarnessError("--judge-batch sends and collects the judges' batches from this "
+                           "process: drop --workers and --executor ray (--concurrency still "
+                           "bounds the episodes)")
+    if execution.cache_mode == "off":
+        raise HarnessError("--judge-batch needs the response cache: a resumed run replays its "
+                           "episodes from it, so that it asks for the judge requests it sent "
+                           "already (drop --cache-mode off)")
 
 
 def _prepare_executor(config: RunConfig, suite: Suite) -> None:

@@ -30,7 +30,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from harness.choices import AggregationMethod, CacheMode, ExecutorName
+from harness.choices import AggregationMethod, CacheMode, ExecutorName, ReaskMode
 from harness.runs.shards import Shard
 from harness.scenarios.selectors import ScenarioFilter
 
@@ -162,6 +162,12 @@ class RunExecution(BaseModel):
         "cache.path, else .harness/cache.sqlite")
     cache_mode: CacheMode | None = Field(
         default=None, description="None: the models YAML's cache.mode, else read-write")
+    judge_batch: bool = Field(
+        default=False, description="send the judges' requests through their providers' batch "
+        "APIs (half the price; each sample is scored when its batch has finished)")
+    judge_batch_reask: ReaskMode = Field(
+        default="live", description="with judge_batch: where a re-ask of an answer that "
+        "failed validation goes, a live request or the next batch")
 
 
 # What ``--resume`` may change: the execution but for the cache (a resumed run looks its
@@ -178,6 +184,11 @@ _STORED_ORDER = (
     "confidence", "seed", "bootstrap_resamples", "adaptive", "shard", "max_cost_usd",
     "max_calls", "episode_timeout_s", "models_config", "cache_path", "cache_mode",
 )
+
+
+# Fields added since that are stored only when they differ from their default, so a run stored
+# before them reads back exactly as it was stored (and its report's config is unchanged).
+_LEFT_OUT_AT_DEFAULT: dict[str, Any] = {"judge_batch": False, "judge_batch_reask": "live"}
 
 
 class RunConfig(BaseModel):
@@ -208,6 +219,9 @@ class RunConfig(BaseModel):
                  info: SerializationInfo) -> dict[str, Any]:
         nested = handler(self)
         flat = {**nested["design"], **nested["execution"]}
+        for name, default in _LEFT_OUT_AT_DEFAULT.items():
+            if flat.get(name) == default:
+                del flat[name]
         first = {name: flat[name] for name in _STORED_ORDER if name in flat}
         return {**first, **flat}  # a field added later goes last
 

@@ -35,6 +35,7 @@ from harness.judging.judge import JudgeSettings
 from harness.judging.prompts import build_judge_prompt
 from harness.judging.rubric import Rubric
 from harness.judging.verdicts import response_model_for
+from harness.models.batch import BATCH_DISCOUNT
 from harness.models.prices import Price, PriceTable
 from harness.models.types import Message
 from harness.runs.config import RunConfig
@@ -52,8 +53,6 @@ CHARS_PER_TOKEN = 4
 MIN_CACHED_PREFIX = 1024
 """The shortest prefix the providers' prompt caches keep (Anthropic's Sonnet and Opus,
 OpenAI's), in tokens."""
-BATCH_DISCOUNT = 0.5
-"""The providers' batch APIs (OpenAI's Batch API, Anthropic's Message Batches) charge half."""
 DEFAULT_LATENCY_S = 2.0
 """A model call's seconds when no previous run measured them."""
 

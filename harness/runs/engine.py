@@ -18,11 +18,12 @@ import asyncio
 import gc
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from harness.checks.result import CheckReport
 from harness.checks.run import PreparedExpectations, prepare_expectations, run_checks
 from harness.errors import (
     FATAL_MODEL_ERRORS,
@@ -170,6 +171,17 @@ class RunState:
 SampleOutcome = SampleRecord | RunStop
 
 
+@dataclass
+class PlayedSample:
+    """A sample whose episode ran and was checked, waiting for its judges."""
+
+    scenario_id: str
+    epoch: int
+    started: float
+    transcript: Transcript
+    checks: CheckReport
+
+
 class SampleSink(Protocol):
     """Where an executor puts what its samples came to: the runner, which stores and counts
     them. ``stopped`` tells the executor to start no further sample."""
@@ -260,9 +272,16 @@ class SampleWork:
         the run must stop: a budget was reached, or a model call failed in a way no retry can
         fix. Raises :class:`HarnessError` for a problem of the run itself (e.g. bad input
         found late)."""
+        played = await self.play(scenario_id, epoch)
+        return await self.judge(played) if isinstance(played, PlayedSample) else played
+
+    async def play(self, scenario_id: str, epoch: int) -> PlayedSample | SampleOutcome:
+        """The first half of :meth:`run`: the episode and its checks, or what stopped them
+        (as :meth:`run` returns it)."""
         scenario = self.suite.scenarios[scenario_id]
         started = time.time()
-        try:
+
+        async def episode() -> PlayedSample | RunStop:
             transcript = await run_episode(
                 scenario,
                 agent_model=self.agent_model(scenario),
@@ -276,11 +295,21 @@ class SampleWork:
             if fatal:
                 return RunStop(reason="model_configuration", message=fatal)
             checks = run_checks(transcript, self.suite.expectations[scenario_id])
+            return PlayedSample(scenario_id, epoch, started, transcript, checks)
+
+        return await self._guarded(scenario_id, epoch, started, episode())
+
+    async def judge(self, played: PlayedSample) -> SampleOutcome:
+        """The second half of :meth:`run`: the judges, then the record."""
+        scenario = self.suite.scenarios[played.scenario_id]
+        transcript = played.transcript
+
+        async def judged() -> SampleOutcome:
             judgments = []
             if not transcript.errored and scenario.rubrics and self._judges:
                 judgments = list(await asyncio.gather(*(
                     judge_transcript(self._judges, rubric, transcript,
-                                     self.suite.contexts[scenario_id], settings=settings)
+                                     self.suite.contexts[played.scenario_id], settings=settings)
                     for rubric, settings in (self._rubric_for(scenario, rid)
                                              for rid in scenario.rubrics)
                 )))
@@ -288,26 +317,43 @@ class SampleWork:
                                    None)
                 if judge_fatal is not None:
                     return RunStop(reason="model_configuration", message=judge_fatal.message)
-            record = build_sample(transcript, checks, judgments, started_at=started,
-                                  finished_at=time.time(), weights=scenario.scoring.weights)
+            record = build_sample(transcript, played.checks, judgments,
+                                  started_at=played.started, finished_at=time.time(),
+                                  weights=scenario.scoring.weights)
             record.simulator_findings = episode_findings(scenario, transcript)
+            return record
+
+        outcome = await self._guarded(played.scenario_id, played.epoch, played.started,
+                                      judged())
+        assert not isinstance(outcome, PlayedSample)
+        return outcome
+
+    async def _guarded(self, scenario_id: str, epoch: int, started: float,
+                       work: Awaitable[PlayedSample | SampleOutcome]
+                       ) -> PlayedSample | SampleOutcome:
+        """``work``'s result, with a budget or a fatal model error turned into a stop and
+        any other failure (a bug in user code or ours) into an errored record: it must not
+        lose the run. A record gets its tags and failure attribution."""
+        try:
+            outcome = await work
         except BudgetExceededError as err:
             return RunStop(reason="budget", message=str(err))
         except ModelConfigError as err:
             return RunStop(reason="model_configuration", message=str(err))
         except HarnessError:
             raise
-        except Exception as err:  # a bug in user code or ours must not lose the run
-            record = SampleRecord(
+        except Exception as err:
+            outcome = SampleRecord(
                 scenario_id=scenario_id, epoch=epoch, status="errored",
                 error=ErrorInfo(kind="internal_error", message=f"{type(err).__name__}: {err}"),
                 transcript=Transcript(scenario_id=scenario_id, epoch=epoch,
                                       stop_reason="agent_error"),
                 started_at=started, finished_at=time.time(),
             )
-        record.tags = list(scenario.tags)
-        record.attribution = attribute(record)
-        return record
+        if isinstance(outcome, SampleRecord):
+            outcome.tags = list(self.suite.scenarios[scenario_id].tags)
+            outcome.attribution = attribute(outcome)
+        return outcome
 
 
 class Runner:
@@ -422,20 +468,38 @@ class InProcessExecutor:
         # `concurrency` lanes take the samples in order, rather than a task per sample
         # waiting on a semaphore: the same bound and order, without holding thousands of
         # pending tasks (memory, and garbage-collector passes over them) in a long run.
+        # With judges batched, a lane plays its sample's episode and moves on; the judging
+        # waits for its batch apart, holding no lane (else `concurrency` samples waiting on
+        # a batch would hold up every other episode, and each batch would be a few requests).
         pending = iter(keys)
         work = self.work
+        batches = work.hub.services.batches
+        judging: set[asyncio.Task[None]] = set()
+
+        async def judge_and_accept(played: PlayedSample) -> None:
+            sink.accept(await work.judge(played))
 
         async def lane() -> None:
             for key in pending:
                 if sink.stopped:
                     return
-                sink.accept(await work.run(*key))
+                if batches is None:
+                    sink.accept(await work.run(*key))
+                    continue
+                played = await work.play(*key)
+                if isinstance(played, PlayedSample):
+                    judging.add(asyncio.create_task(judge_and_accept(played)))
+                else:
+                    sink.accept(played)
 
         tasks = [asyncio.create_task(lane()) for _ in range(min(self.concurrency, len(keys)))]
         try:
             await asyncio.gather(*tasks)
+            if batches is not None:
+                batches.flush()  # no more episodes: what waits for a batch goes now
+                await asyncio.gather(*judging)
         finally:
-            for task in tasks:
+            for task in [*tasks, *judging]:
                 task.cancel()
             await work.http_endpoints.aclose()
 

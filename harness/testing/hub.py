@@ -10,6 +10,7 @@ from typing import Any
 
 from harness.choices import CacheMode
 from harness.models.config import (
+    BatchConfig,
     BudgetConfig,
     CacheConfig,
     GeminiProviderConfig,
@@ -42,9 +43,11 @@ def loopback_config(
     max_cost_usd: float | None = None,
     max_calls: int | None = None,
     prices: dict[str, Any] | None = None,
+    batch: BatchConfig | None = None,
 ) -> ModelsConfig:
     """A models config with every provider at ``server``, test keys (unless
-    ``keys=False``), no cache unless ``cache_path``, and retries fast enough for tests."""
+    ``keys=False``), no cache unless ``cache_path``, retries fast enough for tests, and
+    ``batch`` settings (default: batches sent and looked at every 20 ms)."""
     return ModelsConfig.model_validate({
         "openai": ProviderConfig(
             api_key=TEST_KEYS["openai"] if keys else None,
@@ -69,6 +72,7 @@ def loopback_config(
         "budget": BudgetConfig(max_cost_usd=max_cost_usd, max_calls=max_calls),
         "openai_structured_mode": openai_structured_mode,
         "prices": prices or {},
+        "batch": batch or BatchConfig(poll_interval_s=0.02, max_wait_s=0.02),
     })
 
 

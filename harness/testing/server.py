@@ -41,6 +41,7 @@ from aiohttp import web
 from harness.errors import InputError
 from harness.json_values import load_json
 from harness.runs.event_loop import new_event_loop
+from harness.testing.batches import BatchService
 from harness.testing.prompt_cache import CacheUse, PromptCacheSimulator
 from harness.testing.replies import Api, RecordedRequest, Rendered, Reply, auto_reply, render
 
@@ -119,6 +120,9 @@ class LoopbackServer:
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
+        self.batches = BatchService(self.answer, lambda: self.url)
+        """The batch APIs (:mod:`harness.testing.batches`): their faults, batches and how
+        often each request was submitted."""
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -174,6 +178,7 @@ class LoopbackServer:
         app.router.add_post("/v1/chat/completions", self._handle_openai)
         app.router.add_post("/chat/completions", self._handle_openai)
         app.router.add_post("/v1/messages", self._handle_anthropic)
+        self.batches.add_routes(app.router)
         for version in ("v1beta", "v1"):
             app.router.add_post(f"/{version}/models/{{model}}:generateContent",
                                 self._handle_gemini)
@@ -260,6 +265,7 @@ class LoopbackServer:
             self._responder = None
             self._faults = None
             self.latency = 0.0
+        self.batches.reset()
 
     # --- observations ---------------------------------------------------------------------
 
@@ -338,6 +344,21 @@ class LoopbackServer:
             with self._lock:
                 if generation == self._generation:
                     self._in_flight -= 1
+
+    def answer(self, request: RecordedRequest) -> Rendered:
+        """``request`` answered as a live one is (the queue, the responder, the auto
+        responder, the prompt caches), at once: a slow reply's delay is not waited for. What
+        a batch does with each of its requests."""
+        with self._lock:
+            scripted = self._next_reply()
+        reply = scripted or self._fallback(request)
+        while reply.kind == "slow":
+            reply = reply.then or self._fallback(request)
+        cache = self._cache_use(request)
+        rendered = render(reply, request, cache)
+        if cache is not None and rendered.status == 200:
+            cache.commit()
+        return rendered
 
     def _cache_use(self, request: RecordedRequest) -> CacheUse | None:
         """What the provider's prompt cache does for ``request`` (``None`` unless the server
