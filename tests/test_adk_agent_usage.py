@@ -206,3 +206,27 @@ def test_the_run_shows_the_agent_role_in_its_usage(adk_env: LoopbackServer,
     table = table[:table.index("</table>")]
     assert ('<tr><td>agent</td><td class="num">2</td><td class="num">0</td>'
             '<td class="num">900</td><td class="num">70</td>') in table
+
+
+def test_the_dry_run_prices_the_adk_agent_s_measured_calls(adk_env: LoopbackServer,
+                                                          tmp_path: Path) -> None:
+    adk_env.enqueue(roll(usage=(400, 30)), Reply.text_reply("You rolled a 4.", usage=(500, 40)))
+    source = _write_suite(tmp_path, ["Roll a die."])
+    out = tmp_path / "run"
+    assert run_cli("run", source, "--no-judge", "--cache-mode", "off", "--epochs", "1",
+                   "--out", out).returncode == 0
+    price = PriceTable().lookup(MODEL)
+    assert price is not None
+    measured = run_cli("run", source, "--no-judge", "--epochs", "3", "--dry-run",
+                       "--estimate-from", out, "--json")
+    assert measured.returncode == 0, measured.stderr
+    [agent] = [r for r in json.loads(measured.stdout)["roles"] if r["role"] == "agent"]
+    assert agent["models"] == [MODEL]
+    assert (agent["calls"], agent["input_tokens"], agent["output_tokens"]) == (6, 2700, 210)
+    assert agent["cost_usd"] == pytest.approx(3 * price.cost(900, 70))
+    # unmeasured, the agent's calls are estimated and priced at its model too, never $0
+    estimated = run_cli("run", source, "--no-judge", "--dry-run", "--json")
+    assert estimated.returncode == 0, estimated.stderr
+    [agent] = [r for r in json.loads(estimated.stdout)["roles"] if r["role"] == "agent"]
+    assert agent["models"] == [MODEL] and agent["cost_usd"] > 0
+    assert adk_env.request_count == 2  # a dry run calls no model

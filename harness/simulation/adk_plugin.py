@@ -81,18 +81,38 @@ def priced(response: Any, label: str, prices: PriceTable) -> Priced:
 
 
 def model_label(root: Any, agent_name: str, response: Any = None) -> str:
-    """``provider:model`` for the model of the agent called ``agent_name`` under ``root``:
-    ``gemini:`` and the version the reply names (else the agent's model) for ADK's Gemini
-    models; ``provider:model`` from a LiteLLM model's ``provider/model`` name."""
+    """``provider:model`` for the model of the agent called ``agent_name`` under ``root``
+    (see :func:`agent_model_label`), with the version ``response`` names, if any."""
     found = root.find_agent(agent_name) if hasattr(root, "find_agent") else None
-    agent = found or root
-    model = getattr(agent, "model", "")
+    return agent_model_label(found or root, getattr(response, "model_version", None))
+
+
+def agent_model_label(agent: Any, version: str | None = None) -> str:
+    """``provider:model`` for ``agent``'s model (its own, else the one ADK takes from its
+    ancestors): ``gemini:`` and ``version`` (else the model's name) for ADK's Gemini models;
+    ``provider:model`` from a LiteLLM model's ``provider/model`` name."""
+    try:
+        model = agent.canonical_model
+    except Exception:  # a name ADK's registry does not know: the name as it is
+        model = getattr(agent, "model", "")
     name = model if isinstance(model, str) else str(getattr(model, "model", model))
-    version = getattr(response, "model_version", None)
     if type(model).__name__ == "LiteLlm" and "/" in name:
         provider, _, litellm_name = name.partition("/")
         return f"{provider}:{version or litellm_name}"
     return f"gemini:{version or name or 'unknown'}"
+
+
+def agent_models(root: Any) -> list[str]:
+    """The ``provider:model`` names of the models ``root`` and its sub-agents call (the agents
+    that have one: ADK's workflow agents call none)."""
+    found: set[str] = set()
+    stack = [root]
+    while stack:
+        agent = stack.pop()
+        if hasattr(agent, "canonical_model"):
+            found.add(agent_model_label(agent))
+        stack.extend(getattr(agent, "sub_agents", None) or [])
+    return sorted(found)
 
 
 class HarnessPlugin(BasePlugin):
