@@ -209,9 +209,8 @@ def history_events(history: list[Message], *, agent_name: str) -> list[Any]:
     """``history`` as the ADK events a live run would have left in the session: a user
     message is the user's event; an assistant message (its text and tool calls) and a tool
     result are the agent's (ADK authors a function's response by the agent that called it),
-    the result's value given as the live run gives a mock's (an object as it is, anything
-    else as ``{"result": ...}``, a failed call's as ``{"error": ...}``). System messages are
-    left out: the ADK agent's own instruction is its system prompt."""
+    the result's value given as the live run gives a mock's (:func:`tool_result_value`).
+    System messages are left out: the ADK agent's own instruction is its system prompt."""
     from google.adk.events.event import Event
     from google.genai import types
 
@@ -229,7 +228,7 @@ def history_events(history: list[Message], *, agent_name: str) -> list[Any]:
             content = types.Content(role="user", parts=[types.Part(
                 function_response=types.FunctionResponse(
                     id=m.tool_call_id or None, name=m.name or names.get(m.tool_call_id or "", ""),
-                    response=_response_value(m)))])
+                    response=tool_result_value(m)))])
         else:
             continue
         author = "user" if m.role == "user" else agent_name
@@ -238,7 +237,10 @@ def history_events(history: list[Message], *, agent_name: str) -> list[Any]:
     return events
 
 
-def _response_value(m: Message) -> dict[str, Any]:
+def tool_result_value(m: Message) -> dict[str, Any]:
+    """A tool message's result as the object an ADK function response holds: a JSON object as
+    it is, another value as ``{"result": ...}`` (as ADK wraps a function's non-dict return and
+    the live run wraps a mock's), a failed call's as ``{"error": ...}``."""
     try:
         value: Any = json.loads(m.content) if m.content else ""
     except ValueError:

@@ -37,6 +37,7 @@ from harness.formats.adk.criteria import (
     TrajectoryCriterion,
     criterion_json,
 )
+from harness.formats.adk.custom_metrics import custom_metric_check
 from harness.formats.adk.evalset import (
     Content,
     EvalCase,
@@ -369,11 +370,28 @@ def case_to_scenario(eval_set: EvalSet, case: EvalCase, config: EvalConfig) -> d
     extras = criteria_extras(config)
     if extras:
         meta["criteria_extra"] = extras
+    checks = _custom_metric_checks(case, config)
+    if checks:
+        scenario["checks"] = checks
     for key in KEPT_CONFIG:  # kept to be written back, not used by a run
         if getattr(config, key):
             meta[key] = getattr(config, key)
     scenario["metadata"] = {"adk": meta}
     return scenario
+
+
+def _custom_metric_checks(case: EvalCase, config: EvalConfig) -> list[dict[str, Any]]:
+    """A check per criterion a custom metric defines, which runs the metric's function on the
+    sample as ADK would (:mod:`harness.formats.adk.custom_metrics`), given the case's
+    recorded invocations (or its conversation scenario) as ADK gives them."""
+    metrics = config.custom_metrics or {}
+    expected = None if case.conversation is None else [
+        inv.model_dump(mode="json", exclude_none=True) for inv in case.conversation]
+    scenario = None if case.conversation_scenario is None else \
+        case.conversation_scenario.model_dump(mode="json", exclude_none=True)
+    return [custom_metric_check(name, criterion, metrics[name], config_file=config.source,
+                                expected=expected, scenario=scenario)
+            for name, criterion in config.custom_criteria.items() if name in metrics]
 
 
 def _static(scenario: dict[str, Any], meta: dict[str, Any], case: EvalCase,
