@@ -152,6 +152,10 @@ def test_a_function_the_module_lacks_is_named_too(suite: Path) -> None:
     ({"custom_metrics": {"tool_names_match": {"code_config": {"name": "nodots"}}}},
      "custom_metrics.tool_names_match.code_config.name"),
     ({"criteria": {"tool_names_match": "high"}}, "criteria.tool_names_match"),
+    ({"custom_metrics": {"digits_in_answers": {
+        "code_config": {"name": "dice_metrics.digits_in_answers"},
+        "metric_info": {"metric_value_info": {"interval": {"min_value": 0}}}}}},
+     "custom_metrics.digits_in_answers.metric_info.metricName"),
 ])
 def test_a_malformed_custom_metric_is_named_in_its_file(suite: Path, change: dict[str, Any],
                                                         field: str) -> None:
@@ -161,8 +165,8 @@ def test_a_malformed_custom_metric_is_named_in_its_file(suite: Path, change: dic
     (suite / "test_config.json").write_text(json.dumps(config))
     result = run_cli("validate", suite / "dice.evalset.json")
     assert result.returncode == 2
-    [line] = [x for x in result.stderr.splitlines() if field in x]
-    assert "test_config.json" in line
+    lines = [x for x in result.stderr.splitlines() if field in x]
+    assert lines and all("test_config.json" in line for line in lines), result.stderr
 
 
 def test_an_export_writes_the_metric_back_and_reports_no_lost_check(
@@ -179,3 +183,108 @@ def test_an_export_writes_the_metric_back_and_reports_no_lost_check(
     assert config["custom_metrics"] == original["custom_metrics"]
     assert config["criteria"]["tool_names_match"] == {"threshold": 0.75}
     assert config["criteria"]["digits_in_answers"] == 2
+
+
+# --- the check on its own: what the function receives, and what it may return --------------
+
+PROBE = '''
+from google.adk.evaluation.eval_case import get_all_tool_calls
+from google.adk.evaluation.eval_metrics import EvalStatus
+from google.adk.evaluation.evaluator import EvaluationResult, PerInvocationResult
+
+SEEN = []
+
+
+def seen(eval_metric, actual, expected, scenario):
+    SEEN.append((eval_metric, actual, expected, scenario))
+    return EvaluationResult(overall_score=0.5, overall_eval_status=EvalStatus.PASSED)
+
+
+def no_score(eval_metric, actual, expected, scenario):
+    return EvaluationResult()
+
+
+def too_high(eval_metric, actual, expected, scenario):
+    return EvaluationResult(overall_score=11.0)
+
+
+def a_number(eval_metric, actual, expected, scenario):
+    return 0.5
+'''
+
+
+def _transcript() -> Any:
+    from harness.models.types import Message, ToolCall
+    from harness.transcript import Transcript
+
+    call = ToolCall(id="c1", name="roll_die", arguments={"sides": 6})
+    return Transcript(scenario_id="s", epoch=0, stop_reason="script_finished", messages=[
+        Message(role="user", content="Roll."),
+        Message(role="assistant", content="Rolling.", tool_calls=(call,)),
+        Message(role="tool", tool_call_id="c1", name="roll_die", content='{"result": 4}'),
+        Message(role="assistant", content="A 4."),
+        Message(role="user", content="Again."),
+        Message(role="tool", tool_call_id="c2", name="roll_die", content="5"),
+        Message(role="assistant", content="A 5."),
+    ])
+
+
+def _run(tmp_path: Path, function: str, criterion: Any = 0.4,
+         metric_info: dict[str, Any] | None = None,
+         scenario: dict[str, Any] | None = None) -> Any:
+    from harness.checks.run import compile_check, run_check
+    from harness.checks.spec import CheckSpec, Expectations
+    from harness.formats.adk.custom_metrics import custom_metric_check
+
+    module = tmp_path / "probe_metrics.py"
+    if not module.exists():
+        module.write_text(PROBE)
+    config: dict[str, Any] = {"code_config": {"name": f"probe_metrics.{function}"}}
+    if metric_info is not None:
+        config["metric_info"] = metric_info
+    spec = CheckSpec.model_validate(custom_metric_check(
+        "probe", criterion, config, config_file="test_config.json", expected=None,
+        scenario=scenario))
+    [result] = run_check(compile_check(spec, base_dir=tmp_path), _transcript(), Expectations())
+    return result
+
+
+def test_the_function_gets_adk_s_objects(tmp_path: Path) -> None:
+    import sys
+
+    scenario = {"starting_prompt": "Roll.", "conversation_plan": "Roll twice."}
+    result = _run(tmp_path, "seen", {"threshold": 0.4}, scenario=scenario)
+    assert (result.value, result.passed, result.details["adk_status"]) == (0.5, True, "PASSED")
+    eval_metric, actual, expected, given = sys.modules["probe_metrics"].SEEN[-1]
+    assert eval_metric.metric_name == "probe" and eval_metric.threshold is None
+    assert eval_metric.criterion.threshold == 0.4
+    assert expected is None and given.starting_prompt == "Roll."
+    first, second = actual
+    assert first.user_content.parts[0].text == "Roll."
+    assert first.final_response.parts[0].text == "A 4."
+    events = first.intermediate_data.invocation_events
+    call = events[0].content.parts[1].function_call
+    assert (call.name, call.args, call.id) == ("roll_die", {"sides": 6}, "c1")
+    assert events[1].content.parts[0].function_response.response == {"result": 4}
+    assert events[2].content is None  # the final answer is the final response, not twice
+    # a non-object result is wrapped as ADK wraps a function's, and a turn is cut at the user
+    assert second.intermediate_data.invocation_events[0].content.parts[0] \
+        .function_response.response == {"result": 5}
+    assert second.final_response.parts[0].text == "A 5."
+
+
+def test_the_threshold_decides_not_the_status_the_metric_gave(tmp_path: Path) -> None:
+    result = _run(tmp_path, "seen", 0.6)  # the metric says PASSED; 0.5 < 0.6
+    assert (result.passed, result.details["adk_status"]) == (False, "PASSED")
+
+
+def test_no_score_is_unscored_and_a_bad_return_is_an_error(tmp_path: Path) -> None:
+    unscored = _run(tmp_path, "no_score")
+    assert (unscored.value, unscored.passed) == (None, None)
+    assert "gave no overall score" in (unscored.unscored_reason or "")
+    outside = _run(tmp_path, "too_high", metric_info={
+        "metric_name": "probe", "metric_value_info": {"interval": {"min_value": 0,
+                                                                   "max_value": 10}}})
+    assert outside.value is None and "outside its range [0, 10]" in (outside.error or "")
+    number = _run(tmp_path, "a_number")
+    assert number.value is None and "not ADK's EvaluationResult" in (number.error or "")

@@ -33,6 +33,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import ValidationError
+
 from harness.checks.args import CheckConfigError
 from harness.checks.registry import check
 from harness.checks.result import CheckResult
@@ -86,7 +88,24 @@ def _prepare(args: dict[str, Any]) -> dict[str, Any]:
         raise CheckConfigError("metric_config", f"{named} to be a function, got "
                                f"{type(function).__name__}")
     assert isinstance(metric_config, dict)  # it named a function above
-    return {**args, "function": function, "low_high": _interval(metric_config)}
+    return {**args, "function": function, "low_high": _interval(metric_config),
+            "eval_metric": _checked_eval_metric(metric, args.get("criterion"), metric_config,
+                                                where)}
+
+
+def _checked_eval_metric(metric: str, criterion: Any, metric_config: dict[str, Any],
+                         where: str) -> Any:
+    """:func:`_eval_metric`, its problems as one :class:`CheckConfigError` line each."""
+    try:
+        return _eval_metric(metric, criterion, metric_config)
+    except ImportError:
+        raise CheckConfigError("metric_config", "google-adk, to run the custom metric "
+                               f"{metric!r}: pip install 'agent-eval-harness[adk]'") from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        place = ".".join(str(p) for p in first["loc"])
+        raise CheckConfigError("metric_config", f"{place}{where}: {first['msg']} (as ADK's "
+                               "EvalConfig reads it)") from None
 
 
 def _interval(metric_config: dict[str, Any]) -> tuple[float, float]:
@@ -105,16 +124,20 @@ def adk_custom_metric(transcript: Transcript, expectations: Expectations, *, met
                       expected_invocations: list[dict[str, Any]] | None,
                       conversation_scenario: dict[str, Any] | None,
                       function: Callable[..., Any] | None = None,
-                      low_high: tuple[float, float] = (0.0, 1.0)) -> CheckResult:
-    """ADK's custom metric ``metric`` on the transcript (see the module docstring)."""
-    if function is None:  # compiled without its prepare (cannot happen through a scenario)
-        function = _prepare({"metric": metric, "metric_config": metric_config,
-                             "config_file": config_file})["function"]
-    eval_metric = _eval_metric(metric, criterion, metric_config)
+                      low_high: tuple[float, float] = (0.0, 1.0),
+                      eval_metric: Any = None) -> CheckResult:
+    """ADK's custom metric ``metric`` on the transcript (see the module docstring);
+    ``function``, ``low_high`` and ``eval_metric`` are what :func:`_prepare` made."""
+    if function is None or eval_metric is None:  # compiled without its prepare
+        prepared = _prepare({"metric": metric, "criterion": criterion,
+                             "metric_config": metric_config, "config_file": config_file})
+        function, low_high = prepared["function"], prepared["low_high"]
+        eval_metric = prepared["eval_metric"]
     threshold = _threshold(criterion)
     actual = actual_invocations(transcript)
     expected, scenario = _expected(expected_invocations, conversation_scenario)
-    result = _call(function, eval_metric, actual, expected, scenario)
+    # a copy per call: the metric may change what it is given
+    result = _call(function, eval_metric.model_copy(deep=True), actual, expected, scenario)
     return _result(metric, result, threshold, low_high)
 
 
