@@ -191,9 +191,10 @@ async def test_the_history_is_in_the_session_before_the_first_turn(
     texts = [p.get("text") for m in request.messages for p in m["parts"]]
     assert texts == ["Roll a die.", "Rolling.", None, None, "You rolled a 2.", "And again."]
     call = request.messages[1]["parts"][1]["functionCall"]
-    assert (call["name"], call["args"]) == ("roll_die", {"sides": 6})
+    assert call == {"name": "roll_die", "args": {"sides": 6}}  # ids stay client-side
     response = request.messages[2]["parts"][0]["functionResponse"]
     assert (response["name"], response["response"]) == ("roll_die", {"result": 2})
+    assert "id" not in response
     # the history's call is not run again, and the transcript keeps the history apart
     assert real_calls == [] and transcript.tool_calls == []
     assert [(m.role, m.content) for m in transcript.history] == [

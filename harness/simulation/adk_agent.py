@@ -222,12 +222,14 @@ def history_events(history: list[Message], *, agent_name: str) -> list[Any]:
         elif m.role == "assistant":
             parts = [types.Part(text=m.content)] if m.content else []
             parts += [types.Part(function_call=types.FunctionCall(
-                id=c.id or None, name=c.name, args=dict(c.arguments))) for c in m.tool_calls]
+                id=_client_id(c.id), name=c.name, args=dict(c.arguments)))
+                       for c in m.tool_calls]
             content = types.Content(role="model", parts=parts or [types.Part(text="")])
         elif m.role == "tool":
             content = types.Content(role="user", parts=[types.Part(
                 function_response=types.FunctionResponse(
-                    id=m.tool_call_id or None, name=m.name or names.get(m.tool_call_id or "", ""),
+                    id=_client_id(m.tool_call_id),
+                    name=m.name or names.get(m.tool_call_id or "", ""),
                     response=tool_result_value(m)))])
         else:
             continue
@@ -235,6 +237,15 @@ def history_events(history: list[Message], *, agent_name: str) -> list[Any]:
         events.append(Event(invocation_id=f"history-{len(events)}", author=author,
                             content=content))
     return events
+
+
+def _client_id(call_id: str | None) -> str | None:
+    """A history call's id as ADK's own client-side ids are written (``adk-`` first), so ADK
+    treats it as it treats the ids it gives a live call: kept to pair a result with its call,
+    left out of the request for models that do not pair by id (Gemini)."""
+    if not call_id:
+        return None
+    return call_id if call_id.startswith("adk-") else f"adk-{call_id}"
 
 
 def tool_result_value(m: Message) -> dict[str, Any]:
