@@ -230,3 +230,17 @@ def test_the_dry_run_prices_the_adk_agent_s_measured_calls(adk_env: LoopbackServ
     [agent] = [r for r in json.loads(estimated.stdout)["roles"] if r["role"] == "agent"]
     assert agent["models"] == [MODEL] and agent["cost_usd"] > 0
     assert adk_env.request_count == 2  # a dry run calls no model
+
+
+def test_worker_processes_share_the_budget_of_the_agent_s_calls(
+        adk_env: LoopbackServer, tmp_path: Path) -> None:
+    # Each worker counts its ADK agent's calls in the run's shared budget: three calls in
+    # all, not three each.
+    adk_env.set_responder(lambda request: Reply.text_reply("Hi."))
+    source = _write_suite(tmp_path, ["One.", "Two."])
+    out = tmp_path / "run"
+    stopped = run_cli("run", source, "--no-judge", "--cache-mode", "off", "--epochs", "4",
+                      "--workers", "2", "--max-calls", "3", "--out", out)
+    assert stopped.returncode == 3, stopped.stderr
+    assert adk_env.request_count == 3
+    assert json.loads((out / "summary.json").read_text())["stopped"]["reason"] == "budget"
