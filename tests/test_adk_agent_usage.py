@@ -244,3 +244,15 @@ def test_worker_processes_share_the_budget_of_the_agent_s_calls(
     assert stopped.returncode == 3, stopped.stderr
     assert adk_env.request_count == 3
     assert json.loads((out / "summary.json").read_text())["stopped"]["reason"] == "budget"
+
+
+async def test_a_failed_model_call_is_counted_as_an_error(adk_env: LoopbackServer) -> None:
+    adk_env.enqueue(Reply.error(400, message="bad request"))
+    hub = ModelHub()
+    transcript = await run_episode(parse_scenario(scenario_data(["Roll."]), check_imports=False),
+                                   agent_model=None, simulator_model=None,
+                                   services=hub.services)
+    assert transcript.stop_reason == "agent_error"
+    stats = hub.ledger.get("agent", MODEL)
+    assert (stats.calls, stats.requests, stats.errors) == (1, 1, 1)
+    assert (stats.input_tokens, stats.cost_usd) == (0, 0.0)
