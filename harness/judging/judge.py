@@ -111,6 +111,7 @@ async def _ask(
     *, turn: int | None, sample_index: int, params: GenerationParams, max_reasks: int,
     prompt_cache: PromptCache,
 ) -> _Answer:
+    rubric = rubric.for_turn(turn)  # the criteria asked about this turn
     prompt = build_judge_prompt(rubric, transcript, context, turn=turn)
     grounding = rubric.target == "sentence_grounding"
     judge = bind_offline(model, RubricCase(rubric, transcript, prompt.material, turn, context))
@@ -176,7 +177,9 @@ def _turns_to_ask(rubric: Rubric, transcript: Transcript,
     """What each judge call of one sample is about: every agent turn (``agent_turn``),
     every user turn the simulator wrote (``user_turn``), else the whole transcript."""
     if rubric.target == "agent_turn":
-        return list(agent_turns(transcript))
+        # a turn none of whose criteria is asked about it gets no call
+        return [t for t in agent_turns(transcript)
+                if any(c.applies_to(t) for c in rubric.criteria)]
     if rubric.target == "user_turn":
         return list(turns_to_judge(transcript, context))
     return [None]
