@@ -95,3 +95,14 @@ def test_turns_where_they_cannot_apply_name_the_field(target: str, turns: list[i
             {"id": "c", "question": "?", "scale": "binary", "turns": turns}]}, "r.yaml")
     assert "criteria" in str(caught.value) and "turns" in str(caught.value)
     assert expected in str(caught.value)
+
+
+async def test_no_criterion_for_the_turns_taken_is_unscored_saying_so() -> None:
+    only_later = parse_rubric({"id": "later", "target": "agent_turn", "threshold": 0.5,
+                               "criteria": [{"id": "bye", "question": "Bye?",
+                                             "scale": "binary", "turns": [5]}]}, "inline")
+    judge = ScriptedJudge()
+    outcome = await judge_once(judge, only_later, three_turns())
+    assert isinstance(outcome, Judgment) and outcome.score is None and not judge.calls
+    assert "no criterion of the rubric is asked about the turns" in (
+        outcome.unscored_reason or "")

@@ -172,6 +172,14 @@ def _not_applicable(rubric: Rubric, transcript: Transcript,
     return NO_USER_PROFILE if rubric.target == "simulator_fidelity" else NO_USER_PROFILE_FOR_TURNS
 
 
+def _no_agent_turn(transcript: Transcript) -> str:
+    """Why an ``agent_turn`` rubric has no turn to ask about."""
+    if agent_turns(transcript):
+        return ("not scored: no criterion of the rubric is asked about the turns the agent "
+                "took (criteria[].turns)")
+    return "not scored: the agent took no turn"
+
+
 def _turns_to_ask(rubric: Rubric, transcript: Transcript,
                   context: JudgeContext | None) -> list[int | None]:
     """What each judge call of one sample is about: every agent turn (``agent_turn``),
@@ -237,7 +245,7 @@ async def judge_once(
         offline=model.spec.is_offline,
     )
     turns = _turns_to_ask(rubric, transcript, context)
-    reason = ("not scored: the agent took no turn" if rubric.target == "agent_turn" and not turns
+    reason = (_no_agent_turn(transcript) if rubric.target == "agent_turn" and not turns
               else _not_applicable(rubric, transcript, context))
     if reason is not None:
         return Judgment(
