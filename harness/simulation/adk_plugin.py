@@ -22,6 +22,7 @@ Imported only when an ADK agent runs: ``google.adk`` is loaded here.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,7 +94,7 @@ def agent_model_label(agent: Any, version: str | None = None) -> str:
     ``provider:model`` from a LiteLLM model's ``provider/model`` name."""
     try:
         model = agent.canonical_model
-    except Exception:  # a name ADK's registry does not know: the name as it is
+    except (ValueError, ImportError):  # a name ADK's registry cannot build: the name as is
         model = getattr(agent, "model", "")
     name = model if isinstance(model, str) else str(getattr(model, "model", model))
     if type(model).__name__ == "LiteLlm" and "/" in name:
@@ -119,8 +120,8 @@ class HarnessPlugin(BasePlugin):
     """See the module docstring. ``turn`` is read through ``current`` (the owner's turn of
     the moment), ``root`` is the ADK agent run, ``real_tools`` the tools that may run."""
 
-    def __init__(self, *, current: Any, root: Any, real_tools: set[str], ledger: UsageLedger,
-                 prices: PriceTable) -> None:
+    def __init__(self, *, current: Callable[[], AdkTurn | None], root: Any,
+                 real_tools: set[str], ledger: UsageLedger, prices: PriceTable) -> None:
         super().__init__(name="harness")
         self._current = current
         self._root = root
