@@ -213,6 +213,10 @@ def test_live_model_config_and_custom_metrics_are_kept_and_written_back(
         tmp_path: Path) -> None:
     custom = {"my_metric": {"code_config": {"name": "my_pkg.metrics.my_metric"}}}
     live = {"timeout_seconds": 60}
+    # the metric's code beside the eval set, where it is imported from (it runs as a check)
+    (tmp_path / "my_pkg").mkdir()
+    (tmp_path / "my_pkg" / "__init__.py").write_text("")
+    (tmp_path / "my_pkg" / "metrics.py").write_text("def my_metric(*args):\n    pass\n")
     path = _eval_set(tmp_path, {"my_metric": 0.7, "response_match_score": 0.8}, [RECORDED],
                      live_model_config=live, custom_metrics=custom)
     done = run_cli("validate", path)

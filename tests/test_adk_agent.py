@@ -2,7 +2,8 @@
 through the loopback server's Gemini route, its tool calls are answered by the scenario's
 mocks (its real functions never run), a tool the scenario does not mock is one line naming
 it, ``real_tools`` lets one run, the scenario's state is the session's, usage is recorded,
-and bad paths are one line each."""
+a scenario's user.history is in the session before the first turn, and bad paths are one
+line each."""
 
 from __future__ import annotations
 
@@ -164,15 +165,57 @@ def test_a_missing_adk_extra_is_one_line(monkeypatch: pytest.MonkeyPatch) -> Non
         parse_scenario(data, source="dice.yaml")
 
 
-async def test_a_history_is_refused_in_one_line_not_dropped(adk_env: LoopbackServer) -> None:
+HISTORY = [
+    {"role": "user", "content": "Roll a die."},
+    {"role": "assistant", "content": "Rolling.",
+     "tool_calls": [{"id": "h1", "name": "roll_die", "arguments": {"sides": 6}}]},
+    {"role": "tool", "tool_call_id": "h1", "name": "roll_die", "content": '{"result": 2}'},
+    {"role": "assistant", "content": "You rolled a 2."},
+]
+
+
+async def test_the_history_is_in_the_session_before_the_first_turn(
+        adk_env: LoopbackServer, real_calls: list[str]) -> None:
+    adk_env.enqueue(Reply.text_reply("You rolled a 4 this time."))
     data = scenario_data()
     data["user"] = {"persona": "a player", "goal": "a roll", "script": ["And again."],
-                    "history": [{"role": "user", "content": "Roll a die."},
-                                {"role": "assistant", "content": "You rolled a 2."}]}
+                    "history": HISTORY}
     transcript = await run_episode(parse_scenario(data, check_imports=False), agent_model=None,
                                    simulator_model=None)
-    assert transcript.stop_reason == "agent_error" and adk_env.request_count == 0
-    assert transcript.error is not None and "user.history" in transcript.error.message
+    assert (transcript.stop_reason, transcript.error) == ("script_finished", None)
+    [request] = adk_env.requests
+    contents = [(m["role"], [sorted(part) for part in m["parts"]]) for m in request.messages]
+    assert contents == [("user", [["text"]]), ("model", [["text"], ["functionCall"]]),
+                        ("user", [["functionResponse"]]), ("model", [["text"]]),
+                        ("user", [["text"]])]
+    texts = [p.get("text") for m in request.messages for p in m["parts"]]
+    assert texts == ["Roll a die.", "Rolling.", None, None, "You rolled a 2.", "And again."]
+    call = request.messages[1]["parts"][1]["functionCall"]
+    assert call == {"name": "roll_die", "args": {"sides": 6}}  # ids stay client-side
+    response = request.messages[2]["parts"][0]["functionResponse"]
+    assert (response["name"], response["response"]) == ("roll_die", {"result": 2})
+    assert "id" not in response
+    # the history's call is not run again, and the transcript keeps the history apart
+    assert real_calls == [] and transcript.tool_calls == []
+    assert [(m.role, m.content) for m in transcript.history] == [
+        (h["role"], h["content"]) for h in HISTORY]
+    assert [(m.role, m.content) for m in transcript.messages] == [
+        ("user", "And again."), ("assistant", "You rolled a 4 this time.")]
+
+
+async def test_a_history_is_replayed_once_not_on_every_turn(adk_env: LoopbackServer) -> None:
+    adk_env.enqueue(Reply.text_reply("A 3."), Reply.text_reply("A 5."))
+    data = scenario_data()
+    data["user"] = {"persona": "a player", "goal": "a roll", "script": ["Again.", "Once more."],
+                    "history": HISTORY}
+    transcript = await run_episode(parse_scenario(data, check_imports=False), agent_model=None,
+                                   simulator_model=None)
+    assert transcript.stop_reason == "script_finished", transcript.error
+    first, second = adk_env.requests
+    assert len(first.messages) == 5
+    # the second turn: the history, the first turn and the new message, nothing doubled
+    assert [m["role"] for m in second.messages] == [
+        "user", "model", "user", "model", "user", "model", "user"]
 
 
 async def test_past_max_agent_steps_the_episode_stops(adk_env: LoopbackServer) -> None:

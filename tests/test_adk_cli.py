@@ -29,6 +29,18 @@ def _samples(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
 
 
+def _agent_turns(run_dir: Path, scenario_id: str, epoch: int) -> int:
+    """How many user turns the agent answered in one stored sample."""
+    from harness.runs.store import RunStore
+
+    with RunStore.open(run_dir, read_only=True) as store:
+        [record] = [r for r in store.iter_samples()
+                    if (r.scenario_id, r.epoch) == (scenario_id, epoch)]
+    turns = record.transcript.turn_of_messages()
+    return len({t for m, t in zip(record.transcript.messages, turns, strict=True)
+                if m.role == "assistant"})
+
+
 def _dump(scenarios: list[Scenario]) -> list[dict[str, Any]]:
     return [s.model_dump(mode="json") for s in scenarios]
 
@@ -44,10 +56,11 @@ def test_each_fixture_folder_runs_offline_end_to_end(name: str, tmp_path: Path) 
     for sample in samples:
         metrics = sample["metrics"]
         if name == "travel":
-            # simulated users; the inline rubric judged with ADK's num_samples (3), safety
-            # (no judge options in ADK) once
+            # simulated users; the inline rubric judged on each agent turn (ADK judges each
+            # invocation) with ADK's num_samples (3), safety (no judge options in ADK) once
             assert set(metrics) == {"rubric:adk_final_response_quality", "rubric:safety"}
-            assert sample["usage"]["judge"]["calls"] == 3 + 1
+            turns = _agent_turns(tmp_path / "run", sample["scenario_id"], sample["epoch"])
+            assert turns >= 1 and sample["usage"]["judge"]["calls"] == 3 * turns + 1
         else:
             # mock:agent replays the recorded calls and answers: every turn matches, and
             # ROUGE-1 of a text against itself is 1

@@ -231,7 +231,8 @@ def test_a_conversation_scenario_becomes_a_simulated_user_with_its_persona() -> 
     assert novice["rubric_options"] == {"adk_final_response_quality": {
         "samples": 3, "aggregation": "mean"}, "safety": {"threshold": 0.8}}
     rubric = novice["inline_rubrics"][0]
-    assert rubric["threshold"] == 0.75 and rubric["target"] == "final_response"
+    # judged on each agent turn, as ADK judges each invocation
+    assert rubric["threshold"] == 0.75 and rubric["target"] == "agent_turn"
     assert [(c["id"], c["scale"]) for c in rubric["criteria"]] == [
         ("answers_the_question", "binary"), ("states_price", "binary")]
     assert novice["metadata"]["adk"]["rubric_details"] == {"adk_final_response_quality": {

@@ -111,6 +111,7 @@ async def _ask(
     *, turn: int | None, sample_index: int, params: GenerationParams, max_reasks: int,
     prompt_cache: PromptCache,
 ) -> _Answer:
+    rubric = rubric.for_turn(turn)  # the criteria asked about this turn
     prompt = build_judge_prompt(rubric, transcript, context, turn=turn)
     grounding = rubric.target == "sentence_grounding"
     judge = bind_offline(model, RubricCase(rubric, transcript, prompt.material, turn, context))
@@ -171,12 +172,22 @@ def _not_applicable(rubric: Rubric, transcript: Transcript,
     return NO_USER_PROFILE if rubric.target == "simulator_fidelity" else NO_USER_PROFILE_FOR_TURNS
 
 
+def _no_agent_turn(transcript: Transcript) -> str:
+    """Why an ``agent_turn`` rubric has no turn to ask about."""
+    if agent_turns(transcript):
+        return ("not scored: no criterion of the rubric is asked about the turns the agent "
+                "took (criteria[].turns)")
+    return "not scored: the agent took no turn"
+
+
 def _turns_to_ask(rubric: Rubric, transcript: Transcript,
                   context: JudgeContext | None) -> list[int | None]:
     """What each judge call of one sample is about: every agent turn (``agent_turn``),
     every user turn the simulator wrote (``user_turn``), else the whole transcript."""
     if rubric.target == "agent_turn":
-        return list(agent_turns(transcript))
+        # a turn none of whose criteria is asked about it gets no call
+        return [t for t in agent_turns(transcript)
+                if any(c.applies_to(t) for c in rubric.criteria)]
     if rubric.target == "user_turn":
         return list(turns_to_judge(transcript, context))
     return [None]
@@ -234,7 +245,7 @@ async def judge_once(
         offline=model.spec.is_offline,
     )
     turns = _turns_to_ask(rubric, transcript, context)
-    reason = ("not scored: the agent took no turn" if rubric.target == "agent_turn" and not turns
+    reason = (_no_agent_turn(transcript) if rubric.target == "agent_turn" and not turns
               else _not_applicable(rubric, transcript, context))
     if reason is not None:
         return Judgment(

@@ -27,6 +27,7 @@ A rubric is one YAML file (``rubrics/*.yaml`` ships the built-in ones)::
         weight: 2               # relative weight in the rubric score (default 1)
         allow_na: false         # may the judge answer "N/A" (not applicable)?
         threshold: 4            # optional: this criterion passes at >= 4, in SCALE units
+        turns: [0, 2]           # optional, agent_turn only: judged on these user turns
     samples: 5                  # optional: judge samples per transcript when the command
                                 # line does not say (--judge-samples / --samples wins)
     aggregation: majority       # optional: mean | majority, likewise (--judge-aggregation /
@@ -35,9 +36,13 @@ A rubric is one YAML file (``rubrics/*.yaml`` ships the built-in ones)::
 
 Scores: a criterion's score is normalised to [0, 1] as (score - lowest) / (highest - lowest);
 the rubric score is the weight-averaged normalised score over the criteria that applied
-(N/A excluded; all N/A means the rubric is explicitly *not scored*). A criterion passes when
-its normalised score reaches its own threshold (converted from scale units) or, without one,
-the rubric's threshold.
+(N/A excluded; all N/A means the rubric is explicitly *not scored*). For an ``agent_turn``
+rubric a criterion's score is its mean over the turns it was judged on; a criterion with
+``turns`` is asked about those turns only (each turn's judge call holds the criteria of that
+turn), so giving each criterion the weight of its number of turns makes the rubric score the
+mean over every (criterion, turn) verdict, as ADK's rubric-based criteria score. A criterion
+passes when its normalised score reaches its own threshold (converted from scale units) or,
+without one, the rubric's threshold.
 
 A ``sentence_grounding`` rubric (the built-in ``hallucinations``) has a judge label every
 sentence of the agent's final answer (and, with ``include_intermediate: true``, of its
@@ -215,6 +220,15 @@ class Criterion(_Strict):
     threshold: float | None = Field(
         default=None, description="pass at >= this score, in the criterion's scale units"
     )
+    turns: tuple[Annotated[int, Field(ge=0)], ...] | None = Field(
+        default=None, min_length=1,
+        description="agent_turn rubrics only: the user turns (from 0) this criterion is "
+        "judged on; without it, every turn",
+    )
+
+    def applies_to(self, turn: int | None) -> bool:
+        """Whether the criterion is asked about ``turn`` (``None``: a whole transcript)."""
+        return self.turns is None or turn is None or turn in self.turns
 
 
 class Rubric(_Strict):
@@ -285,6 +299,21 @@ class Rubric(_Strict):
                 "holds the share of applicable sentences that are supported (0 to 1)",
             )
         return self
+
+    @model_validator(mode="after")
+    def _turns_only_per_turn(self) -> Rubric:
+        for i, crit in enumerate(self.criteria):
+            if crit.turns is not None and self.target != "agent_turn":
+                raise RubricProblem(f"criteria[{i}].turns",
+                                    "applies only to target agent_turn (one judge call per "
+                                    f"agent turn), not {self.target}")
+        return self
+
+    def for_turn(self, turn: int | None) -> Rubric:
+        """This rubric with only the criteria asked about ``turn`` (itself when all are)."""
+        kept = tuple(c for c in self.criteria if c.applies_to(turn))
+        return self if len(kept) == len(self.criteria) else self.model_copy(
+            update={"criteria": kept})
 
     @model_validator(mode="after")
     def _user_turn_shape(self) -> Rubric:

@@ -338,10 +338,22 @@ def role_models(config: RunConfig, scenarios: Sequence[Scenario]) -> dict[Role, 
     """The models each role calls (offline ``mock:`` models included)."""
     design = config.design
     agents = {design.agent or s.agent.model or "" for s in scenarios if s.agent.is_model}
+    agents |= {name for s in scenarios if s.agent.adk is not None for name in adk_models(s)}
     users = {design.simulator or s.user.model or "" for s in scenarios if not s.user.scripted}
     judges = list(design.judges) if any(s.rubrics for s in scenarios) else []
     return {"agent": sorted(a for a in agents if a), "simulator": sorted(u for u in users if u),
             "judge": judges}
+
+
+def adk_models(scenario: Scenario) -> list[str]:
+    """The models the scenario's ADK agent calls, so its calls are priced (the agent is
+    imported, as loading the suite already did; :class:`~harness.errors.InputError` if it
+    does not import)."""
+    from harness.simulation.adk_agent import load_adk_agent
+    from harness.simulation.adk_plugin import agent_models
+
+    assert scenario.agent.adk is not None
+    return agent_models(load_adk_agent(scenario.agent.adk, base_dir=scenario.base_dir))
 
 
 def estimate_run(config: RunConfig, scenarios: Sequence[Scenario],

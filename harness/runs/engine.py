@@ -290,6 +290,7 @@ class SampleWork:
                 time_limit_s=self.config.execution.episode_timeout_s,
                 tool_server=self._tool_server,
                 http_endpoints=self.http_endpoints,
+                services=self.hub.services,
             )
             fatal = _fatal_error(transcript.error)
             if fatal:

@@ -1,12 +1,16 @@
 """An ADK agent (``root_agent`` in the user's package) run in place, with ADK's own Runner.
 
 One in-memory runner and one session per episode (created on the first turn with the
-scenario's ``state``, which an ADK import fills from ``session_input.state``); each user turn
-is one ``run_async(new_message=...)``. A plugin's ``before_tool_callback`` answers every tool
+scenario's ``state``, which an ADK import fills from ``session_input.state``, and the
+scenario's ``user.history`` appended to it as ADK events); each user turn is one
+``run_async(new_message=...)``. The harness's plugin (:mod:`.adk_plugin`) answers every tool
 call from the episode's :class:`Toolbox` before the agent's real function could run, so the
-scenario's mocks are what the agent sees. A tool the scenario does not mock ends the episode
-as an ``agent_error`` naming it, unless ``agent.real_tools`` lets the real function run (its
-call and result are then recorded as a mock's are).
+scenario's mocks are what the agent sees, and counts every model call in the run's usage
+ledger and budgets. A tool the scenario does not mock ends the episode as an
+``agent_error`` naming it, unless ``agent.real_tools`` lets the real function run (its call
+and result are then recorded as a mock's are). A budget reached before a model call raises
+:class:`~harness.errors.BudgetExceededError`, as a model of the harness's own does, so the
+run stops there and the sample is run again on ``--resume``.
 
 ``google.adk`` is imported only when an ADK agent is built: the CLI starts without it.
 """
@@ -16,24 +20,23 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError
 from harness.models.prices import PriceTable
-from harness.models.types import ChatResponse, Message, ToolCall, Usage
+from harness.models.types import ChatResponse, Message, ToolCall
+from harness.models.usage import UsageLedger
 from harness.simulation.agent import Agent, AgentTurn, tool_message
 from harness.tools.toolbox import Toolbox
 from harness.transcript import ErrorInfo
 from harness.user_code import ImportPathError, resolve_adk_agent
 
+if TYPE_CHECKING:
+    from harness.simulation.adk_plugin import AdkTurn
+
 _USER_ID = "harness"
-_PRICES = PriceTable()
-
-
-class UnmockedToolError(Exception):
-    """The ADK agent called a tool the scenario neither mocks nor lets run."""
+_APP = "harness"
 
 
 def load_adk_agent(path: str, *, base_dir: Path | None = None) -> Any:
@@ -46,41 +49,35 @@ def load_adk_agent(path: str, *, base_dir: Path | None = None) -> Any:
         raise InputError(base_dir or "<scenario>", "agent.adk", str(err)) from None
 
 
-@dataclass
-class _Turn:
-    """What the plugin needs while one user turn runs: the toolbox, the turn, the model
-    step the calls belong to, and an unmocked tool's name once one was called."""
-
-    toolbox: Toolbox
-    turn: int = 0
-    step: int = 0
-    unmocked: str | None = None
-    real_started: dict[str, float] = field(default_factory=dict)
-
-
 class AdkAgent(Agent):
     """Runs ``agent`` (an ADK ``BaseAgent``) with ADK's ``InMemoryRunner``, one session per
     episode starting from ``state``; ``real_tools`` are the agent's tools whose real function
-    may run. At most ``max_steps`` model calls per turn (ADK's ``max_llm_calls``)."""
+    may run. At most ``max_steps`` model calls per turn (ADK's ``max_llm_calls``). Every model
+    call is counted in ``ledger`` (the run's, whose budgets then hold; else one of its own)
+    and priced at ``prices``."""
 
     def __init__(self, agent: Any, *, label: str, state: dict[str, Any] | None = None,
-                 real_tools: list[str] | None = None, max_steps: int = 10) -> None:
+                 real_tools: list[str] | None = None, max_steps: int = 10,
+                 ledger: UsageLedger | None = None, prices: PriceTable | None = None) -> None:
         self.agent = agent
         self.label = label
         self.state = dict(state or {})
         self.real_tools = set(real_tools or ())
         self.max_steps = max_steps
+        self.ledger = ledger if ledger is not None else UsageLedger()
+        self.prices = prices if prices is not None else PriceTable()
         self._runner: Any = None
         self._session_id: str | None = None
-        self._turn: _Turn | None = None
+        self._turn: AdkTurn | None = None
 
     @classmethod
     def from_path(cls, path: str, *, base_dir: Path | None = None,
                   state: dict[str, Any] | None = None, real_tools: list[str] | None = None,
-                  max_steps: int = 10) -> AdkAgent:
+                  max_steps: int = 10, ledger: UsageLedger | None = None,
+                  prices: PriceTable | None = None) -> AdkAgent:
         """:func:`load_adk_agent`, then the agent; raises :class:`InputError` as it does."""
         return cls(load_adk_agent(path, base_dir=base_dir), label=f"adk:{path}", state=state,
-                   real_tools=real_tools, max_steps=max_steps)
+                   real_tools=real_tools, max_steps=max_steps, ledger=ledger, prices=prices)
 
     async def respond(
         self, conversation: list[Message], toolbox: Toolbox, *, turn: int
@@ -88,21 +85,16 @@ class AdkAgent(Agent):
         from google.adk.agents.run_config import RunConfig
         from google.genai import types
 
+        from harness.simulation.adk_plugin import AdkTurn, UnmockedToolError
+
         out = AgentTurn()
-        self._turn = state = _Turn(toolbox, turn=turn)
+        self._turn = state = AdkTurn(toolbox, turn=turn, max_calls=self.max_steps)
         toolbox.turn, toolbox.step = turn, 0
-        if self._session_id is None and len(conversation) > 1:
-            # The session starts empty: a history the agent never saw would be scored as if
-            # it had, so refuse rather than drop it.
-            out.stop_reason = "agent_error"
-            out.error = ErrorInfo(kind="UnsupportedHistory", role="agent", message=(
-                "an ADK agent run in place does not replay user.history into its session "
-                "yet: drop the history, or give the earlier turns as a script"))
-            return out
         text = conversation[-1].content if conversation else ""
         message = types.Content(role="user", parts=[types.Part(text=text)])
         try:
-            session_id = await self._session()
+            # The conversation before the first turn is the scenario's history.
+            session_id = await self._session(conversation[:-1])
             started = time.perf_counter()
             # Closed on the way out, an early stop included, so ADK finishes its invocation.
             async with contextlib.aclosing(self._runner.run_async(
@@ -110,20 +102,20 @@ class AdkAgent(Agent):
                 run_config=RunConfig(max_llm_calls=self.max_steps),
             )) as events:
                 async for event in events:
+                    if state.budget is not None:
+                        break  # the plugin's stand-in reply: no model call was made
                     started = self._take(event, out, state, started)
                     if state.unmocked is not None:
                         break
         except UnmockedToolError:
             pass
         except Exception as err:  # the agent under test failed: recorded, the run goes on
-            if type(err).__name__ == "LlmCallsLimitExceededError":
-                out.stop_reason = "agent_step_limit"
-                out.stop_detail = (f"more than {self.max_steps} model calls in turn {turn} "
-                                   "(limits.max_agent_steps)")
-                return out
-            out.stop_reason = "agent_error"
-            out.error = ErrorInfo(kind=type(err).__name__, message=str(err), role="agent")
-            return out
+            if state.budget is not None:
+                # ADK wrapped it; the run stops on its budget as for a model of our own.
+                raise state.budget from None
+            return self._failed(out, err, turn)
+        if state.budget is not None:
+            raise state.budget
         if state.unmocked is not None:
             out.stop_reason = "agent_error"
             out.error = ErrorInfo(kind="UnmockedTool", role="agent", message=(
@@ -135,20 +127,40 @@ class AdkAgent(Agent):
             out.stop_detail = f"more than {toolbox.max_calls} tool calls"
         return out
 
-    async def _session(self) -> str:
-        """The episode's session, made on the first turn (with the runner and plugin)."""
+    def _failed(self, out: AgentTurn, err: Exception, turn: int) -> AgentTurn:
+        """The turn ended by ``err``: past ADK's call limit, or the agent failed."""
+        if type(err).__name__ == "LlmCallsLimitExceededError":
+            out.stop_reason = "agent_step_limit"
+            out.stop_detail = (f"more than {self.max_steps} model calls in turn {turn} "
+                               "(limits.max_agent_steps)")
+            return out
+        out.stop_reason = "agent_error"
+        out.error = ErrorInfo(kind=type(err).__name__, message=str(err), role="agent")
+        return out
+
+    async def _session(self, history: list[Message]) -> str:
+        """The episode's session, made on the first turn (with the runner and plugin), with
+        ``history`` appended as the events ADK would have recorded for it."""
         if self._session_id is None:
             from google.adk.apps import App
             from google.adk.runners import InMemoryRunner
 
-            app = App(name="harness", root_agent=self.agent, plugins=[_mock_plugin(self)])
+            from harness.simulation.adk_plugin import HarnessPlugin
+
+            plugin = HarnessPlugin(current=lambda: self._turn, root=self.agent,
+                                   real_tools=self.real_tools, ledger=self.ledger,
+                                   prices=self.prices)
+            app = App(name=_APP, root_agent=self.agent, plugins=[plugin])
             self._runner = InMemoryRunner(app=app)
-            session = await self._runner.session_service.create_session(
-                app_name="harness", user_id=_USER_ID, state=dict(self.state))
+            service = self._runner.session_service
+            session = await service.create_session(
+                app_name=_APP, user_id=_USER_ID, state=dict(self.state))
+            for event in history_events(history, agent_name=self.agent.name):
+                await service.append_event(session, event)
             self._session_id = session.id
         return self._session_id
 
-    def _take(self, event: Any, out: AgentTurn, state: _Turn, started: float) -> float:
+    def _take(self, event: Any, out: AgentTurn, state: AdkTurn, started: float) -> float:
         """One ADK event into the turn: a model response (usage, text and tool calls) is one
         step; a tool response event gives one tool message per result. Returns when the next
         model step started."""
@@ -180,55 +192,73 @@ class AdkAgent(Agent):
         return time.perf_counter()
 
     def _response(self, event: Any, message: Message, started: float) -> ChatResponse:
-        usage = event.usage_metadata
-        prompt = (usage.prompt_token_count or 0) + (usage.tool_use_prompt_token_count or 0) \
-            if usage is not None else 0
-        output = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0) \
-            if usage is not None else 0
-        model = f"gemini:{_model_name(self.agent, event)}"
+        """The step's response, with the tokens and cost the plugin counted for its call."""
+        from harness.simulation.adk_plugin import model_label, priced
+
+        model = model_label(self.agent, event.author, event)
+        cost = priced(event, model, self.prices)
         return ChatResponse(
-            message=message, usage=Usage(input_tokens=prompt, output_tokens=output),
-            model=model, latency_s=time.perf_counter() - started,
-            cost_usd=_PRICES.cost(model, prompt, output),
+            message=message, usage=cost.usage, model=model,
+            latency_s=time.perf_counter() - started, cost_usd=cost.cost_usd,
+            prompt_cache_saved_usd=cost.cache_saved_usd,
             finish_reason=str(event.finish_reason.name).lower() if event.finish_reason else None,
         )
 
 
-def _mock_plugin(owner: AdkAgent) -> Any:
-    """An ADK plugin answering the owner's tool calls from the episode's toolbox."""
-    from google.adk.plugins.base_plugin import BasePlugin
+def history_events(history: list[Message], *, agent_name: str) -> list[Any]:
+    """``history`` as the ADK events a live run would have left in the session: a user
+    message is the user's event; an assistant message (its text and tool calls) and a tool
+    result are the agent's (ADK authors a function's response by the agent that called it),
+    the result's value given as the live run gives a mock's (:func:`tool_result_value`).
+    System messages are left out: the ADK agent's own instruction is its system prompt."""
+    from google.adk.events.event import Event
+    from google.genai import types
 
-    class MockedTools(BasePlugin):
-        async def before_tool_callback(self, *, tool: Any, tool_args: dict[str, Any],
-                                       tool_context: Any) -> dict[str, Any] | None:
-            turn = owner._turn
-            assert turn is not None
-            toolbox = turn.toolbox
-            call = ToolCall(id=tool_context.function_call_id or "", name=tool.name,
-                            arguments=dict(tool_args))
-            if tool.name in {s.name for s in toolbox.specs}:
-                result = toolbox.execute(call, turn=turn.turn, step=max(turn.step - 1, 0))
-                value = result.value
-                return value if isinstance(value, dict) else {"result": value}
-            if tool.name in owner.real_tools:
-                turn.real_started[call.id] = toolbox.clock()
-                return None
-            turn.unmocked = tool.name
-            raise UnmockedToolError(tool.name)
+    events: list[Event] = []
+    names = {c.id: c.name for m in history for c in m.tool_calls}  # a result may not say
+    for m in history:
+        if m.role == "user":
+            content = types.Content(role="user", parts=[types.Part(text=m.content)])
+        elif m.role == "assistant":
+            parts = [types.Part(text=m.content)] if m.content else []
+            parts += [types.Part(function_call=types.FunctionCall(
+                id=_client_id(c.id), name=c.name, args=dict(c.arguments)))
+                       for c in m.tool_calls]
+            content = types.Content(role="model", parts=parts or [types.Part(text="")])
+        elif m.role == "tool":
+            content = types.Content(role="user", parts=[types.Part(
+                function_response=types.FunctionResponse(
+                    id=_client_id(m.tool_call_id),
+                    name=m.name or names.get(m.tool_call_id or "", ""),
+                    response=tool_result_value(m)))])
+        else:
+            continue
+        author = "user" if m.role == "user" else agent_name
+        events.append(Event(invocation_id=f"history-{len(events)}", author=author,
+                            content=content))
+    return events
 
-        async def after_tool_callback(self, *, tool: Any, tool_args: dict[str, Any],
-                                      tool_context: Any, result: Any) -> dict[str, Any] | None:
-            turn = owner._turn
-            assert turn is not None
-            call_id = tool_context.function_call_id or ""
-            started = turn.real_started.pop(call_id, None)
-            if started is not None:
-                turn.toolbox.record_real(
-                    ToolCall(id=call_id, name=tool.name, arguments=dict(tool_args)), result,
-                    turn=turn.turn, step=max(turn.step - 1, 0), started=started)
-            return None
 
-    return MockedTools(name="harness_mocked_tools")
+def _client_id(call_id: str | None) -> str | None:
+    """A history call's id as ADK's own client-side ids are written (``adk-`` first), so ADK
+    treats it as it treats the ids it gives a live call: kept to pair a result with its call,
+    left out of the request for models that do not pair by id (Gemini)."""
+    if not call_id:
+        return None
+    return call_id if call_id.startswith("adk-") else f"adk-{call_id}"
+
+
+def tool_result_value(m: Message) -> dict[str, Any]:
+    """A tool message's result as the object an ADK function response holds: a JSON object as
+    it is, another value as ``{"result": ...}`` (as ADK wraps a function's non-dict return and
+    the live run wraps a mock's), a failed call's as ``{"error": ...}``."""
+    try:
+        value: Any = json.loads(m.content) if m.content else ""
+    except ValueError:
+        value = m.content
+    if m.is_error:
+        return {"error": value}
+    return value if isinstance(value, dict) else {"result": value}
 
 
 def _text(parts: list[Any]) -> str:
@@ -237,13 +267,3 @@ def _text(parts: list[Any]) -> str:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _model_name(agent: Any, event: Any) -> str:
-    """The model the event's agent used (the event's ``model_version``, else its agent's
-    model name)."""
-    if getattr(event, "model_version", None):
-        return str(event.model_version)
-    found = agent.find_agent(event.author) if hasattr(agent, "find_agent") else None
-    model = getattr(found or agent, "model", "")
-    return model if isinstance(model, str) else str(getattr(model, "model", model))

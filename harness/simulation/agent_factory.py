@@ -5,11 +5,16 @@ the other."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from harness.errors import ModelConfigError
 from harness.models.base import ChatModel
 from harness.scenarios.schema import Scenario
 from harness.simulation.agent import Agent, CallableAgent, ModelAgent
 from harness.simulation.http_agent import HttpAgent, HttpEndpoints
+
+if TYPE_CHECKING:
+    from harness.models.remote import ModelServices
 
 
 def agent_for(
@@ -18,9 +23,12 @@ def agent_for(
     *,
     sample_index: int,
     http_endpoints: HttpEndpoints | None = None,
+    services: ModelServices | None = None,
 ) -> Agent:
     """The agent a scenario describes: its HTTP endpoint (sharing ``http_endpoints``, else a
-    pool of its own), its Python callable, its ADK agent, or ``model`` in a tool loop. Raises
+    pool of its own), its Python callable, its ADK agent (whose model calls go into
+    ``services``' ledger and budgets, at its prices: the run's, else a ledger of its own), or
+    ``model`` in a tool loop. Raises
     :class:`~harness.errors.ModelConfigError` when a model agent gets no model and
     :class:`~harness.errors.InputError` when an ``${env:NAME}`` the HTTP agent reads is not
     set, or a Python or ADK agent does not import."""
@@ -44,7 +52,9 @@ def agent_for(
 
         return AdkAgent.from_path(spec.adk, base_dir=scenario.base_dir, state=scenario.state,
                                   real_tools=spec.real_tools,
-                                  max_steps=scenario.limits.max_agent_steps)
+                                  max_steps=scenario.limits.max_agent_steps,
+                                  ledger=services.ledger if services else None,
+                                  prices=services.prices if services else None)
     if model is None:
         raise ModelConfigError(
             f"scenario {scenario.id!r} has a model agent ({spec.model}) but no agent model was "

@@ -51,6 +51,7 @@ from harness.transcript import (
 
 if TYPE_CHECKING:
     from harness.mcp import ToolServer
+    from harness.models.remote import ModelServices
     from harness.simulation.http_agent import HttpEndpoints
 
 
@@ -177,6 +178,7 @@ async def run_episode(
     time_limit_s: float | None = None,
     tool_server: ToolServer | None = None,
     http_endpoints: HttpEndpoints | None = None,
+    services: ModelServices | None = None,
 ) -> Transcript:
     """Run one episode of ``scenario`` and return its transcript.
 
@@ -186,15 +188,18 @@ async def run_episode(
     every model call (epochs differ; a repeated epoch replays from the cache). The episode's
     wall-clock time is bounded by the scenario's ``limits.max_seconds``, else by
     ``time_limit_s`` (else unbounded). An HTTP agent sends on ``http_endpoints`` (the run's
-    shared pool and bounds), else on a pool of the episode's own.
+    shared pool and bounds), else on a pool of the episode's own. An ADK agent, which calls
+    its models itself, counts them in ``services``' ledger (the run's, so its budgets hold)
+    at its prices.
 
     An agent that reaches its tools over MCP (``agent.needs_tool_server``) gets the episode's
     toolbox served at a URL of its own (``agent.mcp_url``, set before the first turn) on
     ``tool_server``, or on a :class:`~harness.mcp.ToolServer` started for this episode alone
     when none is given; serving stops when the episode ends.
 
-    Raises :class:`~harness.errors.ModelConfigError` when a needed model is missing and
-    :class:`~harness.errors.InputError` when the scenario's Python code does not import.
+    Raises :class:`~harness.errors.ModelConfigError` when a needed model is missing,
+    :class:`~harness.errors.InputError` when the scenario's Python code does not import, and
+    :class:`~harness.errors.BudgetExceededError` when a run budget stops a model call.
     Failures of the models or the agent during the episode never raise: the transcript ends
     with ``agent_error``, ``simulator_error`` or ``time_limit`` and carries the error.
     """
@@ -214,7 +219,7 @@ async def run_episode(
         # A mock: agent plays this scenario's reference; any other model is left as it is.
         agent_model = bind_offline(agent_model, scenario)
     agent = agent_for(scenario, agent_model, sample_index=epoch,
-                      http_endpoints=http_endpoints or own_http)
+                      http_endpoints=http_endpoints or own_http, services=services)
     simulator = (
         UserSimulator(simulator_model, user, scenario_id=scenario.id, sample_index=epoch)
         if simulator_model is not None and not user.scripted

@@ -37,6 +37,7 @@ from harness.formats.adk.criteria import (
     TrajectoryCriterion,
     criterion_json,
 )
+from harness.formats.adk.custom_metrics import custom_metric_check
 from harness.formats.adk.evalset import (
     Content,
     EvalCase,
@@ -52,10 +53,12 @@ FINAL_RESPONSE_MATCH = "final_response_match"
 HALLUCINATIONS = "hallucinations"
 HALLUCINATIONS_INTERMEDIATE = "hallucinations_intermediate"
 SAFETY = "safety"
-# Inline rubrics made from ADK's inline rubrics, by criterion.
+# Inline rubrics made from ADK's inline rubrics, by criterion. ADK judges the first two per
+# invocation (each against the criterion's, the case's and that invocation's rubrics), so
+# they are agent_turn rubrics; the multi-turn one judges the conversation once.
 INLINE_RUBRIC_IDS = {
-    "rubric_based_final_response_quality_v1": ("adk_final_response_quality", "final_response"),
-    "rubric_based_tool_use_quality_v1": ("adk_tool_use_quality", "tool_use"),
+    "rubric_based_final_response_quality_v1": ("adk_final_response_quality", "agent_turn"),
+    "rubric_based_tool_use_quality_v1": ("adk_tool_use_quality", "agent_turn"),
     "rubric_based_multi_turn_trajectory_quality_v1": ("adk_trajectory_quality",
                                                       "conversation"),
 }
@@ -243,7 +246,9 @@ def _rubric_parts(
             options[rid] = {k: v for k, v in _judge_options(criterion, "mean").items()
                             if k != "threshold"}
             combined = _with_case_rubrics(name, criterion, case)
-            inline.append(_inline_rubric(rid, target, combined, details))
+            turns = _rubric_turns(name, criterion, case) if target == "agent_turn" else {}
+            inline.append(_inline_rubric(rid, target, combined, details, turns,
+                                         invocations=len(case.conversation or [])))
             for rubric in combined.rubrics[len(criterion.rubrics):]:
                 # written back with the case, not into the criterion (ADK refuses an id twice)
                 details.setdefault(rid, {}).setdefault(criterion_id(rubric.rubric_id),
@@ -286,22 +291,49 @@ def _with_case_rubrics(name: str, criterion: RubricsCriterion,
     return criterion.model_copy(update={"rubrics": combined})
 
 
+def _rubric_turns(name: str, criterion: RubricsCriterion,
+                  case: EvalCase) -> dict[str, list[int]]:
+    """The turns of each rubric that only invocations hold (by rubric id): ADK judges an
+    invocation's own rubrics on that invocation alone. The criterion's own rubrics and the
+    case's apply to every turn and are not listed."""
+    kind = RUBRIC_TYPES[name]
+    everywhere = {r.rubric_id for r in criterion.rubrics} | {
+        r.rubric_id for r in case.rubrics or [] if r.type == kind}
+    turns: dict[str, list[int]] = {}
+    for turn, inv in enumerate(case.conversation or []):
+        for rubric in inv.rubrics or []:
+            if rubric.type == kind and rubric.rubric_id not in everywhere \
+                    and turn not in turns.get(rubric.rubric_id, []):
+                turns.setdefault(rubric.rubric_id, []).append(turn)
+    return turns
+
+
 def _judge_options(criterion: JudgeCriterion, aggregation: str) -> dict[str, Any]:
     return {"threshold": criterion.threshold,
             "samples": criterion.judge_model_options.num_samples, "aggregation": aggregation}
 
 
 def _inline_rubric(
-    rid: str, target: str, criterion: RubricsCriterion, details: dict[str, Any]
+    rid: str, target: str, criterion: RubricsCriterion, details: dict[str, Any],
+    turns: Mapping[str, list[int]], *, invocations: int,
 ) -> dict[str, Any]:
     """One yes/no criterion per ADK rubric; the score is the share of rubrics met, as ADK
-    scores them. What a criterion cannot hold (the original id when it had to change, the
+    scores them. A rubric only some invocations hold is judged on their ``turns`` alone;
+    then each criterion weighs its number of turns (``invocations`` for one that applies to
+    every turn), so the score is the share over every (rubric, invocation) verdict, ADK's
+    pooled mean. What a criterion cannot hold (the original id when it had to change, the
     description, the type) goes to ``details``."""
     criteria = []
     for rubric in criterion.rubrics:
         cid = criterion_id(rubric.rubric_id)
-        criteria.append({"id": cid, "question": rubric.rubric_content.text_property
-                         or rubric.rubric_id, "scale": "binary"})
+        item: dict[str, Any] = {"id": cid, "question": rubric.rubric_content.text_property
+                                or rubric.rubric_id, "scale": "binary"}
+        own = turns.get(rubric.rubric_id)
+        if own is not None:
+            item["turns"] = own
+        if turns and len(own or range(invocations)) != 1:
+            item["weight"] = len(own or range(invocations))
+        criteria.append(item)
         extra = {k: v for k, v in (("rubric_id", rubric.rubric_id if cid != rubric.rubric_id
                                     else None),
                                    ("description", rubric.description), ("type", rubric.type),
@@ -369,11 +401,28 @@ def case_to_scenario(eval_set: EvalSet, case: EvalCase, config: EvalConfig) -> d
     extras = criteria_extras(config)
     if extras:
         meta["criteria_extra"] = extras
+    checks = _custom_metric_checks(case, config)
+    if checks:
+        scenario["checks"] = checks
     for key in KEPT_CONFIG:  # kept to be written back, not used by a run
         if getattr(config, key):
             meta[key] = getattr(config, key)
     scenario["metadata"] = {"adk": meta}
     return scenario
+
+
+def _custom_metric_checks(case: EvalCase, config: EvalConfig) -> list[dict[str, Any]]:
+    """A check per criterion a custom metric defines, which runs the metric's function on the
+    sample as ADK would (:mod:`harness.formats.adk.custom_metrics`), given the case's
+    recorded invocations (or its conversation scenario) as ADK gives them."""
+    metrics = config.custom_metrics or {}
+    expected = None if case.conversation is None else [
+        inv.model_dump(mode="json", exclude_none=True) for inv in case.conversation]
+    scenario = None if case.conversation_scenario is None else \
+        case.conversation_scenario.model_dump(mode="json", exclude_none=True)
+    return [custom_metric_check(name, criterion, metrics[name], config_file=config.source,
+                                expected=expected, scenario=scenario)
+            for name, criterion in config.custom_criteria.items() if name in metrics]
 
 
 def _static(scenario: dict[str, Any], meta: dict[str, Any], case: EvalCase,

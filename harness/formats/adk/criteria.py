@@ -135,11 +135,12 @@ DEFAULT_CRITERIA: dict[str, Criterion] = {
 
 
 class EvalConfig(BaseModel):
-    """A ``test_config.json``: the criteria, and what is kept to be written back but not
-    used: ADK's user-simulator settings (the harness's simulator is ``--simulator``), its
-    live-model settings (ADK's runner for audio and video models) and its custom metrics
-    (Python functions over ADK's own invocation objects; a harness check does their work,
-    docs/adk-vertex.md says how). A criterion a custom metric defines is kept likewise."""
+    """A ``test_config.json``: the criteria; the custom metrics (``custom_metrics``, Python
+    functions over ADK's own invocation objects) and the criteria they define
+    (``custom_criteria``), which run as checks (:mod:`harness.formats.adk.custom_metrics`)
+    and are written back; and what is kept to be written back but not used: ADK's
+    user-simulator settings (the harness's simulator is ``--simulator``) and its live-model
+    settings (ADK's runner for audio and video models)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -160,7 +161,7 @@ _TOP_KEYS = {"criteria": "criteria", "user_simulator_config": "user_simulator_co
              "userSimulatorConfig": "user_simulator_config",
              "live_model_config": "live_model_config", "liveModelConfig": "live_model_config",
              "custom_metrics": "custom_metrics", "customMetrics": "custom_metrics"}
-# Kept to be written back, not used by a run (EvalConfig's docstring says why).
+# Kept to be written back (EvalConfig's docstring says which of them a run uses).
 _KEPT_OBJECTS = ("user_simulator_config", "live_model_config", "custom_metrics")
 
 
@@ -188,10 +189,12 @@ def parse_config(data: Any, path: Path) -> EvalConfig:
                          f"or options, got {type(raw).__name__}")
     criteria: dict[str, Criterion] = {}
     custom_criteria: dict[str, Any] = {}
+    for name, value in custom.items():
+        _check_custom_metric(path, name, value)
     for name, value in raw.items():
         model = CRITERION_MODELS.get(name)
         if model is None and name in custom:
-            custom_criteria[name] = value
+            custom_criteria[name] = _custom_criterion(path, name, value)
             continue
         if model is None:
             raise InputError(path, f"criteria.{name}", f"unknown criterion {name!r}; known "
@@ -207,6 +210,27 @@ def parse_config(data: Any, path: Path) -> EvalConfig:
             raise InputError(path, field, inner.expected) from None
     return EvalConfig(criteria=criteria, custom_criteria=custom_criteria, source=str(path),
                       **kept)
+
+
+def _check_custom_metric(path: Path, name: str, value: Any) -> None:
+    """A ``custom_metrics`` entry must name its function (ADK's ``code_config.name``)."""
+    code = (value.get("code_config", value.get("codeConfig"))
+            if isinstance(value, dict) else None)
+    function = code.get("name") if isinstance(code, dict) else None
+    if not isinstance(function, str) or "." not in function.strip("."):
+        raise InputError(path, f"custom_metrics.{name}.code_config.name",
+                         f"the custom metric's function as 'package.module.function', got "
+                         f"{function!r}")
+
+
+def _custom_criterion(path: Path, name: str, value: Any) -> Any:
+    """A custom metric's criterion: a threshold, or an object with a number ``threshold``
+    (ADK's ``BaseCriterion``; its other keys go to the metric as they are)."""
+    threshold = value.get("threshold") if isinstance(value, dict) else value
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise InputError(path, f"criteria.{name}", "a threshold (a number) or an object with "
+                         f"a number 'threshold', for the custom metric {name!r}")
+    return value
 
 
 def read_config(path: Path) -> EvalConfig:

@@ -36,6 +36,7 @@ from harness.formats.adk.convert import (
     reference_answer,
     unescape_templates,
 )
+from harness.formats.adk.custom_metrics import CHECK_USE as CUSTOM_METRIC_USE
 from harness.formats.adk.evalset import Content
 from harness.json_values import json_equal
 from harness.scenarios.schema import Scenario
@@ -186,7 +187,8 @@ def _case(scenario: Scenario, notes: list[str]) -> dict[str, Any]:
             and not (name == "reference_answer" and scenario.user.scripted)]
     lost += [f"rubric {r}" for r in scenario.rubrics
              if r not in _JUDGED and r not in _INLINE_CRITERIA]
-    lost += [f"check {check_name(c)}" for c in scenario.checks]
+    # a custom metric's check is written back as its custom_metrics entry and criterion
+    lost += [f"check {check_name(c)}" for c in scenario.checks if c.use != CUSTOM_METRIC_USE]
     if scenario.scoring.weights:
         lost.append("scoring.weights")
     agent = scenario.agent
