@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,9 @@ def suite(tmp_path: Path) -> Path:
     """A copy of the fixture folder (eval set, test_config.json, the metrics' module)."""
     folder = tmp_path / "suite"
     shutil.copytree(FIXTURE, folder)
+    # each test imports the metrics' module afresh, as a new process would
+    for name in [m for m in sys.modules if m.split(".")[0] == "dice_metrics"]:
+        del sys.modules[name]
     return folder
 
 

@@ -31,6 +31,7 @@ import asyncio
 import concurrent.futures
 import inspect
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -66,8 +67,9 @@ def custom_metric_check(name: str, criterion: Any, metric_config: dict[str, Any]
 
 
 def _prepare(args: dict[str, Any]) -> dict[str, Any]:
-    """Resolve the metric's function once, when the scenario loads (the scenario's folder is
-    already first on ``sys.path``), so a function that does not import stops the load."""
+    """Resolve the metric's function once, when the scenario loads (the folder of the config
+    naming it, then the scenario's folder, then ``sys.path``), so a function that does not
+    import stops the load."""
     metric = str(args.get("metric"))
     metric_config = args.get("metric_config")
     where = f" in {args['config_file']}" if args.get("config_file") else ""
@@ -80,8 +82,13 @@ def _prepare(args: dict[str, Any]) -> dict[str, Any]:
                                f"metric {metric!r} as 'package.module.function', got {path!r}")
     named = f"the function of custom metric {metric!r}, {path!r} ({field}),"
     module, _, attribute = path.rpartition(".")
+    # The folder of the ADK config that names the metric is searched first, as the scenario's
+    # own folder is: a scenario written by `harness import adk` elsewhere still finds it.
+    config_dir = Path(str(args["config_file"])).parent if args.get("config_file") else None
     try:
-        function = resolve_object(f"{module}:{attribute}")
+        function = resolve_object(f"{module}:{attribute}",
+                                  base_dir=config_dir if config_dir and config_dir.is_dir()
+                                  else None)
     except ImportPathError as err:
         raise CheckConfigError("metric_config", f"{named} to import: {err}") from None
     if not callable(function):
