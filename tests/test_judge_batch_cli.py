@@ -5,7 +5,6 @@ do not go together."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -13,16 +12,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from harness.models.batch_journal import BatchJournal
-from harness.models.schema_example import example_from_schema
 from harness.testing.batches import BatchFaults
 from harness.testing.hub import loopback_environ
-from harness.testing.replies import RecordedRequest, Reply
 from harness.testing.server import LoopbackServer
+from harness.testing.verdicts import varied_verdicts
 from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,32 +43,6 @@ def _run(tmp_path: Path, name: str, *extra: str) -> dict:
     return json.loads(done.stdout)
 
 
-def _varied(schema: dict[str, Any], defs: dict[str, Any], seed: str) -> Any:
-    """A value valid against ``schema`` whose enum choices (a criterion's score) follow from
-    ``seed``, so that verdicts differ from prompt to prompt and repeat for the same one."""
-    if "$ref" in schema:
-        schema = defs[schema["$ref"].rsplit("/", 1)[-1]]
-    if schema.get("enum"):
-        digest = int(hashlib.sha256(seed.encode()).hexdigest(), 16)
-        return schema["enum"][digest % len(schema["enum"])]
-    if schema.get("type") == "object":
-        return {name: _varied(sub, defs, f"{seed}/{name}")
-                for name, sub in schema.get("properties", {}).items()
-                if name in schema.get("required", [])}
-    return example_from_schema({**schema, "$defs": defs})
-
-
-def _judge(request: RecordedRequest) -> Reply | None:
-    """The judge's verdicts, a function of its prompt (OpenAI tools mode)."""
-    tools = request.body.get("tools") or []
-    if not tools:
-        return None
-    function = tools[0]["function"]
-    schema = function["parameters"]
-    seed = json.dumps(request.body["messages"], sort_keys=True)
-    return Reply.tool_call(function["name"], _varied(schema, schema.get("$defs", {}), seed))
-
-
 def _judge_scores(run_dir: Path) -> dict[tuple[str, int], dict[str, float]]:
     out = {}
     for line in (run_dir / "samples.jsonl").read_text().splitlines():
@@ -86,7 +57,7 @@ def test_a_batched_run_scores_as_the_live_one_at_half_the_judge_cost(
         tmp_path: Path, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in loopback_environ(loopback).items():
         monkeypatch.setenv(name, value)
-    loopback.set_responder(_judge)
+    loopback.set_responder(varied_verdicts)
     live = _run(tmp_path, "live")
     live_requests = loopback.request_count
     assert live_requests and loopback.batches.batch_count == 0
@@ -127,15 +98,17 @@ def test_a_run_killed_after_submitting_is_finished_by_resume_paying_nothing_twic
          "--cache", str(tmp_path / "cache.db"), "--out", str(run_dir)],
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            journal = run_dir / "batches.sqlite"
-            if journal.exists() and sum(b.requests for b in BatchJournal(journal).batches()) \
-                    >= 22:
-                break
+        # Killed once every batch the server accepted is journalled and no more come: a kill
+        # between the two (one SQLite commit) is the one gap, documented in docs/design.md.
+        deadline, journal, steady = time.monotonic() + 60, run_dir / "batches.sqlite", 0
+        while time.monotonic() < deadline and steady < 5:
+            sent = sum(loopback.batches.submissions.values())
+            journalled = (sum(b.requests for b in BatchJournal(journal).batches())
+                          if journal.exists() else 0)
+            steady = steady + 1 if sent >= 22 and journalled == sent else 0
             time.sleep(0.1)
-        else:
-            pytest.fail("the first process sent no batch within 60 s")
+        if steady < 5:
+            pytest.fail("the first process's batches did not settle within 60 s")
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait()
@@ -175,3 +148,58 @@ def test_batches_of_a_run_that_sent_none_says_so(tmp_path: Path) -> None:
     done = run_cli("batches", tmp_path / "run", cwd=tmp_path)
     assert done.returncode == 2
     assert "sent no judge batches" in done.stderr and "--judge-batch" in done.stderr
+
+
+def test_pairwise_with_batched_judges_gives_the_live_verdicts_and_a_rerun_sends_nothing(
+        tmp_path: Path, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in loopback_environ(loopback).items():
+        monkeypatch.setenv(name, value)
+    loopback.set_responder(varied_verdicts)
+    for name, agent in (("a", "mock:agent"), ("b", "mock:agent-flaky")):
+        assert run_cli("run", EXAMPLES, "--offline", "--agent", agent, "--epochs", "1",
+                       "--no-judge", "--out", tmp_path / name, cwd=tmp_path).returncode in (0, 1)
+
+    def pairwise(*extra: str) -> dict:
+        done = run_cli("pairwise", tmp_path / "a", tmp_path / "b", "--judge", JUDGE,
+                       "--rubric", "final_response_quality", "--models-config",
+                       _models_yaml(tmp_path), "--json", *extra, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout)
+
+    live = pairwise("--cache-mode", "off")
+    assert loopback.batches.batch_count == 0
+    batched = pairwise("--judge-batch", "--cache", str(tmp_path / "cache.db"))
+    assert loopback.batches.batch_count == 1  # every comparison in one batch
+    drop = ("usage", "notice")  # the notice names the cost
+    assert {k: v for k, v in batched.items() if k not in drop} == {
+        k: v for k, v in live.items() if k not in drop}
+    # half, or less: where both runs' transcripts are the same, the two orders of a pair ask
+    # the same request, which the batch sends once
+    assert 0 < batched["usage"]["cost_usd"] <= 0.5 * live["usage"]["cost_usd"] + 1e-12
+    assert (tmp_path / "cache.db.batches.sqlite").is_file()
+    again = pairwise("--judge-batch", "--cache", str(tmp_path / "cache.db"))
+    assert loopback.batches.batch_count == 1 and again["usage"]["cost_usd"] == 0
+
+
+def test_a_calibration_study_with_batched_judges_agrees_with_the_live_one(
+        tmp_path: Path, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in loopback_environ(loopback).items():
+        monkeypatch.setenv(name, value)
+    loopback.set_responder(varied_verdicts)
+    items = ROOT / "examples" / "calibration" / "pointwise_items.jsonl"
+
+    def study(name: str, *extra: str) -> dict:
+        done = run_cli("calibrate", items, "--judge", JUDGE, "--rubric",
+                       "final_response_quality", "--resamples", "50", "--out", tmp_path / name,
+                       "--models-config", _models_yaml(tmp_path), "--json", *extra,
+                       cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout)
+
+    live = study("live", "--cache-mode", "off")
+    batched = study("batched", "--judge-batch", "--cache", str(tmp_path / "cache.db"))
+    assert loopback.batches.batch_count == 1
+    assert (tmp_path / "batched" / "batches.sqlite").is_file()
+    assert batched["n_records"] == live["n_records"] > 0
+    for figure in ("spearman", "cohen_kappa", "krippendorff_alpha", "mean_bias"):
+        assert batched[figure] == live[figure], figure

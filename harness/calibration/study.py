@@ -86,6 +86,7 @@ from harness.judging.pairwise_judge import (
 from harness.judging.prompts import build_pairwise_prompt, template_hash
 from harness.judging.rubric import Rubric
 from harness.models.base import ChatModel, ModelSpec
+from harness.models.batch_journal import journal_beside
 from harness.models.config import CacheConfig, ModelsConfig
 from harness.models.hub import ModelHub
 from harness.models.mock import bind_offline
@@ -249,7 +250,9 @@ class _Runner:
                  progress: ProgressCallback | None) -> None:
         self.judges, self.counts = judges, counts
         self.directory, self.progress = directory, progress
-        self.semaphore = asyncio.Semaphore(concurrency)
+        # Batched samples wait on their batches, not on the provider: all go at once.
+        batched = any(model.batched for model, _ in judges.values())
+        self.semaphore = asyncio.Semaphore(1_000_000 if batched else concurrency)
         self.records: list[Record] = []
 
     async def _sample(self, model: ChatModel, plan: StudyPlan, item: Item, index: int
@@ -407,6 +410,7 @@ async def run_calibration(
     hub: ModelHub | None = None,
     progress: ProgressCallback | None = None,
     write_page: PageWriter | None = None,
+    judge_batch: bool = False,
 ) -> CalibrationReport:
     """Run ``judges`` (``provider:model``; ``mock:judge`` runs offline) on every item of the
     labelled dataset at ``dataset_path`` under rubric ``rubric_id``, ``samples`` times each,
@@ -423,6 +427,9 @@ async def run_calibration(
     ``hub`` when given (left open), else from a hub built from ``models`` with the response
     cache at ``cache_path`` (``cache_mode``); ``base_url`` points non-mock judges at an
     OpenAI-compatible server. ``progress(done, total)`` is called as (judge, item) units finish.
+    ``judge_batch`` sends the judges' requests through their providers' batch APIs,
+    journalled in ``out_dir`` (else beside the response cache), so the same command run again
+    after a stop waits for the batches it sent instead of sending them again.
 
     Raises InputError for a bad dataset, option, rubric, criterion, scale mismatch (also
     between two rubrics' criteria), or a study directory with other settings;
@@ -462,6 +469,9 @@ async def run_calibration(
         config = config.model_copy(
             update={"cache": CacheConfig(path=Path(cache_path), mode=cache_mode)})
     active = hub or ModelHub(config)
+    if judge_batch:
+        active.enable_batches(Path(out_dir) / "batches.sqlite" if out_dir is not None
+                              else journal_beside(active.cache))
     try:
         chat_models = {name: active.get(name, base_url=None if name.startswith("mock:")
                                         else base_url) for name in model_names}

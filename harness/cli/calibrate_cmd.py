@@ -210,6 +210,10 @@ def calibrate(
     concurrency: Annotated[int | None, typer.Option(
         metavar="N", rich_help_panel=DATASET_PANEL,
         help="judge samples in flight (default: 8)")] = None,
+    judge_batch: Annotated[bool, typer.Option(
+        "--judge-batch", rich_help_panel=DATASET_PANEL,
+        help="DATASET: send OpenAI and Anthropic judges' requests through their batch APIs "
+        "(half the price); the same command again collects what a stopped one sent")] = False,
     offline: Annotated[bool, typer.Option(
         rich_help_panel=DATASET_PANEL,
         help="judge with mock:judge when no --judge is given; refuse non-mock judges (no "
@@ -287,6 +291,7 @@ def calibrate(
         "--judge": judge, "--rubric": rubric, "--criterion": criterion, "--samples": samples,
         "--swap/--no-swap": swap, "--ties/--no-ties": ties, "--scale-map": scale_map,
         "--temperature": temperature, "--out": out, "--concurrency": concurrency,
+        "--judge-batch": judge_batch or None,
         "--offline": offline or None, "--cache": cache, "--models-config": models_config,
         "--judge-base-url": judge_base_url, "--rubrics-dir": rubrics_dir,
         "--verbose": verbose or None,
@@ -354,7 +359,7 @@ def calibrate(
             concurrency=8 if concurrency is None else concurrency,
             cache=cache or Path(".harness/cache.sqlite"), cache_mode=cache_mode,
             models_config=models_config, base_url=judge_base_url,
-            rubric_dirs=rubrics_dir or [], verbose=verbose,
+            rubric_dirs=rubrics_dir or [], verbose=verbose, judge_batch=judge_batch,
         )
 
 
@@ -427,7 +432,7 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
                swap: bool, allow_ties: bool, scale_map: str | None, temperature: float | None,
                out: Path, concurrency: int, cache: Path, cache_mode: CacheMode,
                models_config: Path | None, base_url: str | None,
-               rubric_dirs: list[Path], verbose: bool) -> None:
+               rubric_dirs: list[Path], verbose: bool, judge_batch: bool) -> None:
     from harness.calibration.study import run_calibration
     from harness.calibration.study_dir import JUDGMENTS_FILE, REPORT_PAGE_FILE, STUDY_FILE
     from harness.calibration.study_records import parse_scale_map
@@ -446,7 +451,7 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
                 scale_map=mapping, swap=swap, allow_ties=allow_ties, temperature=temperature,
                 concurrency=concurrency, options=options, rubric_dirs=rubric_dirs,
                 models=config, cache_path=cache, cache_mode=cache_mode, base_url=base_url,
-                progress=advance, write_page=write_calibration_page))
+                progress=advance, write_page=write_calibration_page, judge_batch=judge_batch))
     except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM
         err.print(f"[yellow]{signal_name(stop)}: the finished judgments are in "
                   f"{terminal_text(out / JUDGMENTS_FILE)}; run the same command to resume[/]")

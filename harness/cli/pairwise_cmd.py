@@ -57,6 +57,10 @@ def pairwise(
     concurrency: Annotated[int, typer.Option(
         metavar="N", rich_help_panel=JUDGES_PANEL,
         help="comparisons in flight (two calls each)", min=1)] = 8,
+    judge_batch: Annotated[bool, typer.Option(
+        "--judge-batch", rich_help_panel=JUDGES_PANEL,
+        help="send OpenAI and Anthropic judges' requests through their batch APIs (half "
+        "the price); the same command again collects what a stopped one sent")] = False,
     offline: Annotated[bool, typer.Option(
         rich_help_panel=JUDGES_PANEL,
         help="judge with mock:judge when no --judge is given; refuse non-mock judges")
@@ -120,7 +124,7 @@ def pairwise(
                 run_a, run_b, judges, rubric, samples=samples, concurrency=concurrency,
                 rubric_dirs=rubrics or [], models=config, cache_path=cache,
                 cache_mode=cache_mode, base_url=judge_base_url, progress=advance,
-                selector=scenario_filter(tag, exclude_tag, keyword)))
+                selector=scenario_filter(tag, exclude_tag, keyword), judge_batch=judge_batch))
     except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM
         cached = cache_mode in ("read-write", "replay")
         err.print(f"[yellow]{signal_name(stop)}: nothing was written" + (

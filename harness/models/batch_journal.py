@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.errors import HarnessError
+
 RequestState = Literal["submitted", "succeeded", "failed"]
 """``submitted``: in a batch whose result is not collected; ``succeeded``: its reply body is
 kept; ``failed``: the provider gave an error (or the batch expired) for it."""
@@ -47,6 +49,19 @@ CREATE TABLE IF NOT EXISTS batch_requests (
     error TEXT
 );
 """
+
+
+def journal_beside(cache: Any) -> Path:
+    """Where the batch journal of a command with no run directory lives (``harness pairwise``,
+    ``harness calibrate``): beside its response cache (a
+    :class:`~harness.models.cache.ResponseCache`), so the same command run again finds it.
+    Raises :class:`~harness.errors.HarnessError` when there is no cache: without one a second
+    run could not ask for the requests it sent."""
+    if cache is None:
+        raise HarnessError("--judge-batch needs the response cache: run again with it on "
+                           "(drop --cache-mode off)")
+    path = Path(cache.path)
+    return path.with_name(path.name + ".batches.sqlite")
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from harness.judging.context import JudgeContext
 from harness.judging.pairwise_judge import PairwiseCriterion, PairwiseResult, compare_pair
 from harness.judging.prompts import PROMPT_VERSION, template_hash
 from harness.models.base import ChatModel, ModelSpec
+from harness.models.batch_journal import journal_beside
 from harness.models.config import CacheConfig, ModelsConfig
 from harness.models.hub import ModelHub
 from harness.models.types import GenerationParams
@@ -59,12 +60,14 @@ async def judge_pairs(
     progress: ProgressCallback | None = None,
 ) -> list[PairOutcome]:
     """Judge every pair with every judge, ``samples`` times (sample indexes 0..K-1), both
-    orders each; at most ``concurrency`` comparisons (two calls each) in flight. Outcomes in
+    orders each; at most ``concurrency`` comparisons (two calls each) in flight, or all of
+    them when a judge is batched (they wait on batches, not on the provider). Outcomes in
     ``pairs`` order. Raises the first configuration failure (ModelConfigError,
     CacheMissError) after cancelling the rest."""
     contexts = contexts or {}
-    semaphore = asyncio.Semaphore(concurrency)
     total = len(pairs) * len(judges) * samples
+    semaphore = asyncio.Semaphore(max(1, total) if any(j.batched for j in judges)
+                                  else concurrency)
     done = 0
 
     async def one(pair: SamplePair, model: ChatModel, index: int) -> PairwiseResult:
@@ -144,6 +147,7 @@ async def compare_runs_pairwise(
     hub: ModelHub | None = None,
     progress: ProgressCallback | None = None,
     selector: ScenarioFilter | None = None,
+    judge_batch: bool = False,
 ) -> PairwiseRunResult:
     """Compare the transcripts of two run directories pairwise under rubric ``rubric_id``
     with ``judges`` (``provider:model``; ``mock:judge`` runs offline); see the module
@@ -152,7 +156,10 @@ async def compare_runs_pairwise(
 
     Models come from ``hub`` when given (left open), else from a hub built from ``models``
     with the response cache at ``cache_path`` (``cache_mode``); ``base_url`` points non-mock
-    judges at an OpenAI-compatible server.
+    judges at an OpenAI-compatible server. ``judge_batch`` sends the judges' requests through
+    their providers' batch APIs, journalled beside the response cache
+    (:func:`~harness.models.batch_journal.journal_beside`), so the same command run again after
+    a stop waits for the batches it sent instead of sending them again.
 
     Raises InputError for a bad option, an unknown rubric or runs with no scenario in
     common; StoreError for a directory that is not a run; ModelConfigError for a bad model
@@ -192,6 +199,8 @@ async def compare_runs_pairwise(
         config = config.model_copy(update={"cache": CacheConfig(
             path=Path(cache_path), mode=cache_mode)})
     active = hub or ModelHub(config)
+    if judge_batch:
+        active.enable_batches(journal_beside(active.cache))
     try:
         chat_models = [active.get(j, base_url=None if j.startswith("mock:") else base_url)
                        for j in judge_ids]

@@ -91,17 +91,23 @@ def anthropic_blocks(body: dict[str, Any]) -> list[tuple[str, bool]]:
 
 class PromptCacheSimulator:
     """Both kinds of cache, one store per model (thread-safe: the server's handlers and the
-    test's thread may both use it)."""
+    test's thread may both use it). ``stores=False`` counts every request's input over its
+    whole prompt as the caches do, but never stores nor serves anything: a provider with no
+    prompt cache, to compare against on the same count."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, stores: bool = True) -> None:
         self._lock = threading.Lock()
         self._stored: set[tuple[str, str]] = set()
+        self._stores = stores
 
     def _has(self, model: str, digest: str) -> bool:
         with self._lock:
             return (model, digest) in self._stored
 
     def _committer(self, model: str, digests: list[str]) -> Callable[[], None]:
+        if not self._stores:
+            return lambda: None
+
         def commit() -> None:
             with self._lock:
                 self._stored.update((model, d) for d in digests)

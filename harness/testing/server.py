@@ -247,9 +247,11 @@ class LoopbackServer:
             self._faults = faults
             self._rng = random.Random(faults.seed if faults else 0)
 
-    def play_prompt_caches(self, on: bool = True) -> None:
-        """Start (with an empty cache) or stop playing the providers' prompt caches."""
-        self.prompt_cache = PromptCacheSimulator() if on else None
+    def play_prompt_caches(self, on: bool = True, *, stores: bool = True) -> None:
+        """Start (with an empty cache) or stop playing the providers' prompt caches;
+        ``stores=False`` counts input as they do but caches nothing (see
+        :class:`~harness.testing.prompt_cache.PromptCacheSimulator`)."""
+        self.prompt_cache = PromptCacheSimulator(stores=stores) if on else None
 
     def reset(self) -> None:
         """Forget the queue, the responder, faults, latency, records, counters and the

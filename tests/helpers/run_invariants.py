@@ -23,7 +23,7 @@ def comparable_summary(run_dir: Path) -> dict[str, Any]:
     time (``at``) and shard tag."""
     summary = json.loads((run_dir / "summary.json").read_text())
     for field in INVOCATION_FIELDS:
-        summary["config"].pop(field)
+        summary["config"].pop(field, None)  # left out at its default: not stored
     summary.pop("shards", None)
     summary.pop("latency")
     for figures in (summary["tools"] or {}).values():
