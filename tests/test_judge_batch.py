@@ -190,3 +190,22 @@ async def test_a_judge_of_a_provider_with_no_batch_api_stays_live(
     model = hub.get("gemini:gemini-2.5-flash")
     assert not model.batched and hub.get("openai:judge").batched
     assert not hub.get("mock:judge").batched
+
+
+async def test_a_full_batch_goes_at_once_and_the_rest_follow(
+        loopback: LoopbackServer, make_hub, tmp_path: Path) -> None:
+    hub = make_hub(batch=BatchConfig(poll_interval_s=0.02, max_wait_s=30, max_requests=2))
+    hub.enable_batches(tmp_path / "batches.sqlite")
+    judge = hub.get("openai:judge")
+    calls = [asyncio.ensure_future(judge.structured(_ask(i), Verdict)) for i in range(5)]
+    for _ in range(200):  # two full batches go without waiting out max_wait_s
+        if loopback.batches.batch_count == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert loopback.batches.batch_count == 2
+    assert not calls[4].done()  # the fifth waits for more, or for the flush
+    hub.services.batches.flush()
+    assert len(await asyncio.gather(*calls)) == 5
+    assert loopback.batches.batch_count == 3
+    assert sorted(b.requests for b in BatchJournal(tmp_path / "batches.sqlite").batches()) \
+        == [1, 2, 2]
