@@ -9,7 +9,7 @@ base URLs not set here come from ``OPENAI_API_KEY``/``OPENAI_BASE_URL``,
 :meth:`ModelsConfig.from_yaml`::
 
     openai: {base_url: http://localhost:8000/v1, concurrency: 32}
-    anthropic: {concurrency: 8}
+    anthropic: {concurrency: 8, requests_per_minute: 50, tokens_per_minute: 40000}
     gemini: {vertexai: true, project: my-project, location: europe-west4}
     timeout_s: 60
     retry: {max_attempts: 5, backoff_initial_s: 1}
@@ -50,15 +50,23 @@ class _Config(BaseModel):
 
 
 class ProviderConfig(_Config):
-    """One provider's key, base URL and concurrency bound.
+    """One provider's key, base URL, concurrency bound and rate limits.
 
-    ``concurrency`` bounds requests in flight per provider and base URL (one semaphore and one
-    HTTP connection pool of that size each).
+    ``concurrency`` bounds requests in flight per provider and base URL (one HTTP connection
+    pool of that size each); after a 429 the bound in force is halved, and it climbs back by
+    one per window of successful requests (:mod:`harness.models.rate_limit`).
+    ``requests_per_minute`` and ``tokens_per_minute`` are the provider's limits for this
+    endpoint, held before sending (requests paced evenly, tokens estimated before and
+    corrected from the usage after); ``None`` paces by the limits the provider's response
+    headers state, when it sends them (OpenAI's and Anthropic's do). ``harness run
+    --rate-limit`` overrides them.
     """
 
     api_key: SecretStr | None = None
     base_url: str | None = None
     concurrency: int = Field(default=16, ge=1, le=4096)
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    tokens_per_minute: int | None = Field(default=None, ge=1)
 
 
 class GeminiProviderConfig(ProviderConfig):

@@ -1,5 +1,5 @@
 """The model hub: owns what models share (config, usage ledger, price table, response cache,
-one HTTP pool and semaphore per provider and base URL) and hands out :class:`ChatModel`
+one HTTP pool and one set of limits per provider and base URL) and hands out :class:`ChatModel`
 instances by name::
 
     async with ModelHub(ModelsConfig(cache=CacheConfig(path=".harness/cache.sqlite"))) as hub:
@@ -35,6 +35,7 @@ from harness.models.config import ModelsConfig, ProviderConfig
 from harness.models.endpoint import ClientFactory, Endpoint, HttpClientClass
 from harness.models.mock import MockChatModel, resolve_mock
 from harness.models.prices import PriceTable
+from harness.models.rate_limit import RateLimiter
 from harness.models.remote import ModelServices
 from harness.models.retry import RetryPolicy
 from harness.models.usage import UsageLedger
@@ -67,7 +68,9 @@ def _normalise_url(url: str) -> str:
 class ModelHub:
     """See the module docstring. ``environ`` defaults to ``os.environ`` (read when an
     endpoint is first needed); pass a mapping to isolate tests. ``ledger`` defaults to a new
-    one with the config's budgets."""
+    one with the config's budgets. ``limit_share`` is this process's part of a rate limit a
+    provider states in its headers for the whole account (``1/N`` in each of N worker
+    processes; configured limits are split in the config itself)."""
 
     def __init__(
         self,
@@ -75,8 +78,10 @@ class ModelHub:
         *,
         ledger: UsageLedger | None = None,
         environ: Mapping[str, str] | None = None,
+        limit_share: float = 1.0,
     ) -> None:
         self.config = config or ModelsConfig()
+        self._limit_share = limit_share
         self.ledger = ledger or UsageLedger(
             max_cost_usd=self.config.budget.max_cost_usd, max_calls=self.config.budget.max_calls
         )
@@ -137,7 +142,7 @@ class ModelHub:
         return model
 
     def endpoint(self, provider: str, base_url: str | None = None) -> Endpoint:
-        """The shared endpoint (key, pool, semaphore) for ``provider`` at ``base_url``
+        """The shared endpoint (key, pool, limits) for ``provider`` at ``base_url``
         (resolved as the module docstring says)."""
         if provider not in _OFFICIAL:
             raise ModelConfigError(f"provider {provider!r} has no HTTP endpoint")
@@ -182,6 +187,9 @@ class ModelHub:
             key_required=not ((provider == "openai" and custom)
                               or (target is not None and target.project is not None)),
             concurrency=settings.concurrency,
+            limiter=RateLimiter(requests_per_minute=settings.requests_per_minute,
+                                tokens_per_minute=settings.tokens_per_minute,
+                                share=self._limit_share),
             timeout_s=self.config.timeout_s,
             client_factory=factory,
             http_client_class=http_client_class,

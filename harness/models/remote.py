@@ -5,9 +5,9 @@ through instructor. Subclasses supply only the wire format (:mod:`.openai_provid
 loop).
 
 Structured output: instructor's re-ask loop is wrapped around *our* request function, not the
-SDK's, so each HTTP request (first answer or re-ask) goes through the semaphore, the timeout
-and the transport retries on its own (a 429 during a re-ask retries that request, not the
-whole loop), and every request's tokens and cost are counted.
+SDK's, so each HTTP request (first answer or re-ask) goes through the endpoint's limits, the
+timeout and the transport retries on its own (a 429 during a re-ask retries that request, not
+the whole loop), and every request's tokens and cost are counted.
 """
 
 from __future__ import annotations
@@ -332,19 +332,22 @@ class RemoteChatModel(ChatModel):
         return None
 
     async def _send(self, request: dict[str, Any], role: Role, tally: _Tally) -> Any:
-        """One request with the semaphore, the timeout and bounded retries; counts it."""
+        """One request within the endpoint's limits, with the timeout and bounded retries;
+        counts it."""
         endpoint = self.endpoint
         create_function = self._create_function
         ledger, prices = self.services.ledger, self.services.prices
         timeout_s, label, ctx = self.services.timeout_s, self.label, self._error_context
+        retry_after_cap_s = self.services.retry.config.retry_after_cap_s
 
         async def attempt() -> Any:
-            client = await endpoint.acquire()
+            lease = await endpoint.acquire(request)
             try:
                 async with asyncio.timeout(timeout_s):
-                    raw = await create_function(client)(**request)
+                    raw = await create_function(lease.client)(**request)
                 endpoint.answered = True
                 usage = self._usage(raw)
+                lease.used_tokens = usage.input_tokens + usage.output_tokens
             except TransientFailure:
                 ledger.record_failed_request(role, label)
                 raise
@@ -357,9 +360,14 @@ class RemoteChatModel(ChatModel):
                     endpoint.answered = True  # an HTTP status: something is there
                 elif not endpoint.answered:
                     failure = unreachable(err, ctx, role) or failure
+                if isinstance(failure, TransientFailure) and failure.rate_limited:
+                    # The pause is the wait the retry makes, capped the same way.
+                    lease.rate_limited = True
+                    if failure.retry_after is not None:
+                        lease.retry_after = min(failure.retry_after, retry_after_cap_s)
                 raise failure from None
             finally:
-                endpoint.release()
+                endpoint.release(lease)
             price = prices.lookup(label)
             cost, saved = (None, 0.0) if price is None else (
                 price.cost(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,

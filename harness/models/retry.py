@@ -39,12 +39,15 @@ R = TypeVar("R")
 
 class TransientFailure(Exception):
     """A failure worth retrying. ``reason`` is safe to show; ``retry_after`` is the wait the
-    server asked for, in seconds."""
+    server asked for, in seconds; ``rate_limited`` says it was a 429 (which the endpoint's
+    limits learn from)."""
 
-    def __init__(self, reason: str, *, retry_after: float | None = None) -> None:
+    def __init__(self, reason: str, *, retry_after: float | None = None,
+                 rate_limited: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.rate_limited = rate_limited
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
@@ -212,7 +215,7 @@ def _classify_status(status: int, headers: Mapping[str, str], body: Any,
     if status == 429:
         wait = retry_after_seconds(headers)
         hint = f", Retry-After {wait:g}s" if wait is not None else ""
-        return TransientFailure(f"rate limited (429{hint})", retry_after=wait)
+        return TransientFailure(f"rate limited (429{hint})", retry_after=wait, rate_limited=True)
     if status >= 500 or status in (408, 409):
         return TransientFailure(f"server error ({status})" + (f": {detail}" if detail else ""))
     if status == 401:
