@@ -55,23 +55,23 @@ async def send_times(rl: RateLimiter, clock: FakeClock, count: int, tokens: int 
 
 # --- the token buckets ---------------------------------------------------------------------------
 
-async def test_requests_are_paced_evenly_after_one_second_of_burst():
+async def test_requests_are_paced_evenly_after_half_a_second_of_burst():
     clock = FakeClock()
     times = await send_times(limiter(clock, requests_per_minute=600), clock, 40)
-    # Capacity is one second's worth (10), then one request every 1/10 s.
-    assert times[:10] == [0.0] * 10
-    gaps = [b - a for a, b in itertools.pairwise(times[9:])]
+    # Capacity is half a second's worth (5), then one request every 1/10 s.
+    assert times[:5] == [0.0] * 5
+    gaps = [b - a for a, b in itertools.pairwise(times[4:])]
     assert all(gap == pytest.approx(0.1) for gap in gaps)
-    assert times[-1] == pytest.approx(3.0)
+    assert times[-1] == pytest.approx(3.5)
 
 
 async def test_a_long_run_sends_at_the_limit_not_above():
     clock = FakeClock()
     times = await send_times(limiter(clock, requests_per_minute=120), clock, 241)
-    # 2 a second; the first two from the full bucket, then 239 more over 119.5 s.
-    assert times[-1] == pytest.approx(119.5)
+    # 2 a second; the first from the full bucket (one request), then 240 more over 120 s.
+    assert times[-1] == pytest.approx(120.0)
     in_first_minute = sum(t < 60.0 for t in times)
-    assert in_first_minute <= 120 + 2  # the limit, plus the one-second burst
+    assert in_first_minute == 120  # the limit, the burst included
 
 
 async def test_a_slow_limit_still_holds_one_request():
@@ -82,35 +82,35 @@ async def test_a_slow_limit_still_holds_one_request():
 
 async def test_tokens_limit_paces_by_the_estimate():
     clock = FakeClock()
-    rl = limiter(clock, tokens_per_minute=6000)  # 100 a second, capacity 100
+    rl = limiter(clock, tokens_per_minute=6000)  # 100 a second, capacity 50
     times = await send_times(rl, clock, 4, tokens=50)
-    assert times == [0.0, 0.0, pytest.approx(0.5), pytest.approx(1.0)]
+    assert times == [0.0, pytest.approx(0.5), pytest.approx(1.0), pytest.approx(1.5)]
 
 
 async def test_a_request_larger_than_the_capacity_passes_once_the_bucket_grows():
     clock = FakeClock()
     rl = limiter(clock, tokens_per_minute=6000)
-    await rl.acquire(300)  # 100 in the bucket: 200 more take 2 s
-    assert clock.now == pytest.approx(2.0)
+    await rl.acquire(300)  # 50 in the bucket: 250 more take 2.5 s
+    assert clock.now == pytest.approx(2.5)
     assert rl.tokens is not None and rl.tokens.capacity == 300
 
 
 async def test_both_limits_wait_for_the_stricter():
     clock = FakeClock()
     rl = limiter(clock, requests_per_minute=6000, tokens_per_minute=600)  # 10 tokens a second
-    times = await send_times(rl, clock, 3, tokens=10)
-    assert times == [0.0, pytest.approx(1.0), pytest.approx(2.0)]
+    times = await send_times(rl, clock, 3, tokens=10)  # 5 in the bucket, 5 more take 0.5 s
+    assert times == [pytest.approx(0.5), pytest.approx(1.5), pytest.approx(2.5)]
 
 
 async def test_settling_returns_what_was_not_used_and_charges_what_was():
     clock = FakeClock()
     rl = limiter(clock, tokens_per_minute=6000)
-    await rl.acquire(80)
+    await rl.acquire(30)
     assert rl.tokens is not None
     assert rl.tokens.level == pytest.approx(20)
-    rl.settle(80, 30)  # the answer was shorter than max_tokens allowed
-    assert rl.tokens.level == pytest.approx(70)
-    rl.settle(0, 150)  # more used than estimated: a debt the refill pays first
+    rl.settle(30, 10)  # the answer was shorter than max_tokens allowed
+    assert rl.tokens.level == pytest.approx(40)
+    rl.settle(0, 120)  # more used than estimated: a debt the refill pays first
     assert rl.tokens.level == pytest.approx(-80)
     await rl.acquire(20)
     assert clock.now == pytest.approx(1.0)
@@ -159,11 +159,11 @@ async def test_no_limits_means_no_waiting_and_nothing_to_check():
 def test_the_bucket_refills_continuously_up_to_its_capacity():
     clock = FakeClock()
     bucket = TokenBucket(600, clock)
-    bucket.take(10, 0.0)
+    bucket.take(5, 0.0)
     assert bucket.delay(1, 0.0) == pytest.approx(0.1)
     assert bucket.delay(5, 0.25) == pytest.approx(0.25)
     assert bucket.delay(1, 100.0) == 0.0
-    assert bucket.level == bucket.capacity == 10
+    assert bucket.level == bucket.capacity == 5
 
 
 def test_the_token_estimate_counts_the_body_and_the_output_allowance():
@@ -200,7 +200,7 @@ async def test_a_configured_limit_is_kept_and_lowered_to_what_remains():
 def test_remaining_above_the_level_raises_nothing():
     rl = limiter(FakeClock(), requests_per_minute=600)
     assert rl.requests is not None
-    rl.requests.take(8, 0.0)
+    rl.requests.take(3, 0.0)
     rl.observe(ServerLimits(requests=Allowance(limit=600, remaining=500)))
     assert rl.requests.level == pytest.approx(2)
 

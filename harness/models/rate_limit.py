@@ -6,8 +6,8 @@ the same Retry-After, and all of them come back at once to be refused again. Thr
 avoid that, all pure asyncio (no threads, no timers):
 
 - :class:`TokenBucket`, one per limit (requests, tokens), refilled continuously at the
-  per-minute rate over 60 and holding about one second's worth, so requests leave evenly
-  spaced rather than in a burst that a provider's own bucket would refuse.
+  per-minute rate over 60 and holding half a second's worth (:data:`BURST_S`), so requests
+  leave evenly spaced rather than in a burst that a provider's own bucket would refuse.
   :class:`RateLimiter` waits until both buckets allow a request, in arrival order; it pauses
   every new request until a 429's Retry-After has passed; and it reads what the provider's
   headers say remains (:mod:`.rate_limit_headers`), lowering a bucket to it, or adopting the
@@ -40,6 +40,14 @@ Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
 """``asyncio.sleep``, or a fake one that moves a fake clock."""
 
+BURST_S = 0.5
+"""What a bucket holds, in seconds' worth of its rate (at least one request, and at least the
+largest request seen). Less than the second's worth a provider allows at once, on purpose: a
+burst sent together reaches the server spread out (connections open one by one), and a
+request paced just behind it can then arrive before the server's bucket has refilled for it.
+Half a second's worth leaves the other half in the server's bucket as slack for that, and
+keeps it there while the pacing holds the rate (measured: ``benchmarks/rate_limits.py``)."""
+
 
 class TokenBucket:
     """A bucket holding at most ``capacity`` units, refilled continuously at ``rate`` units a
@@ -51,9 +59,7 @@ class TokenBucket:
     def __init__(self, per_minute: float, clock: Clock) -> None:
         self._clock = clock
         self.rate = per_minute / 60.0
-        # About one second's worth (at least one unit): enough to absorb jitter, too little to
-        # burst into a provider's own enforcement, which is often per second or finer.
-        self.capacity = max(1.0, self.rate)
+        self.capacity = max(1.0, self.rate * BURST_S)
         self.level = self.capacity
         self._stamp = clock()
 
@@ -90,7 +96,7 @@ class TokenBucket:
         """A new limit (the server stated another): rate and capacity follow it."""
         self._refill(self._clock())
         self.rate = per_minute / 60.0
-        self.capacity = max(1.0, self.rate)
+        self.capacity = max(1.0, self.rate * BURST_S)
         self.level = min(self.level, self.capacity)
 
 
@@ -238,7 +244,7 @@ class AdaptiveConcurrency:
                 # Woken, then cancelled before running: the slot given to it passes on.
                 self.in_flight -= 1
                 self._wake()
-            else:
+            elif waiter in self._waiters:  # else already dropped by _wake
                 self._waiters.remove(waiter)
             raise
 

@@ -9,7 +9,9 @@ binds only to 127.0.0.1 on a free port, and answers from a script: a queue of
 auto responder. It injects faults on request (429 with Retry-After, 5xx, slow replies,
 malformed bodies, 401) or at random with a seed, records every request, and tracks how many
 requests are in flight. With ``prompt_cache=True`` it plays the providers' prompt caches
-(:mod:`harness.testing.prompt_cache`), so the usage it sends says what was cached.
+(:mod:`harness.testing.prompt_cache`), so the usage it sends says what was cached. With
+``rate_limit=RateLimit(rpm=..., tpm=...)`` it enforces a provider's rate limits and sends its
+rate-limit headers (:mod:`harness.testing.rate_limits`).
 
 In a test::
 
@@ -20,6 +22,7 @@ In a test::
 For benchmarks, run it in its own process so its CPU is not counted against the client's::
 
     python -m harness.testing.server --latency 0.2     # prints the port on the first line
+    python -m harness.testing.server --rpm 600 --tpm 200000   # limited; prints its counts
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import json
 import logging
 import random
 import signal
@@ -43,6 +47,7 @@ from harness.json_values import load_json
 from harness.runs.event_loop import new_event_loop
 from harness.testing.batches import BatchService
 from harness.testing.prompt_cache import CacheUse, PromptCacheSimulator
+from harness.testing.rate_limits import RateLimit, ServerLimits
 from harness.testing.replies import Api, RecordedRequest, Rendered, Reply, auto_reply, render
 
 # What aiohttp logs about a request (a client that hung up mid-reply, as the timeout tests make
@@ -99,8 +104,10 @@ class LoopbackServer:
         record: bool = True,
         port: int = 0,
         prompt_cache: bool = False,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         self.latency = latency
+        self.limits = None if rate_limit is None else ServerLimits(rate_limit)
         self.prompt_cache = PromptCacheSimulator() if prompt_cache else None
         self._responder = responder
         self._faults = faults
@@ -253,10 +260,20 @@ class LoopbackServer:
         :class:`~harness.testing.prompt_cache.PromptCacheSimulator`)."""
         self.prompt_cache = PromptCacheSimulator(stores=stores) if on else None
 
+    def set_rate_limit(self, limit: RateLimit | None) -> None:
+        """Enforce ``limit`` from now on, with full buckets (``None``: no limits)."""
+        self.limits = None if limit is None else ServerLimits(limit)
+
+    @property
+    def rate_limited(self) -> int:
+        """How many requests the rate limits answered with 429 (since they were set)."""
+        return 0 if self.limits is None else self.limits.refused
+
     def reset(self) -> None:
-        """Forget the queue, the responder, faults, latency, records, counters and the
-        prompt caches (and stop playing them)."""
+        """Forget the queue, the responder, faults, latency, records, counters, the
+        prompt caches (and stop playing them) and the rate limits."""
         self.prompt_cache = None
+        self.limits = None
         with self._lock:
             self._generation += 1
             self._queue.clear()
@@ -325,6 +342,10 @@ class LoopbackServer:
                 for k, v in request.headers.items()
             }
             recorded = RecordedRequest(api=api, path=request.path, body=body, headers=headers)
+            limits = self.limits
+            admission = None if limits is None else limits.admit(recorded)
+            if isinstance(admission, Rendered):  # over a limit: refused at once
+                return _json_response(admission)
             with self._lock:
                 if self._record and generation == self._generation:
                     self._requests.append(recorded)
@@ -341,6 +362,8 @@ class LoopbackServer:
             rendered = rendered or render(reply, recorded, cache)
             if cache is not None and rendered.status == 200:
                 cache.commit()  # readable from now on, as on the real services
+            if limits is not None and admission is not None:
+                limits.finish(admission, rendered, api)
             return _json_response(rendered)
         finally:
             with self._lock:
@@ -435,13 +458,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--record", action="store_true", help="keep request bodies in memory")
     parser.add_argument("--prompt-cache", action="store_true",
                         help="play the providers' prompt caches (cached tokens in usage)")
+    parser.add_argument("--rpm", type=int, default=None, help="requests per minute allowed")
+    parser.add_argument("--tpm", type=int, default=None, help="tokens per minute allowed")
+    parser.add_argument("--burst", type=float, default=1.0,
+                        help="seconds' worth of the limits allowed at once")
     args = parser.parse_args(argv)
+    limit = None
+    if args.rpm is not None or args.tpm is not None:
+        try:
+            limit = RateLimit(rpm=args.rpm, tpm=args.tpm, burst_s=args.burst)
+        except ValueError as err:
+            parser.error(str(err))
     faults = None
     if args.rate_429 or args.rate_500 or args.rate_timeout:
         faults = FaultInjection(rate_429=args.rate_429, rate_500=args.rate_500,
                                 rate_timeout=args.rate_timeout, seed=args.seed)
     server = LoopbackServer(latency=args.latency, faults=faults, record=args.record,
-                            port=args.port, prompt_cache=args.prompt_cache).start()
+                            port=args.port, prompt_cache=args.prompt_cache,
+                            rate_limit=limit).start()
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
@@ -454,6 +488,9 @@ def main(argv: list[str] | None = None) -> None:
     print(server.port, flush=True)
     done.wait()
     server.stop()
+    if server.limits is not None:  # for a benchmark in another process to read
+        print(json.dumps({"admitted": server.limits.admitted,
+                          "rate_limited": server.limits.refused}), flush=True)
 
 
 if __name__ == "__main__":
