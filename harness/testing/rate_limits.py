@@ -33,11 +33,14 @@ from harness.testing.replies import RecordedRequest, Rendered, Reply, estimate_t
 @dataclass(frozen=True)
 class RateLimit:
     """Per-minute limits (``None``: not limited) and the burst the buckets hold, in seconds'
-    worth of the limit (at least one request, and at least the largest request seen)."""
+    worth of the limit (at least one request, and at least the largest request seen).
+    ``headers=False`` sends no rate-limit headers (a server that states nothing: its 429's
+    Retry-After is all a client learns)."""
 
     rpm: int | None = None
     tpm: int | None = None
     burst_s: float = 1.0
+    headers: bool = True
 
     def __post_init__(self) -> None:
         for name in ("rpm", "tpm"):
@@ -166,6 +169,8 @@ class ServerLimits:
         """The provider's rate-limit headers for the buckets as they are (caller holds the
         lock, buckets refilled)."""
         headers: dict[str, str] = {}
+        if not self.limit.headers:
+            return headers
         for kind, bucket in (("requests", self._requests), ("tokens", self._tokens)):
             if bucket is None:
                 continue

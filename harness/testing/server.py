@@ -462,11 +462,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tpm", type=int, default=None, help="tokens per minute allowed")
     parser.add_argument("--burst", type=float, default=1.0,
                         help="seconds' worth of the limits allowed at once")
+    parser.add_argument("--no-limit-headers", action="store_true",
+                        help="send no rate-limit headers (only 429s with Retry-After)")
     args = parser.parse_args(argv)
     limit = None
     if args.rpm is not None or args.tpm is not None:
         try:
-            limit = RateLimit(rpm=args.rpm, tpm=args.tpm, burst_s=args.burst)
+            limit = RateLimit(rpm=args.rpm, tpm=args.tpm, burst_s=args.burst,
+                              headers=not args.no_limit_headers)
         except ValueError as err:
             parser.error(str(err))
     faults = None
