@@ -41,6 +41,7 @@ from harness.cli.help_format import (
     STATS_PANEL,
     examples,
 )
+from harness.cli.rate_limit_option import RateLimitOption, parse_rate_limits
 from harness.cli.run_finish import (
     ERR,
     RunProgress,
@@ -88,7 +89,7 @@ def check_gate_labels(gate_on: RunGateBasis, labels: Path | None) -> None:
 # printed, never what a finished sample means. Everything else is the stored configuration.
 RESUME_OPTIONS = frozenset({
     "resume", "concurrency", "workers", "executor", "ray_address", "max_cost", "max_calls",
-    "episode_timeout", "retry_errors", "rerun_simulator_faults", "judge_batch",
+    "episode_timeout", "rate_limit", "retry_errors", "rerun_simulator_faults", "judge_batch",
     "judge_batch_reask",
     "as_json", "min_pass_rate", "min_score", "gate_on", "labels", "verbose",
 })
@@ -123,7 +124,7 @@ def _check_option_combinations(ctx: typer.Context, *, resume: Path | None,
                 f"--resume continues {resume} with its stored configuration, so "
                 f"{', '.join(fixed)} cannot be given with it. Only --concurrency, --workers, "
                 "--executor, --ray-address, --max-cost, --max-calls, --episode-timeout, "
-                "--judge-batch, --judge-batch-reask, "
+                "--rate-limit, --judge-batch, --judge-batch-reask, "
                 "--retry-errors, --rerun-simulator-faults and the output and gate options "
                 "(--json, --min-pass-rate, --min-score, --gate-on, --labels) may change; "
                 "start a new run (--out DIR) to change the others"
@@ -255,6 +256,7 @@ def run(
         metavar="SECONDS", rich_help_panel=LIMITS_PANEL,
         help="time per episode for scenarios without limits.max_seconds; past it the "
         "sample is an error (time_limit)", min=0.001)] = None,
+    rate_limit: RateLimitOption = None,
     target_ci_width: Annotated[float | None, typer.Option(
         metavar="WIDTH", rich_help_panel=SAMPLING_PANEL,
         help="adaptive sampling: stop when the suite interval is narrower than this")] = None,
@@ -317,6 +319,7 @@ def run(
     from harness.runs.shards import parse_shard
 
     shard_spec = None if shard is None else parse_shard(shard)
+    rate_limits = parse_rate_limits(rate_limit)
     if estimate_from is not None and not dry_run:
         raise HarnessError("--estimate-from goes with --dry-run")
     if dry_run and (resume is not None or panel):
@@ -339,7 +342,7 @@ def run(
             error_policy="as_failures" if errors_as_failures else "exclude",
             confidence=confidence, seed=seed, max_cost_usd=max_cost, max_calls=max_calls,
             episode_timeout_s=episode_timeout, judge_batch=judge_batch,
-            judge_batch_reask=judge_batch_reask,
+            judge_batch_reask=judge_batch_reask, rate_limits=rate_limits,
             models_config=None if models_config is None else str(models_config),
             cache_path=None if cache is None else str(cache), cache_mode=cache_mode,
             adaptive=None if target_ci_width is None else {
@@ -368,7 +371,9 @@ def run(
                 "episode_timeout_s": episode_timeout,
                 "judge_batch": judge_batch if _given(ctx, {"judge_batch"}) else None,
                 "judge_batch_reask": judge_batch_reask
-                if _given(ctx, {"judge_batch_reask"}) else None}
+                if _given(ctx, {"judge_batch_reask"}) else None,
+                "rate_limits": {provider: limits.model_dump(exclude_none=True)
+                                for provider, limits in rate_limits.items()} or None}
             overrides = {name: value for name, value in given.items() if value is not None}
             if panel:
                 from harness.cli.run_panel import run_panel

@@ -84,6 +84,17 @@ class GeminiProviderConfig(ProviderConfig):
     location: str | None = None
 
 
+class RateLimits(_Config):
+    """One provider's per-minute limits as ``harness run --rate-limit`` gives them (and a run
+    stores them): each one given replaces the models YAML's, one not given keeps it."""
+
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    tokens_per_minute: int | None = Field(default=None, ge=1)
+
+
+RateLimitProvider = Literal["openai", "anthropic", "gemini"]
+
+
 def share_of(bound: int, share: tuple[int, int]) -> int:
     """Process ``index``'s part of a bound split over ``count`` processes, ``share = (index,
     count)``: the parts add up to ``bound`` (each at least 1, so a bound below ``count`` is
@@ -200,3 +211,39 @@ class ModelsConfig(_Config):
         if not isinstance(data, dict):
             raise InputError(path, None, "expected a mapping of settings at the top level")
         return cls.from_mapping(data, source=path)
+
+
+def with_rate_limits(config: ModelsConfig, limits: Mapping[Any, RateLimits]) -> ModelsConfig:
+    """``config`` with each provider's rate limits replaced by those in ``limits`` (per key: a
+    limit ``limits`` leaves out keeps the config's)."""
+    update: dict[str, ProviderConfig] = {}
+    for provider, given in limits.items():
+        fields = given.model_dump(exclude_none=True)
+        if fields:
+            update[provider] = getattr(config, provider).model_copy(update=fields)
+    return config.model_copy(update=update) if update else config
+
+
+def split_rate_limits(settings: ProviderConfig, share: tuple[int, int]) -> dict[str, int]:
+    """A provider's concurrency bound and rate limits cut to one process's part of them
+    (``share = (index, count)``, :func:`share_of`), so they hold over all the processes."""
+    parts = {"concurrency": share_of(settings.concurrency, share)}
+    for key in ("requests_per_minute", "tokens_per_minute"):
+        value = getattr(settings, key)
+        if value is not None:
+            parts[key] = share_of(value, share)
+    return parts
+
+
+def merge_rate_limits(base: Mapping[Any, RateLimits],
+                      update: Mapping[str, RateLimits | Mapping[str, int]]
+                      ) -> dict[str, RateLimits]:
+    """``base`` with ``update``'s limits put over it, provider by provider and key by key
+    (``--rate-limit`` on ``--resume``: a limit given replaces the stored one)."""
+    merged = dict(base)
+    for provider, given in update.items():
+        fields = (given.model_dump(exclude_none=True) if isinstance(given, RateLimits)
+                  else {k: v for k, v in given.items() if v is not None})
+        old = merged.get(provider, RateLimits())
+        merged[provider] = old.model_copy(update=fields)
+    return merged

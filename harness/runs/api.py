@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.errors import HarnessError, InputError
+from harness.models.config import merge_rate_limits
 from harness.models.hub import ModelHub
 from harness.models.prices import PriceTable
 from harness.runs.config import RESUMABLE_FIELDS, RunConfig
@@ -210,7 +211,11 @@ async def resume_run(
         raise StoreError(f"--resume keeps the run's configuration; only {sorted(allowed)} may "
                          f"change, not {sorted(unknown)}")
     try:
-        config = resolve_settings(stored.with_execution(**overrides or {}), resumed=True)
+        changes = dict(overrides or {})
+        if "rate_limits" in changes:  # per provider and limit: what is not given is kept
+            changes["rate_limits"] = merge_rate_limits(stored.execution.rate_limits,
+                                                       changes["rate_limits"])
+        config = resolve_settings(stored.with_execution(**changes), resumed=True)
         _check_executor(config)
         _check_judge_batch(config)
         suite = Suite.load(config.design)

@@ -31,6 +31,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from harness.choices import AggregationMethod, CacheMode, ExecutorName, ReaskMode
+from harness.models.config import RateLimitProvider, RateLimits
 from harness.runs.shards import Shard
 from harness.scenarios.selectors import ScenarioFilter
 
@@ -168,6 +169,10 @@ class RunExecution(BaseModel):
     judge_batch_reask: ReaskMode = Field(
         default="live", description="with judge_batch: where a re-ask of an answer that "
         "failed validation goes, a live request or the next batch")
+    rate_limits: dict[RateLimitProvider, RateLimits] = Field(
+        default_factory=dict, description="--rate-limit: per provider, requests and tokens "
+        "per minute in place of the models YAML's (a limit not given keeps the YAML's); "
+        "split over worker processes like each provider's concurrency")
 
 
 # What ``--resume`` may change: the execution but for the cache (a resumed run looks its
@@ -188,7 +193,8 @@ _STORED_ORDER = (
 
 # Fields added since that are stored only when they differ from their default, so a run stored
 # before them reads back exactly as it was stored (and its report's config is unchanged).
-_LEFT_OUT_AT_DEFAULT: dict[str, Any] = {"judge_batch": False, "judge_batch_reask": "live"}
+_LEFT_OUT_AT_DEFAULT: dict[str, Any] = {"judge_batch": False, "judge_batch_reask": "live",
+                                        "rate_limits": {}}
 
 
 class RunConfig(BaseModel):

@@ -259,7 +259,7 @@ async def _start(index: int, count: int, config: RunConfig, keeper: Any | None
     models = _worker_models(config, (index, count))
     hub = ModelHub(models, ledger=UsageLedger(
         max_cost_usd=models.budget.max_cost_usd, max_calls=models.budget.max_calls,
-        shared=None if keeper is None else RayBudget(keeper)))
+        shared=None if keeper is None else RayBudget(keeper)), limit_share=1 / count)
     work = SampleWork(config, suite, hub, http_share=(index, count))
     tools = work.tools_served()
     await tools.__aenter__()

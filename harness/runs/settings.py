@@ -20,7 +20,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.models.config import BudgetConfig, CacheConfig, ModelsConfig
+from harness.models.config import BudgetConfig, CacheConfig, ModelsConfig, with_rate_limits
 from harness.runs.config import RunConfig, RunExecution
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,8 @@ def _default(setting: _Setting) -> object:
 def models_config_for(config: RunConfig) -> ModelsConfig:
     """The model layer's settings for a run whose settings are resolved
     (:func:`resolve_settings`): the models YAML (if any) with the run's cache and budgets in
-    place of its own. A cache with no path, or mode ``off``, is no cache."""
+    place of its own, and its rate limits (``--rate-limit``) over the YAML's. A cache with no
+    path, or mode ``off``, is no cache."""
     path = config.design.models_config
     base = ModelsConfig.from_yaml(path) if path else ModelsConfig()
     execution = config.execution
@@ -113,4 +114,5 @@ def models_config_for(config: RunConfig) -> ModelsConfig:
         path=Path(execution.cache_path) if execution.cache_path and mode != "off" else None,
         mode=mode)
     budget = BudgetConfig(max_cost_usd=execution.max_cost_usd, max_calls=execution.max_calls)
-    return base.model_copy(update={"cache": cache, "budget": budget})
+    models = base.model_copy(update={"cache": cache, "budget": budget})
+    return with_rate_limits(models, execution.rate_limits)

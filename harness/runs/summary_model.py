@@ -182,9 +182,9 @@ class StopEvent(RunStop, _Event):
 class ResumeEvent(_Event):
     kind: Literal["resumed"]
     retry_errors: bool
-    overrides: dict[str, int | float | str] = Field(
+    overrides: dict[str, int | float | str | dict[str, dict[str, int | None]]] = Field(
         description="the settings changed on resuming (concurrency, workers, executor, Ray "
-        "address, budgets, timeout)")
+        "address, budgets, timeout, rate limits per provider)")
 
 
 class InterruptEvent(_Event):

@@ -53,7 +53,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.models.config import ModelsConfig, share_of
+from harness.models.config import ModelsConfig, split_rate_limits
 from harness.models.hub import PROVIDER_MODULES, ModelHub
 from harness.models.types import SCRUBBED
 from harness.models.usage import ExportedUsage, SharedBudget, UsageLedger
@@ -509,12 +509,12 @@ def _log_to_parent(pipe: _ToParent) -> None:
 
 
 def _worker_models(config: RunConfig, share: tuple[int, int]) -> ModelsConfig:
-    """The run's model settings, each provider's concurrency bound cut to this worker's part
-    of it, so the bound holds over the run."""
+    """The run's model settings, each provider's concurrency bound and rate limits cut to this
+    worker's part of them, so they hold over the run."""
     models = models_config_for(config)
     return models.model_copy(update={
-        provider: getattr(models, provider).model_copy(update={
-            "concurrency": share_of(getattr(models, provider).concurrency, share)})
+        provider: getattr(models, provider).model_copy(
+            update=split_rate_limits(getattr(models, provider), share))
         for provider in PROVIDER_MODULES})
 
 
@@ -540,7 +540,8 @@ async def _serve(index: int, count: int, config: RunConfig, conn: Connection,
         models = _worker_models(config, (index, count))
         hub = ModelHub(models, ledger=UsageLedger(max_cost_usd=models.budget.max_cost_usd,
                                                   max_calls=models.budget.max_calls,
-                                                  shared=budget))
+                                                  shared=budget),
+                       limit_share=1 / count)
         work = SampleWork(config, suite, hub, http_share=(index, count))
     except HarnessError as err:
         pipe.send({"error": str(err)})
