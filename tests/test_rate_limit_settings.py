@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -148,3 +149,69 @@ def test_a_run_with_rate_limit_stays_under_the_servers_limit_and_resume_keeps_it
         "openai": {"requests_per_minute": 600, "tokens_per_minute": 100_000}}
     assert resumed["events"][-1]["overrides"] == {
         "rate_limits": {"openai": {"tokens_per_minute": 100_000}}}
+
+
+# --- the dry run's time under the limits -------------------------------------------------------
+
+def _two_turns(tmp_path: Path) -> Path:
+    path = tmp_path / "two.yaml"
+    path.write_text(json.dumps([
+        {"id": "two-turns", "user": {"goal": "g", "script": ["Hello.", "Thanks."]},
+         "agent": {"model": "openai:gpt-4.1", "system_prompt": "Be brief."}}]))
+    return path
+
+
+def _estimate(path: Path, limits: dict[str, RateLimits] | None) -> Any:
+    from harness.models.prices import PriceTable
+    from harness.runs.cost_estimate import estimate_run
+    from harness.runs.engine import Suite
+
+    config = RunConfig.model_validate({"scenario_paths": [str(path)], "epochs": 30})
+    suite = Suite.load(config.design)
+    return estimate_run(config, list(suite.scenarios.values()), suite.rubrics, PriceTable(),
+                        rate_limits=limits)
+
+
+def test_a_requests_limit_bounds_the_estimated_time_from_below(tmp_path: Path):
+    path = _two_turns(tmp_path)
+    free = _estimate(path, None)
+    agent = next(r for r in free.roles if r.role == "agent")
+    assert agent.calls == 60
+    assert free.duration_s == pytest.approx(60 * 2.0 / 8)  # 2 s a call, 8 samples at a time
+    limited = _estimate(path, {"openai": RateLimits(requests_per_minute=30)})
+    assert limited.duration_s == pytest.approx(60 / 30 * 60)
+    assert limited.duration_basis.startswith("openai's rate limit of 30 requests a minute")
+    assert free.duration_basis in limited.duration_basis
+    # A limit the run stays under, or another provider's, changes nothing.
+    for limits in ({"openai": RateLimits(requests_per_minute=6000)},
+                   {"anthropic": RateLimits(requests_per_minute=1)}):
+        same = _estimate(path, limits)
+        assert (same.duration_s, same.duration_basis) == (free.duration_s, free.duration_basis)
+
+
+def test_a_tokens_limit_bounds_it_by_the_calls_tokens(tmp_path: Path):
+    path = _two_turns(tmp_path)
+    free = _estimate(path, None)
+    agent = next(r for r in free.roles if r.role == "agent")
+    tokens = agent.input_tokens + agent.output_tokens
+    limited = _estimate(path, {"openai": RateLimits(requests_per_minute=6000,
+                                                    tokens_per_minute=100)})
+    assert limited.duration_s == pytest.approx(tokens / 100 * 60, rel=0.01)
+    assert limited.duration_basis.startswith("openai's rate limit of 100 tokens a minute")
+
+
+def test_dry_run_takes_the_flag_and_the_models_yaml_limits(tmp_path: Path):
+    path = _two_turns(tmp_path)
+    models = tmp_path / "models.yaml"
+    models.write_text("openai: {requests_per_minute: 20}\n")
+    env = {"OPENAI_API_KEY": None}
+    from_yaml = run_cli("run", path, "--dry-run", "--epochs", "30", "--json",
+                        "--models-config", models, cwd=tmp_path, env=env)
+    assert from_yaml.returncode == 0, from_yaml.stderr
+    estimate = json.loads(from_yaml.stdout)
+    assert estimate["duration_s"] == pytest.approx(60 / 20 * 60)
+    flag = run_cli("run", path, "--dry-run", "--epochs", "30", "--json", "--models-config",
+                   models, "--rate-limit", "openai:rpm=40", cwd=tmp_path, env=env)
+    assert flag.returncode == 0, flag.stderr
+    assert json.loads(flag.stdout)["duration_s"] == pytest.approx(60 / 40 * 60)
+    assert "rate limit of 40 requests a minute" in json.loads(flag.stdout)["duration_basis"]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.errors import HarnessError, InputError
-from harness.models.config import merge_rate_limits
+from harness.models.config import RateLimits, merge_rate_limits
 from harness.models.hub import ModelHub
 from harness.models.prices import PriceTable
 from harness.runs.config import RESUMABLE_FIELDS, RunConfig
@@ -133,9 +133,14 @@ def estimate_cost(config: RunConfig, *, measured_from: Path | None = None,
     suite = Suite.load(config.design)
     models = models_config_for(config)
     measured = measure(measured_from) if measured_from is not None else None
+    limits = {provider: RateLimits(requests_per_minute=settings.requests_per_minute,
+                                   tokens_per_minute=settings.tokens_per_minute)
+              for provider, settings in (("openai", models.openai),
+                                         ("anthropic", models.anthropic),
+                                         ("gemini", models.gemini))}
     estimate = estimate_run(config, list(suite.scenarios.values()), suite.rubrics,
                             PriceTable(models.prices), measured=measured,
-                            concurrency=config.execution.concurrency)
+                            concurrency=config.execution.concurrency, rate_limits=limits)
     if min_pass_rate is not None:
         estimate.decision = gate_design(estimate, measured, list(suite.scenarios),
                                         min_pass_rate=min_pass_rate,

@@ -15,6 +15,11 @@ Two sources, per scenario:
   (:data:`ALLOWANCE`). A heuristic, stated as such; docs/models.md gives its error on the
   example suite (``benchmarks/cost_estimate.py``).
 
+The time is the calls' latency over the samples in flight, unless the providers' rate limits
+(``requests_per_minute``, ``tokens_per_minute``, ``--rate-limit``) allow less: a provider's
+calls over its requests a minute, and its tokens over its tokens a minute, bound it from
+below, and the basis names the limit that does.
+
 Nothing here calls a model or writes a file.
 """
 
@@ -36,6 +41,7 @@ from harness.judging.prompts import build_judge_prompt
 from harness.judging.rubric import Rubric
 from harness.judging.verdicts import response_model_for
 from harness.models.batch import BATCH_DISCOUNT
+from harness.models.config import RateLimits
 from harness.models.prices import Price, PriceTable
 from harness.models.types import Message
 from harness.runs.config import RunConfig
@@ -359,8 +365,11 @@ def adk_models(scenario: Scenario) -> list[str]:
 def estimate_run(config: RunConfig, scenarios: Sequence[Scenario],
                  rubrics: Mapping[str, Rubric], prices: PriceTable, *,
                  measured: Measured | None = None, batch: bool = True,
-                 concurrency: int | None = None) -> CostEstimate:
-    """The estimate for ``config`` over ``scenarios`` (see the module docstring)."""
+                 concurrency: int | None = None,
+                 rate_limits: Mapping[str, RateLimits] | None = None) -> CostEstimate:
+    """The estimate for ``config`` over ``scenarios`` (see the module docstring).
+    ``rate_limits`` are the providers' limits the run holds (the models YAML's with
+    ``--rate-limit`` over them), which bound its time from below."""
     design = config.design
     epochs = design.epochs
     judge_base = JudgeSettings(temperature=design.judge_temperature)
@@ -391,6 +400,8 @@ def estimate_run(config: RunConfig, scenarios: Sequence[Scenario],
     samples = len(scenarios) * epochs
     duration, basis = _duration(totals, samples, concurrency or config.execution.concurrency,
                                 measured_ids == len(scenarios) and measured is not None)
+    duration, basis = _within_rate_limits(duration, basis, totals, pricing.models,
+                                          rate_limits or {})
     return CostEstimate(
         scenarios=len(scenarios), epochs=epochs, samples=samples,
         measured_scenarios=measured_ids,
@@ -413,6 +424,35 @@ def _duration(totals: Mapping[Role, Shape], samples: int, concurrency: int,
     calls = sum(t.calls for t in totals.values())
     return (calls * DEFAULT_LATENCY_S / lanes,
             f"{DEFAULT_LATENCY_S:g} s a call, {lanes} samples at a time")
+
+
+def _within_rate_limits(seconds: float, basis: str, totals: Mapping[Role, Shape],
+                        models: Mapping[Role, Sequence[str]],
+                        limits: Mapping[str, RateLimits]) -> tuple[float, str]:
+    """``seconds`` raised to what the rate limits allow, when they allow less: a provider's
+    calls over its requests per minute, and its tokens (input and output, what a request
+    costs once its usage is settled) over its tokens per minute. The basis then says which
+    limit bounds the time."""
+    calls: dict[str, float] = {}
+    tokens: dict[str, float] = {}
+    for role, shape in totals.items():
+        names = list(models.get(role) or [])
+        for name in names:  # a panel's judges share the calls evenly
+            provider = name.split(":", 1)[0]
+            calls[provider] = calls.get(provider, 0.0) + shape.calls / len(names)
+            tokens[provider] = tokens.get(provider, 0.0) + (
+                shape.input_tokens + shape.output_tokens) / len(names)
+    bound, because = seconds, ""
+    for provider, limit in limits.items():
+        rpm, tpm = limit.requests_per_minute, limit.tokens_per_minute
+        for need, per_minute, unit in ((calls.get(provider, 0.0), rpm, "requests"),
+                                       (tokens.get(provider, 0.0), tpm, "tokens")):
+            if per_minute and need / per_minute * 60.0 > bound:
+                bound = need / per_minute * 60.0
+                because = f"{provider}'s rate limit of {per_minute:,} {unit} a minute"
+    if not because:
+        return seconds, basis
+    return bound, f"{because} (without it: {basis})"
 
 
 # --- the decision -----------------------------------------------------------------------------
