@@ -215,3 +215,22 @@ def test_dry_run_takes_the_flag_and_the_models_yaml_limits(tmp_path: Path):
     assert flag.returncode == 0, flag.stderr
     assert json.loads(flag.stdout)["duration_s"] == pytest.approx(60 / 40 * 60)
     assert "rate limit of 40 requests a minute" in json.loads(flag.stdout)["duration_basis"]
+
+
+@pytest.mark.parametrize("command", [
+    ["pairwise", "a", "b", "--offline", "--rubric", "final_response_quality"],
+    ["calibrate", "items.jsonl", "--offline", "--rubric", "final_response_quality"]])
+def test_pairwise_and_calibrate_take_the_flag_and_refuse_bad_values(tmp_path: Path,
+                                                                     command: list[str]):
+    done = run_cli(*command, "--rate-limit", "anthropic:tpm=lots", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--rate-limit: 'anthropic:tpm=lots': tpm must be a whole number >= 1" in done.stderr
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
+
+
+def test_calibrate_refuses_the_flag_where_no_judge_is_called(tmp_path: Path):
+    judgments = tmp_path / "j.jsonl"
+    judgments.write_text('{"item_id": "a", "human": 1, "judge": 1}\n')
+    done = run_cli("calibrate", "--judgments", judgments, "--rate-limit", "openai:rpm=5",
+                   cwd=tmp_path)
+    assert done.returncode == 2 and "--rate-limit" in done.stderr

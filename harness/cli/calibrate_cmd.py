@@ -35,6 +35,7 @@ from harness.cli.help_format import (
     examples,
 )
 from harness.cli.interrupts import exit_code, run_async, signal_name
+from harness.cli.rate_limit_option import RateLimitOption, parse_rate_limits
 from harness.errors import InputError
 from harness.files import default_output_directory, read_text
 from harness.json_values import STORED_DEPTH, load_json
@@ -46,6 +47,7 @@ from harness.safe_text import terminal_console, terminal_text
 if TYPE_CHECKING:
     from harness.calibration.report import AnalysisOptions, CalibrationReport
     from harness.calibration.scale import Scale
+    from harness.models.config import RateLimits
 
 _OPTION_NAMES = {
     "n_resamples": "--resamples",
@@ -231,6 +233,7 @@ def calibrate(
     judge_base_url: Annotated[str | None, typer.Option(
         metavar="URL", rich_help_panel=CACHE_PANEL,
         help="DATASET: base URL for non-mock judges (an OpenAI-compatible server)")] = None,
+    rate_limit: RateLimitOption = None,
     rubrics_dir: Annotated[list[Path] | None, typer.Option(
         "--rubrics-dir", metavar="PATH", rich_help_panel=DATASET_PANEL,
         help="more rubric files or directories")] = None,
@@ -293,7 +296,8 @@ def calibrate(
         "--temperature": temperature, "--out": out, "--concurrency": concurrency,
         "--judge-batch": judge_batch or None,
         "--offline": offline or None, "--cache": cache, "--models-config": models_config,
-        "--judge-base-url": judge_base_url, "--rubrics-dir": rubrics_dir,
+        "--judge-base-url": judge_base_url, "--rate-limit": rate_limit,
+        "--rubrics-dir": rubrics_dir,
         "--verbose": verbose or None,
     }
     if from_run is not None and (dataset is not None or judgments is not None):
@@ -345,6 +349,7 @@ def calibrate(
         return
     assert dataset is not None
     judges = judge_models(judge or [], offline, needed_for="running judges on a DATASET")
+    limits = parse_rate_limits(rate_limit)
     if not rubric:
         raise InputError("command line", "--rubric", "running judges on a DATASET needs "
                          "--rubric ID (the rubric the judges use)")
@@ -359,7 +364,8 @@ def calibrate(
             concurrency=8 if concurrency is None else concurrency,
             cache=cache or Path(".harness/cache.sqlite"), cache_mode=cache_mode,
             models_config=models_config, base_url=judge_base_url,
-            rubric_dirs=rubrics_dir or [], verbose=verbose, judge_batch=judge_batch,
+            rate_limits=limits, rubric_dirs=rubrics_dir or [], verbose=verbose,
+            judge_batch=judge_batch,
         )
 
 
@@ -432,16 +438,19 @@ def _run_study(dataset: Path, judges: list[str], rubric: list[str], options: Ana
                swap: bool, allow_ties: bool, scale_map: str | None, temperature: float | None,
                out: Path, concurrency: int, cache: Path, cache_mode: CacheMode,
                models_config: Path | None, base_url: str | None,
-               rubric_dirs: list[Path], verbose: bool, judge_batch: bool) -> None:
+               rate_limits: dict[str, RateLimits], rubric_dirs: list[Path],
+               verbose: bool, judge_batch: bool) -> None:
     from harness.calibration.study import run_calibration
     from harness.calibration.study_dir import JUDGMENTS_FILE, REPORT_PAGE_FILE, STUDY_FILE
     from harness.calibration.study_records import parse_scale_map
-    from harness.models.config import ModelsConfig
+    from harness.models.config import ModelsConfig, with_rate_limits
     from harness.report.html.calibration_page import write_calibration_page
 
     err = terminal_console(stderr=True, soft_wrap=True)
     mapping = parse_scale_map(scale_map) if scale_map is not None else None
     config = ModelsConfig.from_yaml(models_config) if models_config is not None else None
+    if rate_limits:
+        config = with_rate_limits(config or ModelsConfig(), rate_limits)
     progress, advance = counting_progress("judging", err)
 
     try:

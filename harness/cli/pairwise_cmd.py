@@ -25,6 +25,7 @@ from harness.cli.app import (
 )
 from harness.cli.help_format import CACHE_PANEL, GATE_PANEL, JUDGES_PANEL, OUTPUT_PANEL, examples
 from harness.cli.interrupts import exit_code, run_async, signal_name
+from harness.cli.rate_limit_option import RateLimitOption, parse_rate_limits
 from harness.errors import InputError
 from harness.files import atomic_write, check_output_file
 from harness.logs import command_log_file
@@ -71,6 +72,7 @@ def pairwise(
     judge_base_url: Annotated[str | None, typer.Option(
         metavar="URL", rich_help_panel=CACHE_PANEL,
         help="base URL for non-mock judges (an OpenAI-compatible server)")] = None,
+    rate_limit: RateLimitOption = None,
     cache: Annotated[Path, typer.Option(
         metavar="FILE", rich_help_panel=CACHE_PANEL, help="response cache file")] = Path(
         ".harness/cache.sqlite"),
@@ -103,7 +105,7 @@ def pairwise(
     agree). Reports wins, ties, the inconsistency
     rate and B's win rate with an interval clustered by scenario. --tag, --exclude-tag and
     -k compare only the scenarios they select."""
-    from harness.models.config import ModelsConfig
+    from harness.models.config import ModelsConfig, with_rate_limits
     from harness.report.pairwise_runs import render_pairwise
     from harness.runs.pairwise_runs import compare_runs_pairwise
 
@@ -112,6 +114,9 @@ def pairwise(
         raise InputError("command line", "--rubric", "comparing runs pairwise needs --rubric "
                          "ID (the rubric the transcripts are compared under)")
     config = ModelsConfig.from_yaml(models_config) if models_config is not None else None
+    limits = parse_rate_limits(rate_limit)
+    if limits:
+        config = with_rate_limits(config or ModelsConfig(), limits)
     if out is not None:  # refuse an unwritable --out before any judge is called
         check_output_file(out, "the pairwise output file (--out, JSONL)")
     html_path = html_output(html, "a pairwise comparison")
