@@ -116,7 +116,9 @@ def _offline(words: list[str]) -> list[str]:
     """The words with each provider's model replaced by the role's offline model."""
     out = []
     for before, word in zip(["", *words], words, strict=False):
-        out.append(ROLE_MOCKS.get(before, "mock:agent") if PROVIDER_MODEL.match(word) else word)
+        # --rate-limit's value names a provider, not a model
+        model = PROVIDER_MODEL.match(word) and before != "--rate-limit"
+        out.append(ROLE_MOCKS.get(before, "mock:agent") if model else word)
     return out
 
 
