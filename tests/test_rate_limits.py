@@ -116,6 +116,20 @@ async def test_settling_returns_what_was_not_used_and_charges_what_was():
     assert clock.now == pytest.approx(1.0)
 
 
+async def test_reservations_in_flight_do_not_crowd_the_refill_out():
+    clock = FakeClock()
+    rl = limiter(clock, tokens_per_minute=6000)  # 100 a second, capacity 50
+    await rl.acquire(40)  # reserved while its request is out
+    clock.now += 1.0  # the refill goes on past the capacity by what is reserved
+    await rl.acquire(40)
+    await rl.acquire(40)
+    assert clock.sleeps == []
+    assert rl.tokens is not None and rl.tokens.reserved == 120
+    for _ in range(3):
+        rl.settle(40, 10)
+    assert rl.tokens.reserved == 0 and rl.tokens.level == pytest.approx(50)
+
+
 async def test_settling_never_fills_above_the_capacity():
     rl = limiter(FakeClock(), tokens_per_minute=600)
     rl.settle(1000, 0)

@@ -165,8 +165,13 @@ class Endpoint:
             self._gate.release(lease.ticket, succeeded=lease.used_tokens is not None,
                                rate_limited=lease.rate_limited)
         limiter = self.limiter
-        if lease.used_tokens is not None and limiter.counts_tokens:
-            limiter.settle(lease.estimate, lease.used_tokens)
+        if limiter.counts_tokens:
+            used = lease.used_tokens
+            if used is None:
+                # Refused (429): nothing was used. Failed otherwise: it may have been
+                # counted whole, so its reservation stays spent.
+                used = 0 if lease.rate_limited else lease.estimate
+            limiter.settle(lease.estimate, used)
         if lease.rate_limited and lease.retry_after:
             limiter.pause(lease.retry_after)
 

@@ -51,41 +51,55 @@ keeps it there while the pacing holds the rate (measured: ``benchmarks/rate_limi
 
 class TokenBucket:
     """A bucket holding at most ``capacity`` units, refilled continuously at ``rate`` units a
-    second. The level may go below zero: a request that used more than was taken for it (its
-    usage, settled after the answer) is a debt the refill pays first."""
+    second.
 
-    __slots__ = ("_clock", "_stamp", "capacity", "level", "rate")
+    What a request is counted for before it is sent is *reserved* (:meth:`take`) until its
+    usage is known (:meth:`settle`), and the capacity grows by what is reserved: a reservation
+    is given back in part, so it must not crowd the refill out of the bucket while it is out
+    (at 0.2 s a request, a bucket of half a second's worth would otherwise be held by the
+    requests in flight, and the rate would fall to two thirds of the limit). The level may go
+    below zero: a request that used more than was reserved for it is a debt the refill pays
+    first."""
+
+    __slots__ = ("_clock", "_stamp", "capacity", "level", "rate", "reserved")
 
     def __init__(self, per_minute: float, clock: Clock) -> None:
         self._clock = clock
         self.rate = per_minute / 60.0
         self.capacity = max(1.0, self.rate * BURST_S)
         self.level = self.capacity
+        self.reserved = 0.0
         self._stamp = clock()
 
     def _refill(self, now: float) -> None:
         if now > self._stamp:
-            self.level = min(self.capacity, self.level + (now - self._stamp) * self.rate)
+            self.level = min(self.capacity + self.reserved,
+                             self.level + (now - self._stamp) * self.rate)
         self._stamp = now
 
     def delay(self, amount: float, now: float) -> float:
         """Seconds from ``now`` until ``amount`` can be taken (0 when it can now)."""
         self._refill(now)
         if amount > self.capacity:
-            # A request larger than a second's worth must still pass some time: the bucket
-            # grows to hold the largest single request.
+            # A request larger than the bucket must still pass some time: the bucket grows
+            # to hold the largest single request.
             self.capacity = amount
         missing = amount - self.level
         # Rounding may leave a sliver after waiting exactly the time computed: not a wait.
         return 0.0 if missing <= 1e-9 * max(1.0, amount) else missing / self.rate
 
-    def take(self, amount: float, now: float) -> None:
+    def take(self, amount: float, now: float, *, reserve: bool = False) -> None:
+        """Take ``amount``; ``reserve``: until :meth:`settle` says what was used of it."""
         self._refill(now)
         self.level -= amount
+        if reserve:
+            self.reserved += amount
 
-    def give(self, amount: float) -> None:
-        """Add ``amount`` (negative: remove), never above the capacity."""
-        self.level = min(self.capacity, self.level + amount)
+    def settle(self, reserved: float, used: float, now: float) -> None:
+        """A reservation's outcome: ``reserved`` comes back, ``used`` goes out."""
+        self._refill(now)
+        self.reserved = max(0.0, self.reserved - reserved)
+        self.level = min(self.capacity + self.reserved, self.level + reserved - used)
 
     def lower_to(self, remaining: float, now: float) -> None:
         """What the server says remains: the level is never above it."""
@@ -170,13 +184,13 @@ class RateLimiter:
             if self.requests is not None:
                 self.requests.take(1, now)
             if self.tokens is not None:
-                self.tokens.take(tokens, now)
+                self.tokens.take(tokens, now, reserve=True)
 
     def settle(self, estimate: int, actual: int) -> None:
         """Correct the token bucket once a request's usage is known: what it was counted for
         comes back, what it used goes out."""
         if self.tokens is not None:
-            self.tokens.give(estimate - actual)
+            self.tokens.settle(estimate, actual, self._clock())
 
     def pause(self, seconds: float) -> None:
         """Hold every new request for ``seconds`` (a 429's Retry-After), so the callers that
