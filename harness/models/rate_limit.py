@@ -114,6 +114,10 @@ class TokenBucket:
         self.level = min(self.level, self.capacity)
 
 
+SETTLE_POLL_S = 0.02
+"""How long a caller waiting for tokens sleeps at most while reservations are out."""
+
+
 def estimate_tokens(body: Mapping[str, Any]) -> int:
     """The tokens a request will be counted for when it is admitted: the characters of its
     JSON body over four (a common rule of thumb for English text, close to what providers
@@ -180,6 +184,10 @@ class RateLimiter:
                 wait = self.delay(tokens, now)
                 if wait <= 0:
                     break
+                if self.tokens is not None and self.tokens.reserved:
+                    # A reservation settled meanwhile gives tokens back: look again soon
+                    # rather than oversleep them (the bucket would fill and waste its refill).
+                    wait = min(wait, SETTLE_POLL_S)
                 await self._sleep(wait)
             if self.requests is not None:
                 self.requests.take(1, now)
