@@ -90,11 +90,12 @@ async def _check(run_dir: Path, found: list[JournalBatch]) -> dict[str, str]:
             endpoint = hub.endpoint(batch.provider, batch.base_url)
             try:
                 endpoint.require_key(batch.model)
-                client = await endpoint.acquire()
+                lease = await endpoint.acquire()
+                client = lease.client
                 try:
                     status = await WIRES[batch.provider].status(client, batch.batch_id)
                 finally:
-                    endpoint.release()
+                    endpoint.release(lease)
                 states[batch.batch_id] = status.state
             except ModelError as err:
                 states[batch.batch_id] = f"unknown: {err}"

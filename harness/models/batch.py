@@ -159,7 +159,8 @@ class BatchQueue:
         endpoint, context = group.endpoint, group.context
 
         async def attempt() -> R:
-            client = await endpoint.acquire()
+            lease = await endpoint.acquire()
+            client = lease.client
             try:
                 return await what(client)
             except TransientFailure:
@@ -170,7 +171,7 @@ class BatchQueue:
                     raise
                 raise failure from None
             finally:
-                endpoint.release()
+                endpoint.release(lease)
 
         return await self.retry.run(attempt, model=group.model)
 

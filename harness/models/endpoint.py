@@ -140,15 +140,17 @@ class Endpoint:
         """Requests allowed in flight now (the concurrency bound, lowered after a 429)."""
         return self.concurrency if self._gate is None else self._gate.allowed
 
-    async def acquire(self, body: Mapping[str, Any]) -> Lease:
+    async def acquire(self, body: Mapping[str, Any] | None = None) -> Lease:
         """Wait for a slot under the in-flight bound, then for the rate limits to allow
         ``body`` (the request's keyword arguments, for its token estimate); return the lease
-        holding the SDK client (built for the running loop). Pair with :meth:`release`."""
+        holding the SDK client (built for the running loop). Pair with :meth:`release`.
+        ``None``: a request to the provider's other APIs (a batch's files and state), bounded
+        in flight but not counted against the model's rate limits, which it does not use."""
         gate = self._ensure()
         ticket = await gate.acquire()
         limiter = self.limiter
         estimate = 0
-        if limiter.active:
+        if body is not None and limiter.active:
             # Waited for while holding the slot: the bucket is the last wait before sending,
             # so requests leave as evenly spaced as it paces them.
             try:
