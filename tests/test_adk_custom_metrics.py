@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from harness.testing.replies import RecordedRequest, Reply
 from harness.testing.server import LoopbackServer
-from tests.helpers.adk_eval import adk_eval_scores, require_adk_eval
+from tests.helpers.adk_eval import adk_eval_scores, point_adk_agent_at, require_adk_eval
 from tests.helpers.cli import run_cli
 
 require_adk_eval()
@@ -37,24 +36,9 @@ SCRIPT: dict[str, tuple[list[tuple[str, dict[str, Any]]], str]] = {
 }
 
 
-def scripted(request: RecordedRequest) -> Reply:
-    contents = request.messages
-    texts = [p["text"] for c in contents if c["role"] == "user" for p in c.get("parts", [])
-             if "text" in p]
-    calls, answer = SCRIPT[texts[-1]]
-    answered = any("functionResponse" in p for p in contents[-1].get("parts", []))
-    return Reply.text_reply(answer) if answered else Reply.calls(*calls)
-
-
 @pytest.fixture
 def adk_env(loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> LoopbackServer:
-    from harness.testing.hub import loopback_environ
-
-    for name, value in loopback_environ(loopback).items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.syspath_prepend(str(EXAMPLE))
-    loopback.set_responder(scripted)
-    return loopback
+    return point_adk_agent_at(loopback, monkeypatch, SCRIPT, EXAMPLE)
 
 
 @pytest.fixture

@@ -10,10 +10,44 @@ makes that a failure."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from harness.testing.hub import loopback_environ
+from harness.testing.replies import RecordedRequest, Reply
+from harness.testing.server import LoopbackServer
+
+Script = Mapping[str, tuple[list[tuple[str, dict[str, Any]]], str]]
+"""The agent model's replies by the user's last words: the tool calls it makes, then (once
+their results came back) its answer."""
+
+
+def scripted_gemini(script: Script) -> Callable[[RecordedRequest], Reply]:
+    """A loopback responder playing the ADK agent's Gemini model from ``script``."""
+
+    def reply(request: RecordedRequest) -> Reply:
+        contents = request.messages
+        texts = [p["text"] for c in contents if c["role"] == "user"
+                 for p in c.get("parts", []) if "text" in p]
+        calls, answer = script[texts[-1]]
+        answered = any("functionResponse" in p for p in contents[-1].get("parts", []))
+        return Reply.text_reply(answer) if answered else Reply.calls(*calls)
+
+    return reply
+
+
+def point_adk_agent_at(loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch,
+                       script: Script, example: Path) -> LoopbackServer:
+    """The environment pointing ADK's model at ``loopback`` answering from ``script``, with
+    the example agent's folder on ``sys.path``."""
+    for name, value in loopback_environ(loopback).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.syspath_prepend(str(example))
+    loopback.set_responder(scripted_gemini(script))
+    return loopback
 
 
 def require_adk_eval() -> None:
