@@ -116,8 +116,9 @@ class BatchQueue:
         try:
             return await asyncio.shield(future), shared
         finally:
-            if future.done():
+            if future.done():  # a long run's request bodies are not kept past their answer
                 self._waiting.pop(custom_id, None)
+                self._bodies.pop(custom_id, None)
 
     def _enqueue(self, custom_id: str) -> None:
         group, body = self._bodies[custom_id]
