@@ -114,6 +114,14 @@ def test_a_run_killed_after_submitting_is_finished_by_resume_paying_nothing_twic
         first.wait()
     sent_before = sum(loopback.batches.submissions.values())
     assert BatchJournal(run_dir / "batches.sqlite").open_batches()
+    checked = run_cli("batches", run_dir, "--check", "--json", cwd=tmp_path,
+                      env=loopback_environ(loopback))
+    assert checked.returncode == 0, checked.stderr
+    listed = json.loads(checked.stdout)
+    assert listed and {b["provider_state"] for b in listed} == {"in_progress"}
+    assert sum(b["waiting"] for b in listed) == sent_before
+    waiting = run_cli("batches", run_dir, cwd=tmp_path)
+    assert f"{sent_before} judge requests still wait" in " ".join(waiting.stdout.split())
 
     loopback.batches.faults = BatchFaults()  # the batches have finished meanwhile
     done = run_cli("run", "--resume", run_dir, "--json", cwd=tmp_path,
