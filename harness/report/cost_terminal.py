@@ -38,7 +38,8 @@ def render_estimate(estimate: CostEstimate, console: Console) -> None:
     table.columns[0].min_width = len("simulator")
     console.print(table)
     console.print("input, output: tokens; cached: with the providers' prompt caches; "
-                  "+ batch: the judges' requests through the batch APIs too (half price)")
+                  "+ batch: the judges' requests through the batch APIs too (--judge-batch, "
+                  "half price)")
     source = (f"measured on {plural(estimate.measured_scenarios, 'scenario')} of "
               f"{terminal_text(estimate.measured_from)}, the rest estimated from the scenarios"
               if estimate.measured_from else "estimated from the scenarios (pass "
