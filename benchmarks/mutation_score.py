@@ -84,7 +84,9 @@ PACKAGES: dict[str, list[str]] = {
              "tests/test_run_settings.py", "tests/test_event_loop.py",
              "tests/test_store_integrity.py",
              "tests/test_select_stored.py", "tests/test_scoring_options.py",
-             "tests/test_compare_verdict.py", "tests/test_cli_labels.py"],
+             "tests/test_compare_verdict.py", "tests/test_cli_labels.py",
+             "tests/test_cost_estimate.py", "tests/test_simulator_panel_*.py",
+             "tests/test_failure_attribution*.py"],
 }
 
 # Modules not mutated: their code runs in worker processes that Ray or the runner start
