@@ -32,7 +32,7 @@ from scipy import stats as sps
 from harness.models.mock import register_mock, unregister_mock
 from harness.models.request import ModelRequest
 from harness.models.types import Message, T
-from harness.runs.api import run_suite
+from harness.runs.api import resume_run, run_suite
 from harness.runs.config import AdaptiveSettings, RunConfig
 from tests.helpers.bound_mocks import ContextBound
 
@@ -186,3 +186,67 @@ async def test_fixed_epochs_at_the_reported_count_do_reach_the_width(
     fixed = (await run_suite(_config(graded_suite, epochs=k), tmp_path / "fixed")).summary
     assert fixed.counts.samples == k * len(CYCLES) == adaptive.savings.fixed_samples
     assert fixed.score.ci_high - fixed.score.ci_low <= TARGET + 1e-12
+
+
+async def test_resuming_a_finished_adaptive_run_adds_nothing_and_measures_no_calls(
+        tmp_path: Path, graded_suite: Path) -> None:
+    """Nothing is left to run, so no sample and no model call happen in the resumed session:
+    the savings keep their sample counts, and the calls per sample, which only this session's
+    ledger could measure, are unknown (None), not a division by zero."""
+    settings = AdaptiveSettings(target_width=TARGET, pilot_epochs=PILOT,
+                                max_epochs_per_scenario=30)
+    first = await run_suite(_config(graded_suite, adaptive=settings), tmp_path / "run")
+    again = await resume_run(tmp_path / "run")
+    assert again.state.finished == 0 and again.ledger["total"]["calls"] == 0
+    before, after = first.summary.adaptive, again.summary.adaptive
+    assert before is not None and after is not None
+    assert after.samples_used == before.samples_used
+    assert after.savings.saved_samples == before.savings.saved_samples
+    assert before.savings.model_calls_per_sample == pytest.approx(1.0)
+    assert after.savings.model_calls_per_sample is None
+    assert after.savings.saved_model_calls is None
+    assert after.final_reason == before.final_reason == "target_reached"
+
+
+class ErringGradedAgent(GradedAgent):
+    """The graded agent, failing every third sample of every scenario."""
+
+    async def chat(self, request: ModelRequest) -> Message:
+        if request.sample_index % 3 == 2:
+            raise RuntimeError("the agent fell over")
+        return await super().chat(request)
+
+
+async def test_errored_samples_count_as_failures_in_the_rounds_when_the_policy_says_so(
+        tmp_path: Path) -> None:
+    """Under --errors-as-failures the adaptive rounds, and the samples they say were used,
+    take the errored samples in as score 0; under the default policy they leave them out."""
+    register_mock("graded-erring", ErringGradedAgent)
+    try:
+        path = tmp_path / "erring.yaml"
+        path.write_text(json.dumps([
+            {"id": sid, "user": {"goal": "answer", "script": ["go"]},
+             "agent": {"model": "mock:graded-erring"},
+             "expectations": {"required_phrases": PHRASES}} for sid in CYCLES]))
+        settings = AdaptiveSettings(target_width=TARGET, pilot_epochs=PILOT,
+                                    max_epochs_per_scenario=12)
+        used = {}
+        for policy in ("as_failures", "exclude"):
+            result = await run_suite(_config(path, adaptive=settings, error_policy=policy),
+                                     tmp_path / policy)
+            lines = [json.loads(line) for line in
+                     (tmp_path / policy / "samples.jsonl").read_text().splitlines()]
+            errored = sum(line["status"] == "errored" for line in lines)
+            assert errored > 0
+            adaptive = result.summary.adaptive
+            assert adaptive is not None
+            used[policy] = adaptive.samples_used
+            expected = len(lines) if policy == "as_failures" else len(lines) - errored
+            assert adaptive.samples_used == adaptive.savings.adaptive_samples == expected
+            # The rounds plan from the samples as the policy counts them: errored pilot
+            # epochs complete the pilot as failures, or leave it short, to be topped up first.
+            assert adaptive.rounds[0].reason == (
+                "continue" if policy == "as_failures" else "pilot")
+        assert used["as_failures"] != used["exclude"]
+    finally:
+        unregister_mock("graded-erring")
