@@ -80,6 +80,7 @@ class BatchQueue:
         self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._bodies: dict[str, tuple[_Pending, dict[str, Any]]] = {}
         self._sent: dict[str, int] = {}  # submissions of a request id in this process
+        self._batch_of: dict[str, str] = {}  # the batch a request id was last sent in
         self._pollers: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.submitted_batches = 0
@@ -110,6 +111,7 @@ class BatchQueue:
             if entry is not None and entry.state == "succeeded" and entry.result is not None:
                 future.set_result(entry.result)
             elif entry is not None and entry.state == "submitted":
+                self._batch_of[custom_id] = entry.batch_id
                 self._watch(entry.batch_id, group)
             else:
                 self._enqueue(custom_id)
@@ -119,6 +121,7 @@ class BatchQueue:
             if future.done():  # a long run's request bodies are not kept past their answer
                 self._waiting.pop(custom_id, None)
                 self._bodies.pop(custom_id, None)
+                self._batch_of.pop(custom_id, None)
 
     def _enqueue(self, custom_id: str) -> None:
         group, body = self._bodies[custom_id]
@@ -189,6 +192,7 @@ class BatchQueue:
         self.submitted_batches += 1
         for custom_id, _ in items:
             self._sent[custom_id] = self._sent.get(custom_id, 0) + 1
+            self._batch_of[custom_id] = batch_id
         log.info("%s: %d judge request%s sent as batch %s", group.model, len(items),
                  "s" * (len(items) != 1), batch_id)
         self._watch(batch_id, group)
@@ -224,9 +228,8 @@ class BatchQueue:
 
     def _members(self, batch_id: str) -> list[str]:
         """The requests waiting here whose last batch is ``batch_id``."""
-        return [custom_id for custom_id in self._waiting
-                if (entry := self.journal.request(custom_id)) is not None
-                and entry.batch_id == batch_id and entry.state == "submitted"]
+        return [custom_id for custom_id, future in self._waiting.items()
+                if not future.done() and self._batch_of.get(custom_id) == batch_id]
 
     def _settle(self, result: BatchResult, detail: str | None) -> None:
         custom_id = result.custom_id

@@ -336,7 +336,7 @@ class RemoteChatModel(ChatModel):
         counts it."""
         endpoint = self.endpoint
         create_function = self._create_function
-        ledger, prices = self.services.ledger, self.services.prices
+        ledger, count = self.services.ledger, self._count
         timeout_s, label, ctx = self.services.timeout_s, self.label, self._error_context
         retry_after_cap_s = self.services.retry.config.retry_after_cap_s
 
@@ -368,16 +368,7 @@ class RemoteChatModel(ChatModel):
                 raise failure from None
             finally:
                 endpoint.release(lease)
-            price = prices.lookup(label)
-            cost, saved = (None, 0.0) if price is None else (
-                price.cost(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
-                           usage.cache_write_tokens),
-                price.cache_saving(usage.cache_read_tokens, usage.cache_write_tokens))
-            ledger.record_request(
-                role, label, usage.input_tokens, usage.output_tokens, cost,
-                cache_read_tokens=usage.cache_read_tokens,
-                cache_write_tokens=usage.cache_write_tokens, cache_saved_usd=saved)
-            tally.add(usage, cost, saved)
+            count(role, usage, tally)
             return raw
 
         return await self.services.retry.run(attempt, model=label)
@@ -416,25 +407,31 @@ class RemoteChatModel(ChatModel):
             self.services.ledger.record_failed_request(role, self.label)
             raise ModelUnavailableError(f"batch result unusable: {failure.reason}",
                                         model=self.label) from None
-        cost: float | None = 0.0
-        saved = batch_saved = 0.0
-        price = self.services.prices.lookup(self.label)
-        if price is None:
-            cost = None
-        elif not shared:  # else the same request of another call, paid for there
-            list_cost = price.cost(usage.input_tokens, usage.output_tokens,
-                                   usage.cache_read_tokens, usage.cache_write_tokens)
-            cost, batch_saved = BATCH_DISCOUNT * list_cost, (1 - BATCH_DISCOUNT) * list_cost
-            saved = BATCH_DISCOUNT * price.cache_saving(usage.cache_read_tokens,
-                                                        usage.cache_write_tokens)
+        # The same request of another call (shared) was paid for there.
+        list_cost = self._count(role, usage, tally, share=0.0 if shared else BATCH_DISCOUNT)
         tally.batched_requests += 1
-        tally.batch_saved_usd += batch_saved
+        if list_cost is not None and not shared:
+            tally.batch_saved_usd += (1 - BATCH_DISCOUNT) * list_cost
+        return raw
+
+    def _count(self, role: Role, usage: Usage, tally: _Tally, *, share: float = 1.0
+               ) -> float | None:
+        """Record one answered request in the ledger and the call's tally: its tokens, and
+        ``share`` of its list price (1 live, the batch discount through a batch, 0 for a
+        request another call paid for). Returns the list price (``None``: no price)."""
+        price = self.services.prices.lookup(self.label)
+        list_cost = None if price is None else price.cost(
+            usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
+            usage.cache_write_tokens)
+        cost, saved = (None, 0.0) if price is None or list_cost is None else (
+            share * list_cost,
+            share * price.cache_saving(usage.cache_read_tokens, usage.cache_write_tokens))
         self.services.ledger.record_request(
             role, self.label, usage.input_tokens, usage.output_tokens, cost,
             cache_read_tokens=usage.cache_read_tokens,
             cache_write_tokens=usage.cache_write_tokens, cache_saved_usd=saved)
         tally.add(usage, cost, saved)
-        return raw
+        return list_cost
 
     async def _structured_value(self, messages: Sequence[Message], response_model: type[T],
                                 params: GenerationParams, max_reasks: int,
